@@ -1,0 +1,473 @@
+// The only file that includes toml++ (a heavy header): everything TOML stops here.
+#include "load_config.hpp"
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+namespace dbcheck::config {
+namespace {
+
+// Collects errors with the file name and line of the offending key.
+class Errors {
+public:
+  explicit Errors(std::string path) : m_path(std::move(path)) {}
+  void add(const toml::source_region& where, std::string_view key, std::string_view what) {
+    m_messages.emplace_back(where.begin.line,
+                            fmt::format("{}:{}: {}: {}", m_path, where.begin.line, key, what));
+  }
+  void add_plain(std::string message) { m_messages.emplace_back(0, std::move(message)); }
+  bool any() const { return !m_messages.empty(); }
+  // The messages in file order (toml++ iterates keys alphabetically, people read top-down).
+  ConfigError take() {
+    std::stable_sort(m_messages.begin(), m_messages.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    ConfigError out;
+    for (auto& [line, text] : m_messages) {
+      out.messages.push_back(std::move(text));
+    }
+    return out;
+  }
+  const std::string& path() const { return m_path; }
+
+private:
+  std::string m_path;
+  std::vector<std::pair<toml::source_index, std::string>> m_messages;
+};
+
+// One key of a section: its name and how to store it.
+template <class Target>
+struct KeySpec {
+  std::string_view name;
+  std::function<void(Target&, const toml::node&, Errors&, const std::string& key)> apply;
+};
+
+std::string join_names(auto const& specs) {
+  std::string out;
+  for (const auto& s : specs) {
+    out += out.empty() ? "" : ", ";
+    out += s.name;
+  }
+  return out;
+}
+
+// How a TOML value's type reads in an error message ("an integer").
+std::string describe(toml::node_type t) {
+  switch (t) {
+  case toml::node_type::string:
+    return "a string";
+  case toml::node_type::integer:
+    return "an integer";
+  case toml::node_type::floating_point:
+    return "a number";
+  case toml::node_type::boolean:
+    return "a boolean";
+  case toml::node_type::array:
+    return "a list";
+  case toml::node_type::table:
+    return "a table";
+  case toml::node_type::date:
+  case toml::node_type::time:
+  case toml::node_type::date_time:
+    return "a date/time";
+  default:
+    return "nothing";
+  }
+}
+
+std::optional<std::string> want_string(const toml::node& n, Errors& e, const std::string& key) {
+  if (auto v = n.value<std::string>(); v && n.is_string()) {
+    return v;
+  }
+  e.add(n.source(), key, fmt::format("expected a string, got {}", describe(n.type())));
+  return std::nullopt;
+}
+
+std::optional<util::Duration> want_duration(const toml::node& n, Errors& e, const std::string& key) {
+  auto s = want_string(n, e, key);
+  if (!s) {
+    return std::nullopt;
+  }
+  auto d = util::parse_duration(*s);
+  if (!d) {
+    e.add(n.source(), key, d.error());
+    return std::nullopt;
+  }
+  if (d->count() <= 0) {
+    e.add(n.source(), key, fmt::format("\"{}\" must be longer than 0ms", *s));
+    return std::nullopt;
+  }
+  return *d;
+}
+
+std::optional<std::string> want_one_of(const toml::node& n, Errors& e, const std::string& key,
+                                       std::initializer_list<std::string_view> allowed) {
+  auto s = want_string(n, e, key);
+  if (!s) {
+    return std::nullopt;
+  }
+  if (std::find(allowed.begin(), allowed.end(), *s) == allowed.end()) {
+    std::string list;
+    for (auto a : allowed) {
+      list += list.empty() ? "" : ", ";
+      list += fmt::format("\"{}\"", a);
+    }
+    e.add(n.source(), key, fmt::format("\"{}\" is not one of {}", *s, list));
+    return std::nullopt;
+  }
+  return s;
+}
+
+// Settings that [defaults] provides and a backend may override.
+struct Defaults {
+  util::Duration timeout{800};
+  util::Duration max_lag{1000};
+  core::SaturationPolicy on_saturation = core::SaturationPolicy::up;
+};
+
+// A backend as written, before defaults are applied.
+struct BackendDraft {
+  Backend backend;
+  std::optional<util::Duration> timeout;
+  std::optional<util::Duration> max_lag;
+  std::optional<core::SaturationPolicy> on_saturation;
+  toml::source_region where;
+  toml::source_region cluster_where;
+  toml::source_region max_lag_where;
+  toml::source_region saturation_where;
+  bool has_cluster = false;
+  bool has_role = false;
+};
+
+core::SaturationPolicy to_saturation(const std::string& s) {
+  return s == "down" ? core::SaturationPolicy::down : core::SaturationPolicy::up;
+}
+
+const std::vector<KeySpec<Defaults>>& defaults_keys() {
+  static const std::vector<KeySpec<Defaults>> k = {
+      {"timeout",
+       [](Defaults& d, const toml::node& n, Errors& e, const std::string& key) {
+         if (auto v = want_duration(n, e, key)) {
+           d.timeout = *v;
+         }
+       }},
+      {"max_lag",
+       [](Defaults& d, const toml::node& n, Errors& e, const std::string& key) {
+         if (auto v = want_duration(n, e, key)) {
+           d.max_lag = *v;
+         }
+       }},
+      {"on_saturation",
+       [](Defaults& d, const toml::node& n, Errors& e, const std::string& key) {
+         if (auto v = want_one_of(n, e, key, {"up", "down"})) {
+           d.on_saturation = to_saturation(*v);
+         }
+       }},
+  };
+  return k;
+}
+
+const std::vector<KeySpec<Cluster>>& cluster_keys() {
+  static const std::vector<KeySpec<Cluster>> k = {
+      {"engine",
+       [](Cluster& c, const toml::node& n, Errors& e, const std::string& key) {
+         if (want_one_of(n, e, key, {"postgres"})) {
+           c.engine = Engine::postgres;
+         }
+       }},
+      {"patroni",
+       [](Cluster& c, const toml::node& n, Errors& e, const std::string& key) {
+         const toml::array* arr = n.as_array();
+         if (arr == nullptr || arr->empty()) {
+           e.add(n.source(), key,
+                 "expected a non-empty list of Patroni REST URLs, e.g. "
+                 "[\"http://10.0.0.1:8008\"]");
+           return;
+         }
+         for (const toml::node& item : *arr) {
+           auto url = want_string(item, e, key);
+           if (!url) {
+             continue;
+           }
+           if (url->rfind("http://", 0) != 0 && url->rfind("https://", 0) != 0) {
+             e.add(item.source(), key,
+                   fmt::format("\"{}\" is not an http:// or https:// URL", *url));
+             continue;
+           }
+           while (!url->empty() && url->back() == '/') {
+             url->pop_back();
+           }
+           c.patroni.push_back(*url);
+         }
+       }},
+      {"dbname",
+       [](Cluster& c, const toml::node& n, Errors& e, const std::string& key) {
+         if (auto v = want_string(n, e, key)) {
+           c.dbname = *v;
+         }
+       }},
+      {"user",
+       [](Cluster& c, const toml::node& n, Errors& e, const std::string& key) {
+         if (auto v = want_string(n, e, key)) {
+           c.user = *v;
+         }
+       }},
+      {"password_file",
+       [](Cluster& c, const toml::node& n, Errors& e, const std::string& key) {
+         auto v = want_string(n, e, key);
+         if (!v) {
+           return;
+         }
+         c.password_file = *v;
+         auto secret = read_password_file(*v);
+         if (!secret) {
+           e.add(n.source(), key, secret.error());
+           return;
+         }
+         c.password = std::move(*secret);
+       }},
+      {"sslmode",
+       [](Cluster& c, const toml::node& n, Errors& e, const std::string& key) {
+         if (auto v = want_one_of(n, e, key,
+                                  {"disable", "allow", "prefer", "require", "verify-ca",
+                                   "verify-full"})) {
+           c.sslmode = *v;
+         }
+       }},
+      {"sslrootcert",
+       [](Cluster& c, const toml::node& n, Errors& e, const std::string& key) {
+         c.sslrootcert = want_string(n, e, key);
+       }},
+      {"patroni_cafile",
+       [](Cluster& c, const toml::node& n, Errors& e, const std::string& key) {
+         c.patroni_cafile = want_string(n, e, key);
+       }},
+  };
+  return k;
+}
+
+const std::vector<KeySpec<BackendDraft>>& backend_keys() {
+  static const std::vector<KeySpec<BackendDraft>> k = {
+      {"cluster",
+       [](BackendDraft& b, const toml::node& n, Errors& e, const std::string& key) {
+         if (auto v = want_string(n, e, key)) {
+           b.backend.cluster = *v;
+           b.has_cluster = true;
+           b.cluster_where = n.source();
+         }
+       }},
+      {"role",
+       [](BackendDraft& b, const toml::node& n, Errors& e, const std::string& key) {
+         if (auto v = want_one_of(n, e, key, {"primary", "replica"})) {
+           b.backend.role = *v == "primary" ? Role::primary : Role::replica;
+           b.has_role = true;
+         }
+       }},
+      {"timeout",
+       [](BackendDraft& b, const toml::node& n, Errors& e, const std::string& key) {
+         b.timeout = want_duration(n, e, key);
+       }},
+      {"max_lag",
+       [](BackendDraft& b, const toml::node& n, Errors& e, const std::string& key) {
+         b.max_lag = want_duration(n, e, key);
+         b.max_lag_where = n.source();
+       }},
+      {"on_saturation",
+       [](BackendDraft& b, const toml::node& n, Errors& e, const std::string& key) {
+         if (auto v = want_one_of(n, e, key, {"up", "down"})) {
+           b.on_saturation = to_saturation(*v);
+           b.saturation_where = n.source();
+         }
+       }},
+  };
+  return k;
+}
+
+// Applies each key of `table` through `specs`, reporting keys that are not in the table.
+template <class Target>
+void apply_keys(const toml::table& table, const std::vector<KeySpec<Target>>& specs,
+                const std::string& section, Target& target, Errors& e) {
+  for (auto&& [k, node] : table) {
+    const std::string key_name{k.str()};
+    const std::string full = fmt::format("{}.{}", section, key_name);
+    const auto spec = std::find_if(specs.begin(), specs.end(),
+                                   [&](const auto& s) { return s.name == key_name; });
+    if (spec == specs.end()) {
+      e.add(k.source(), full,
+            fmt::format("unknown key \"{}\" in [{}] (expected one of: {})", key_name, section,
+                        join_names(specs)));
+      continue;
+    }
+    spec->apply(target, node, e, full);
+  }
+}
+
+// Calls `fn(name, table)` for each [prefix.NAME] table, reporting anything else under prefix.
+void for_each_named_table(const toml::node& node, std::string_view prefix, Errors& e,
+                          const std::function<void(const std::string&, const toml::table&,
+                                                   const toml::source_region&)>& fn) {
+  const toml::table* t = node.as_table();
+  if (t == nullptr) {
+    e.add(node.source(), prefix,
+          fmt::format("expected tables like [{}.NAME], got {}", prefix, describe(node.type())));
+    return;
+  }
+  for (auto&& [k, child] : *t) {
+    const toml::table* ct = child.as_table();
+    if (ct == nullptr) {
+      e.add(k.source(), fmt::format("{}.{}", prefix, k.str()),
+            fmt::format("expected a table [{}.{}], got {}", prefix, k.str(), describe(child.type())));
+      continue;
+    }
+    fn(std::string{k.str()}, *ct, k.source());
+  }
+}
+
+} // namespace
+
+tl::expected<Secret, std::string> read_password_file(const std::string& file) {
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0) {
+    return tl::make_unexpected(
+        fmt::format("cannot read password file {}: {}", file, std::strerror(errno)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return tl::make_unexpected(fmt::format("password file {} is not a regular file", file));
+  }
+  if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    return tl::make_unexpected(fmt::format(
+        "password file {} is accessible by group or others (mode {:04o}); run: chmod 600 {}",
+        file, st.st_mode & 07777, file));
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    return tl::make_unexpected(
+        fmt::format("cannot read password file {}: {}", file, std::strerror(errno)));
+  }
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!content.empty() && (content.back() == '\n' || content.back() == '\r')) {
+    content.pop_back();
+  }
+  if (content.empty()) {
+    return tl::make_unexpected(fmt::format("password file {} is empty", file));
+  }
+  if (content.find_first_of("\r\n") != std::string::npos) {
+    return tl::make_unexpected(
+        fmt::format("password file {} has more than one line (expected the password alone)", file));
+  }
+  return Secret{std::move(content)};
+}
+
+tl::expected<Config, ConfigError> parse_config(std::string_view text, const std::string& path) {
+  Errors e(path);
+  toml::table root;
+  try {
+    root = toml::parse(text, path);
+  } catch (const toml::parse_error& err) {
+    e.add_plain(fmt::format("{}:{}: invalid TOML: {}", path, err.source().begin.line,
+                            err.description()));
+    return tl::make_unexpected(e.take());
+  }
+
+  Defaults defaults;
+  Config cfg;
+  cfg.path = path;
+  std::vector<BackendDraft> drafts;
+
+  for (auto&& [k, node] : root) {
+    const std::string section{k.str()};
+    if (section == "defaults") {
+      if (const toml::table* t = node.as_table()) {
+        apply_keys(*t, defaults_keys(), "defaults", defaults, e);
+      } else {
+        e.add(k.source(), "defaults", "expected a table [defaults]");
+      }
+    } else if (section == "cluster") {
+      for_each_named_table(node, "cluster", e,
+                           [&](const std::string& name, const toml::table& t,
+                               const toml::source_region& where) {
+                             Cluster c;
+                             c.name = name;
+                             const std::string sec = "cluster." + name;
+                             apply_keys(t, cluster_keys(), sec, c, e);
+                             for (const char* required : {"engine", "patroni", "dbname", "user"}) {
+                               if (!t.contains(required)) {
+                                 e.add(where, sec,
+                                       fmt::format("missing required key \"{}\"", required));
+                               }
+                             }
+                             cfg.clusters.emplace(name, std::move(c));
+                           });
+    } else if (section == "backend") {
+      for_each_named_table(node, "backend", e,
+                           [&](const std::string& name, const toml::table& t,
+                               const toml::source_region& where) {
+                             BackendDraft d;
+                             d.backend.name = name;
+                             d.where = where;
+                             apply_keys(t, backend_keys(), "backend." + name, d, e);
+                             drafts.push_back(std::move(d));
+                           });
+    } else {
+      e.add(k.source(), section,
+            fmt::format("unknown section [{}] (expected [defaults], [cluster.NAME] or "
+                        "[backend.NAME])",
+                        section));
+    }
+  }
+
+  for (BackendDraft& d : drafts) {
+    Backend& b = d.backend;
+    const std::string sec = "backend." + b.name;
+    if (!d.has_cluster) {
+      e.add(d.where, sec, "missing required key \"cluster\"");
+    } else if (cfg.clusters.find(b.cluster) == cfg.clusters.end()) {
+      e.add(d.cluster_where, sec + ".cluster",
+            fmt::format("no [cluster.{}] is defined", b.cluster));
+    }
+    if (!d.has_role) {
+      e.add(d.where, sec, "missing required key \"role\" (\"primary\" or \"replica\")");
+    }
+    // A role that failed to parse has been reported already; do not pile on.
+    if (d.has_role && d.max_lag && b.role == Role::primary) {
+      e.add(d.max_lag_where, sec + ".max_lag", "applies only to role = \"replica\"");
+    }
+    if (d.has_role && d.on_saturation && b.role == Role::replica) {
+      e.add(d.saturation_where, sec + ".on_saturation", "applies only to role = \"primary\"");
+    }
+    b.timeout = d.timeout.value_or(defaults.timeout);
+    b.max_lag = d.max_lag.value_or(defaults.max_lag);
+    b.on_saturation = d.on_saturation.value_or(defaults.on_saturation);
+    cfg.backends.emplace(b.name, std::move(b));
+  }
+  if (cfg.backends.empty() && !e.any()) {
+    e.add_plain(fmt::format("{}: no [backend.NAME] is defined: HAProxy's backend names must "
+                            "appear here",
+                            path));
+  }
+  if (e.any()) {
+    return tl::make_unexpected(e.take());
+  }
+  return cfg;
+}
+
+tl::expected<Config, ConfigError> load_config(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return tl::make_unexpected(ConfigError{
+        {fmt::format("{}: cannot read configuration: {}", path, std::strerror(errno))}});
+  }
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return parse_config(buf.str(), path);
+}
+
+} // namespace dbcheck::config

@@ -1,0 +1,35 @@
+#pragma once
+// Reading and validating the TOML file, once, at the edge. toml++ stays inside load_config.cpp.
+
+#include "config.hpp"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <tl/expected.hpp>
+
+namespace dbcheck::config {
+
+// Every problem found, each "FILE:LINE: KEY: what is wrong (what was expected)".
+struct ConfigError {
+  std::vector<std::string> messages;
+};
+
+// Where the configuration lives unless DBCHECK_CONFIG or --config says otherwise.
+inline constexpr std::string_view k_default_config_path = "/etc/dbcheck/dbcheck.toml";
+
+// --- Interface ---
+
+// Reads, parses and validates the file at `path`, including each cluster's password file.
+tl::expected<Config, ConfigError> load_config(const std::string& path);
+
+// Same, from text already in memory; `path` only names the source in messages, and relative
+// password_file paths are taken as they are.
+tl::expected<Config, ConfigError> parse_config(std::string_view text, const std::string& path);
+
+// Reads a password file, refusing one that group or others may access (as libpq does .pgpass).
+// Returns the password without its trailing newline, or an error text naming the file.
+tl::expected<Secret, std::string> read_password_file(const std::string& file);
+
+} // namespace dbcheck::config

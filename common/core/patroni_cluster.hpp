@@ -1,0 +1,43 @@
+#pragma once
+// Patroni's GET /cluster answer: the DCS's view of who is leader and who replicates.
+
+#include <util/host_port.hpp>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <tl/expected.hpp>
+
+namespace dbcheck::core {
+
+struct PatroniMember {
+  std::string name;
+  std::string role;  // leader, replica, sync_standby, standby_leader (master/primary accepted)
+  std::string state; // running, streaming, stopped, ...
+  util::HostPort address; // the member's PostgreSQL host:port as Patroni advertises it
+  bool noloadbalance = false;
+};
+
+struct ClusterView {
+  std::vector<PatroniMember> members;
+  bool paused = false; // maintenance mode: Patroni will not fail over
+};
+
+// --- Interface ---
+
+// Parses the body of GET /cluster (Patroni 3.x and 4.x). Members without host or port are
+// skipped (Patroni omits them while a member has no connection address yet). Returns an error
+// naming what is wrong when the body is not such a document.
+tl::expected<ClusterView, std::string> parse_patroni_cluster(std::string_view body);
+
+// True for the role spellings that mean "holds the leader lock of a read-write cluster".
+bool is_leader_role(std::string_view role);
+
+// The member holding the leader lock, or nullptr when the cluster has none (failover window).
+const PatroniMember* find_leader(const ClusterView& view);
+
+// The member whose PostgreSQL address is `node`, or nullptr when Patroni does not know it.
+const PatroniMember* find_member(const ClusterView& view, const util::HostPort& node);
+
+} // namespace dbcheck::core

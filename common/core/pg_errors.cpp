@@ -1,0 +1,100 @@
+#include "pg_errors.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <utility>
+
+namespace dbcheck::core {
+namespace {
+
+bool contains(std::string_view haystack, std::string_view needle) {
+  return haystack.find(needle) != std::string_view::npos;
+}
+
+struct Pattern {
+  std::string_view text;
+  Failure kind;
+  std::string_view sqlstate;
+};
+
+// Server texts of PostgreSQL 12-17 (src/backend, checked against the 15.18 binary).
+constexpr std::array k_connect_patterns = {
+    Pattern{"sorry, too many clients already", Failure::saturated, "53300"},
+    Pattern{"remaining connection slots are reserved", Failure::saturated, "53300"},
+    Pattern{"too many connections for", Failure::saturated, "53300"},
+    Pattern{"the database system is starting up", Failure::not_ready, "57P03"},
+    Pattern{"the database system is shutting down", Failure::not_ready, "57P03"},
+    Pattern{"the database system is in recovery mode", Failure::not_ready, "57P03"},
+    Pattern{"the database system is not yet accepting connections", Failure::not_ready, "57P03"},
+    Pattern{"the database system is not accepting connections", Failure::not_ready, "57P03"},
+    Pattern{"password authentication failed", Failure::auth, "28P01"},
+    Pattern{"no pg_hba.conf entry", Failure::auth, "28000"},
+    Pattern{"pg_hba.conf rejects connection", Failure::auth, "28000"},
+    Pattern{"no password supplied", Failure::auth, "28P01"},
+    Pattern{"does not exist", Failure::auth, "28000"}, // role or database: a config mismatch
+    Pattern{"is not permitted to log in", Failure::auth, "28000"},
+    Pattern{"timeout expired", Failure::timeout, ""},
+};
+
+} // namespace
+
+std::string one_line(std::string_view msg) {
+  // libpq: 'connection to server at "10.0.0.1", port 5432 failed: FATAL:  sorry, ...\n'
+  if (const auto pos = msg.find(" failed: ");
+      pos != std::string_view::npos && msg.substr(0, 10) == "connection") {
+    msg.remove_prefix(pos + 9);
+  }
+  // Whitespace runs become one space; a line break after a sentence without its own
+  // punctuation becomes "; " so separate libpq lines stay readable on one line.
+  std::string out;
+  bool pending_space = false;
+  bool pending_break = false;
+  for (char c : msg) {
+    if (c == '\n' || c == '\r' || c == '\t' || c == ' ') {
+      pending_space = !out.empty();
+      pending_break = pending_break || ((c == '\n' || c == '\r') && !out.empty());
+      continue;
+    }
+    if (pending_space) {
+      const char last = out.back();
+      out += pending_break && last != ':' && last != '.' && last != ';' && last != ',' ? "; " : " ";
+      pending_space = false;
+      pending_break = false;
+    }
+    out += c;
+  }
+  return out;
+}
+
+ProbeError classify_pg_connect_error(std::string_view libpq_message) {
+  const std::string detail = one_line(libpq_message);
+  for (const Pattern& p : k_connect_patterns) {
+    if (contains(libpq_message, p.text)) {
+      const std::string code = p.sqlstate.empty() ? "" : fmt::format("{}: ", p.sqlstate);
+      return {p.kind, fmt::format("{}{}", code, detail), std::string{p.sqlstate}};
+    }
+  }
+  return {Failure::network, detail, ""};
+}
+
+ProbeError classify_pg_query_error(std::string_view sqlstate, std::string_view message) {
+  const std::string detail = fmt::format("{}: {}", sqlstate, one_line(message));
+  Failure kind = Failure::protocol;
+  if (sqlstate == "57014") {
+    kind = Failure::timeout; // statement_timeout: the server gave up within our deadline
+  } else if (sqlstate == "53300") {
+    kind = Failure::saturated;
+  } else if (sqlstate == "57P01" || sqlstate == "57P02" || sqlstate == "57P03") {
+    kind = Failure::not_ready;
+  } else if (sqlstate.substr(0, 2) == "28") {
+    kind = Failure::auth;
+  } else if (sqlstate == "42501") {
+    kind = Failure::config; // insufficient privilege: the check role lacks a grant
+  } else if (sqlstate.substr(0, 2) == "08") {
+    kind = Failure::network;
+  }
+  return {kind, detail, std::string{sqlstate}};
+}
+
+} // namespace dbcheck::core

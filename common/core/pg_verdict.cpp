@@ -1,0 +1,143 @@
+#include "pg_verdict.hpp"
+
+#include <util/duration.hpp>
+
+#include <fmt/format.h>
+
+namespace dbcheck::core {
+namespace {
+
+// One opinion reduced to: does it agree, what it said, and how it failed if it did not.
+struct Opinion {
+  bool ok = false;
+  std::string text;
+  Failure kind = Failure::none;
+};
+
+std::string member_label(const PatroniMember& m) {
+  return fmt::format("{} ({})", m.name.empty() ? "?" : m.name, util::to_string(m.address));
+}
+
+Opinion manager_writer_opinion(const WriterObservation& obs) {
+  if (!obs.manager) {
+    return {false, fmt::format("Patroni: {}", obs.manager.error().detail),
+            obs.manager.error().kind};
+  }
+  const ClusterView& view = *obs.manager;
+  if (const PatroniMember* leader = find_leader(view)) {
+    if (util::same_endpoint(leader->address, obs.node)) {
+      return {true, fmt::format("Patroni names this node ({}) leader", leader->name),
+              Failure::none};
+    }
+    return {false, fmt::format("Patroni names {} leader, not this node", member_label(*leader)),
+            Failure::role};
+  }
+  const PatroniMember* self = find_member(view, obs.node);
+  if (self != nullptr && self->role == "standby_leader") {
+    return {false, "Patroni: this node leads a standby cluster (standby_leader), not writable",
+            Failure::role};
+  }
+  return {false, "Patroni names no leader (failover in progress or DCS trouble)", Failure::role};
+}
+
+Opinion node_writer_opinion(const WriterObservation& obs) {
+  if (!obs.node_answer) {
+    return {false, fmt::format("PostgreSQL: {}", obs.node_answer.error().detail),
+            obs.node_answer.error().kind};
+  }
+  if (obs.node_answer->in_recovery) {
+    return {false, "PostgreSQL is in recovery (a standby, or a promotion not yet finished)",
+            Failure::role};
+  }
+  if (obs.node_answer->read_only) {
+    return {false, "PostgreSQL is read-only (transaction_read_only = on)", Failure::role};
+  }
+  return {true, "PostgreSQL is read-write, not in recovery", Failure::none};
+}
+
+} // namespace
+
+Verdict evaluate_writer(const WriterObservation& obs, SaturationPolicy saturation) {
+  const Opinion manager = manager_writer_opinion(obs);
+  const Opinion node = node_writer_opinion(obs);
+
+  if (node.kind == Failure::saturated) {
+    const std::string what = fmt::format("saturated: {}; {}", manager.text, node.text);
+    if (manager.ok && saturation == SaturationPolicy::up) {
+      return {State::up, Failure::saturated,
+              fmt::format("{}; on_saturation=up keeps the sole writer in rotation", what)};
+    }
+    return {State::down, Failure::saturated,
+            manager.ok ? fmt::format("{}; on_saturation=down", what) : what};
+  }
+  if (manager.ok && node.ok) {
+    return {State::up, Failure::none, fmt::format("{}; {}", manager.text, node.text)};
+  }
+  // The node's own failure (timeout, refused, auth) is the more actionable kind to report first.
+  Failure kind = Failure::role;
+  if (!node.ok && node.kind != Failure::role) {
+    kind = node.kind;
+  } else if (!manager.ok && manager.kind != Failure::role) {
+    kind = manager.kind;
+  }
+  return {State::down, kind, fmt::format("not the writer: {}; {}", manager.text, node.text)};
+}
+
+Verdict evaluate_replica(const ReplicaObservation& obs, double max_lag_s) {
+  if (!obs.node_answer) {
+    return {State::down, obs.node_answer.error().kind,
+            fmt::format("PostgreSQL: {}", obs.node_answer.error().detail)};
+  }
+  const ReplicaStatus& node = *obs.node_answer;
+  if (!node.in_recovery) {
+    return {State::down, Failure::role,
+            "PostgreSQL is not in recovery (it is a primary), not a replica"};
+  }
+  if (!obs.manager) {
+    return {State::down, obs.manager.error().kind,
+            fmt::format("Patroni: {}", obs.manager.error().detail)};
+  }
+  const PatroniMember* self = find_member(*obs.manager, obs.node);
+  if (self == nullptr) {
+    return {State::down, Failure::role,
+            fmt::format("Patroni does not list {} as a member of the cluster",
+                        util::to_string(obs.node))};
+  }
+  if (is_leader_role(self->role)) {
+    return {State::down, Failure::role,
+            fmt::format("Patroni names this node ({}) leader", self->name)};
+  }
+  if (self->noloadbalance) {
+    return {State::down, Failure::policy,
+            fmt::format("Patroni member {} is tagged noloadbalance", self->name)};
+  }
+  if (!node.receiver_present) {
+    return {State::down, Failure::not_ready,
+            "no WAL receiver is running (archive-only recovery, or the stream is down)"};
+  }
+  if (!node.receiver_status) {
+    return {State::down, Failure::config,
+            "pg_stat_wal_receiver.status is hidden from the check user: GRANT pg_monitor to it"};
+  }
+  if (*node.receiver_status != "streaming") {
+    return {State::down, Failure::not_ready,
+            fmt::format("WAL receiver is {}, not streaming", *node.receiver_status)};
+  }
+  const std::string paused = node.replay_paused ? "; replay is paused" : "";
+  const std::string max_text = util::format_seconds(max_lag_s);
+  if (!obs.lag.seconds) {
+    return {State::down, Failure::lag,
+            fmt::format("replica lag cannot be bounded: {}{}", obs.lag.derivation, paused)};
+  }
+  const double lag = *obs.lag.seconds;
+  if (lag > max_lag_s) {
+    return {State::down, Failure::lag,
+            fmt::format("replica lag {} > max_lag {} ({}){}", util::format_seconds(lag), max_text,
+                        obs.lag.derivation, paused)};
+  }
+  return {State::up, Failure::none,
+          fmt::format("streaming replica {}, lag <= {} (max_lag {}): {}{}", self->name,
+                      util::format_seconds(lag), max_text, obs.lag.derivation, paused)};
+}
+
+} // namespace dbcheck::core

@@ -1,0 +1,62 @@
+#pragma once
+// The two-opinion decisions for PostgreSQL under Patroni: pure functions, every branch tabled in
+// tests/unit/test_core_pg_verdict.cpp.
+
+#include "patroni_cluster.hpp"
+#include "probe_error.hpp"
+#include "replica_lag.hpp"
+#include "verdict.hpp"
+
+#include <util/host_port.hpp>
+
+#include <optional>
+#include <string>
+
+#include <tl/expected.hpp>
+
+namespace dbcheck::core {
+
+// What to do with a leader that refuses new connections (SQLSTATE 53300) while Patroni names it.
+enum class SaturationPolicy {
+  up,  // keep it: ejecting the sole writer turns overload into a full outage (seed 000)
+  down // eject it
+};
+
+// The node's own answer to the writer query.
+struct NodeRole {
+  bool in_recovery = true;
+  bool read_only = true; // current_setting('transaction_read_only') = 'on'
+};
+
+struct WriterObservation {
+  util::HostPort node;
+  tl::expected<ClusterView, ProbeError> manager;
+  tl::expected<NodeRole, ProbeError> node_answer;
+};
+
+// The node's own answer to the reader query.
+struct ReplicaStatus {
+  bool in_recovery = false;
+  bool receiver_present = false;               // pg_stat_wal_receiver has a row
+  std::optional<std::string> receiver_status;  // "streaming", ...; nullopt if hidden (no pg_monitor)
+  bool replay_paused = false;
+};
+
+struct ReplicaObservation {
+  util::HostPort node;
+  tl::expected<ClusterView, ProbeError> manager;
+  tl::expected<ReplicaStatus, ProbeError> node_answer;
+  LagEstimate lag;
+};
+
+// --- Interface ---
+
+// Writer: up only when Patroni names `node` leader AND PostgreSQL there is out of recovery and
+// read-write; anything unknown is down. 53300 with Patroni's agreement follows `saturation`.
+Verdict evaluate_writer(const WriterObservation& obs, SaturationPolicy saturation);
+
+// Reader: up when in recovery, streaming, not Patroni's leader, not tagged noloadbalance, and the
+// lag's upper bound is at most `max_lag_s`. Anything unknown is down.
+Verdict evaluate_replica(const ReplicaObservation& obs, double max_lag_s);
+
+} // namespace dbcheck::core

@@ -1,0 +1,16 @@
+#pragma once
+// How asking a peer can fail, classified so the core can decide without parsing messages.
+
+#include "verdict.hpp"
+
+#include <string>
+
+namespace dbcheck::core {
+
+struct ProbeError {
+  Failure kind = Failure::network; // network, timeout, protocol, auth, not_ready or saturated
+  std::string detail;              // one line, no secrets: what the peer or the OS said
+  std::string sqlstate;            // PostgreSQL's code when known ("53300"), else empty
+};
+
+} // namespace dbcheck::core

@@ -1,0 +1,34 @@
+#include "replica_lag.hpp"
+
+#include <util/duration.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace dbcheck::core {
+
+LagEstimate estimate_lag(const LagEvidence& e) {
+  using util::format_seconds;
+  if (e.primary_sampled && e.caught_up_after_s) {
+    const double s = std::max(0.0, *e.caught_up_after_s);
+    return {s, fmt::format("replayed past the primary's WAL position sampled {} earlier",
+                           format_seconds(s))};
+  }
+  const std::string why_no_sample =
+      e.primary_sampled
+          ? fmt::format("replay still behind the primary's WAL position after {}",
+                        format_seconds(e.behind_for_s.value_or(0.0)))
+          : fmt::format("primary not sampled ({})",
+                        e.primary_problem.empty() ? "no leader known" : e.primary_problem);
+  if (e.since_last_replay_s) {
+    // The replica's data was current when its last replayed commit happened on the primary.
+    const double s = std::max(0.0, *e.since_last_replay_s);
+    return {s, fmt::format("{}; last replayed commit was {} ago", why_no_sample,
+                           format_seconds(s))};
+  }
+  return {std::nullopt, fmt::format("{}; no commit replayed since the replica started",
+                                    why_no_sample)};
+}
+
+} // namespace dbcheck::core

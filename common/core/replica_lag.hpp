@@ -1,0 +1,37 @@
+#pragma once
+// Replica staleness in seconds, as an honest upper bound (see docs/lag.md for the method).
+//
+// A replica alone cannot tell write silence from a broken stream: both look like "nothing new
+// replayed". So the probe samples the primary's WAL position first and reads the replica's replay
+// position after: if the replica has replayed past that sample, everything committed before the
+// sample is visible on it, so its data is at most (replica answer time - sample send time) old.
+// If it has not caught up, the only sound bound left is the age of the last replayed commit.
+
+#include <optional>
+#include <string>
+
+namespace dbcheck::core {
+
+struct LagEvidence {
+  bool primary_sampled = false;        // the leader answered pg_current_wal_lsn()
+  std::string primary_problem;         // why not, when it did not (for the derivation text)
+  // Replica replayed past the sample: seconds from sending the sample query to the replica's answer.
+  std::optional<double> caught_up_after_s;
+  // Sample taken but replay still behind it: seconds the probe watched it stay behind.
+  std::optional<double> behind_for_s;
+  // clock_timestamp() - pg_last_xact_replay_timestamp() on the replica; nullopt when no commit
+  // was replayed since it started. Mixes the primary's and the replica's clocks.
+  std::optional<double> since_last_replay_s;
+};
+
+struct LagEstimate {
+  std::optional<double> seconds; // upper bound on staleness; nullopt when none can be given
+  std::string derivation;        // how the figure was obtained, for explain and reasons
+};
+
+// --- Interface ---
+
+// Turns the evidence into the tightest sound upper bound, or "unknown" with the reason.
+LagEstimate estimate_lag(const LagEvidence& evidence);
+
+} // namespace dbcheck::core

@@ -1,0 +1,73 @@
+#include "report.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <string>
+
+namespace dbcheck::core {
+namespace {
+
+std::string upper(std::string_view s) {
+  std::string out{s};
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  return out;
+}
+
+} // namespace
+
+std::string render_line(const Report& r) {
+  return fmt::format("{} {} {}: {}", r.backend, r.node, upper(to_string(r.verdict.state)),
+                     r.verdict.reason);
+}
+
+std::string render_text(const Report& r) {
+  std::string out = fmt::format("backend {} (role {}), node {}\n", r.backend, r.role, r.node);
+  for (const auto& s : r.steps) {
+    out += fmt::format("  {:<14} {} {}\n  {:<14} -> {} ({:.1f} ms)\n", s.opinion, s.peer, s.asked,
+                       "", s.answer, s.latency_ms);
+  }
+  if (r.lag) {
+    out += fmt::format("  lag            {}: {}\n",
+                       r.lag->seconds ? fmt::format("{:.3f}s", *r.lag->seconds) : "unknown",
+                       r.lag->derivation);
+  }
+  out += fmt::format("verdict: {} (failure: {}) in {:.1f} ms of {:.0f} ms: {}\n",
+                     upper(to_string(r.verdict.state)), to_string(r.verdict.failure), r.elapsed_ms,
+                     r.deadline_ms, r.verdict.reason);
+  return out;
+}
+
+std::string render_json(const Report& r) {
+  using nlohmann::json;
+  json steps = json::array();
+  for (const auto& s : r.steps) {
+    steps.push_back({{"opinion", s.opinion},
+                     {"peer", s.peer},
+                     {"asked", s.asked},
+                     {"answer", s.answer},
+                     {"latency_ms", s.latency_ms}});
+  }
+  json doc = {{"backend", r.backend},
+              {"node", r.node},
+              {"role", r.role},
+              {"verdict",
+               {{"state", to_string(r.verdict.state)},
+                {"failure", to_string(r.verdict.failure)},
+                {"reason", r.verdict.reason}}},
+              {"steps", steps},
+              {"elapsed_ms", r.elapsed_ms},
+              {"deadline_ms", r.deadline_ms}};
+  if (r.lag) {
+    doc["lag"] = {{"seconds", r.lag->seconds ? json(*r.lag->seconds) : json(nullptr)},
+                  {"derivation", r.lag->derivation}};
+  } else {
+    doc["lag"] = nullptr;
+  }
+  return doc.dump(2);
+}
+
+} // namespace dbcheck::core

@@ -1,0 +1,44 @@
+#pragma once
+// Everything one check found out, for `dbcheck explain`, logs and the agent's HTTP endpoints.
+
+#include "replica_lag.hpp"
+#include "verdict.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dbcheck::core {
+
+// One question asked of one peer.
+struct Step {
+  std::string opinion; // "manager", "node", "primary_sample"
+  std::string peer;    // whom it asked (URLs without credentials)
+  std::string asked;   // what it asked ("GET /cluster", the SQL)
+  std::string answer;  // what came back, summarised, or the error
+  double latency_ms = 0;
+};
+
+struct Report {
+  std::string backend;
+  std::string node;
+  std::string role; // "primary" or "replica"
+  Verdict verdict;
+  std::optional<LagEstimate> lag; // replicas only
+  std::vector<Step> steps;
+  double elapsed_ms = 0;
+  double deadline_ms = 0;
+};
+
+// --- Interface ---
+
+// One line: "pg_write 10.0.0.1:5432 UP: <reason>"; what syslog and `dbcheck check` print.
+std::string render_line(const Report& r);
+
+// Several lines for people: each opinion, the lag derivation, the verdict.
+std::string render_text(const Report& r);
+
+// The same as a JSON document (stable field names, see docs/explain.md).
+std::string render_json(const Report& r);
+
+} // namespace dbcheck::core

@@ -1,0 +1,44 @@
+#pragma once
+// The decision every check ends in: a state HAProxy understands, a failure class, and a reason.
+
+#include <string>
+#include <string_view>
+
+namespace dbcheck::core {
+
+// HAProxy's agent words; the external check maps up to exit 0 and everything else to exit 1.
+enum class State { up, down, drain, maint };
+
+// Why a verdict is not plainly "up"; none for an unqualified pass.
+enum class Failure {
+  none,      // both opinions agree, nothing to report
+  network,   // refused, reset, unreachable
+  timeout,   // the deadline passed before an answer
+  protocol,  // an answer that could not be understood (garbage JSON, non-200, bad rows)
+  auth,      // password or pg_hba rejection: a configuration problem on one side
+  not_ready, // starting up, shutting down, not consistent, no WAL receiver
+  saturated, // alive but refusing new connections (53300)
+  role,      // the node or the manager says it is the wrong role for this backend
+  lag,       // a replica too far behind, or its lag cannot be bounded
+  policy,    // excluded on purpose (e.g. Patroni's noloadbalance tag)
+  config,    // dbcheck's own configuration is unusable
+};
+
+struct Verdict {
+  State state = State::down;
+  Failure failure = Failure::none;
+  std::string reason; // one line, for a tired operator: what was asked, what failed, why
+};
+
+// --- Interface ---
+
+// "up", "down", "drain", "maint".
+std::string_view to_string(State s);
+
+// "none", "network", "timeout", ...; stable names used in JSON, logs and metrics.
+std::string_view to_string(Failure f);
+
+// True for a verdict that lets HAProxy send traffic (up).
+inline bool passes(const Verdict& v) { return v.state == State::up; }
+
+} // namespace dbcheck::core

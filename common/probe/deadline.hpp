@@ -1,0 +1,46 @@
+#pragma once
+// One absolute point in steady time that every step of a check must finish by.
+
+#include <util/duration.hpp>
+
+#include <algorithm>
+#include <chrono>
+
+namespace dbcheck::probe {
+
+using Clock = std::chrono::steady_clock;
+
+class Deadline {
+public:
+  explicit Deadline(Clock::time_point at) : m_at(at) {}
+
+  // A deadline `budget` from now.
+  static Deadline in(util::Duration budget) { return Deadline{Clock::now() + budget}; }
+
+  Clock::time_point at() const { return m_at; }
+
+  // Time left, never negative.
+  Clock::duration remaining() const { return std::max(Clock::duration::zero(), m_at - Clock::now()); }
+
+  // Time left in whole milliseconds, rounded up so a poll() never wakes early and spins.
+  int remaining_ms() const {
+    const auto left = remaining();
+    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
+    return static_cast<int>(std::min<long long>(ms, 24LL * 3600 * 1000));
+  }
+
+  bool expired() const { return Clock::now() >= m_at; }
+
+  // An earlier deadline: this one less `margin` (for a step that must leave time for another).
+  Deadline minus(Clock::duration margin) const { return Deadline{m_at - margin}; }
+
+private:
+  Clock::time_point m_at;
+};
+
+// Milliseconds between two steady time points, as a double for reporting.
+inline double elapsed_ms(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double, std::milli>(to - from).count();
+}
+
+} // namespace dbcheck::probe

@@ -1,0 +1,156 @@
+// The only file that includes curl.h.
+#include "http_client.hpp"
+
+#include <curl/curl.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <memory>
+#include <mutex>
+
+namespace dbcheck::probe {
+namespace {
+
+struct Transfer {
+  std::size_t index = 0;
+  std::string body;
+  std::size_t max_body = 0;
+  bool too_big = false;
+  bool done = false;
+  std::array<char, CURL_ERROR_SIZE> errbuf{};
+  Clock::time_point started;
+};
+
+extern "C" std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const std::size_t bytes = size * n;
+  if (t->body.size() + bytes > t->max_body) {
+    t->too_big = true;
+    return 0; // makes curl fail the transfer with CURLE_WRITE_ERROR
+  }
+  t->body.append(data, bytes);
+  return bytes;
+}
+
+void global_init_once() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+using MultiPtr = std::unique_ptr<CURLM, decltype(&curl_multi_cleanup)>;
+using EasyPtr = std::unique_ptr<CURL, decltype(&curl_easy_cleanup)>;
+
+} // namespace
+
+std::string redact_url(const std::string& url) {
+  const auto scheme = url.find("://");
+  if (scheme == std::string::npos) {
+    return url;
+  }
+  const auto host_start = scheme + 3;
+  const auto path_start = url.find('/', host_start);
+  const auto at = url.rfind('@', path_start == std::string::npos ? url.size() : path_start);
+  if (at == std::string::npos || at < host_start) {
+    return url;
+  }
+  return url.substr(0, host_start) + "***@" + url.substr(at + 1);
+}
+
+HttpOutcome get_first_accepted(const std::vector<std::string>& urls, const AcceptFn& accept,
+                               const HttpOptions& options, const Deadline& deadline) {
+  global_init_once();
+  HttpOutcome out;
+  out.attempts.resize(urls.size());
+  MultiPtr multi(curl_multi_init(), &curl_multi_cleanup);
+  std::vector<std::unique_ptr<Transfer>> transfers;
+  std::vector<EasyPtr> easies;
+  const long budget_ms = std::max(1, deadline.remaining_ms());
+
+  for (std::size_t i = 0; i < urls.size(); ++i) {
+    out.attempts[i].url = redact_url(urls[i]);
+    auto t = std::make_unique<Transfer>();
+    t->index = i;
+    t->max_body = options.max_body;
+    t->started = Clock::now();
+    EasyPtr easy(curl_easy_init(), &curl_easy_cleanup);
+    if (!multi || !easy) {
+      out.attempts[i].error = "cannot allocate an HTTP transfer";
+      continue;
+    }
+    CURL* h = easy.get();
+    curl_easy_setopt(h, CURLOPT_URL, urls[i].c_str());
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, budget_ms);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, budget_ms);
+    curl_easy_setopt(h, CURLOPT_NOPROXY, "*"); // never route a health check through a proxy
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(h, CURLOPT_USERAGENT, "dbcheck");
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, t.get());
+    curl_easy_setopt(h, CURLOPT_PRIVATE, t.get());
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, t->errbuf.data());
+    if (options.cafile) {
+      curl_easy_setopt(h, CURLOPT_CAINFO, options.cafile->c_str());
+    }
+    curl_multi_add_handle(multi.get(), h);
+    transfers.push_back(std::move(t));
+    easies.push_back(std::move(easy));
+  }
+
+  int running = static_cast<int>(easies.size());
+  while (running > 0 && !out.accepted && !deadline.expired()) {
+    curl_multi_perform(multi.get(), &running);
+    int queued = 0;
+    while (CURLMsg* msg = curl_multi_info_read(multi.get(), &queued)) {
+      if (msg->msg != CURLMSG_DONE) {
+        continue;
+      }
+      Transfer* t = nullptr;
+      curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
+      HttpAttempt& a = out.attempts[t->index];
+      t->done = true;
+      a.latency_ms = elapsed_ms(t->started, Clock::now());
+      curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &a.status);
+      const CURLcode rc = msg->data.result;
+      if (t->too_big) {
+        a.error = fmt::format("answer larger than {} bytes", options.max_body);
+      } else if (rc == CURLE_OPERATION_TIMEDOUT) {
+        a.timed_out = true;
+        a.error = "no answer before the deadline";
+      } else if (rc != CURLE_OK) {
+        a.error = t->errbuf[0] != '\0' ? std::string{t->errbuf.data()} : curl_easy_strerror(rc);
+      } else if (a.status != 200) {
+        a.error = fmt::format("HTTP {}", a.status);
+      } else if (std::string why = accept(t->body); !why.empty()) {
+        a.error = std::move(why);
+      } else if (!out.accepted) {
+        out.accepted = t->index;
+        out.body = std::move(t->body);
+      }
+    }
+    if (running > 0 && !out.accepted) {
+      const int wait = std::clamp(deadline.remaining_ms(), 0, 50);
+      curl_multi_poll(multi.get(), nullptr, 0, wait, nullptr);
+    }
+  }
+  for (auto& t : transfers) {
+    if (!t->done) {
+      HttpAttempt& a = out.attempts[t->index];
+      a.latency_ms = elapsed_ms(t->started, Clock::now());
+      if (out.accepted) {
+        a.error = "not needed: another member answered first";
+      } else {
+        a.timed_out = true;
+        a.error = "no answer before the deadline";
+      }
+    }
+  }
+  for (auto& e : easies) {
+    curl_multi_remove_handle(multi.get(), e.get());
+  }
+  return out;
+}
+
+} // namespace dbcheck::probe

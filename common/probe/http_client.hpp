@@ -1,0 +1,46 @@
+#pragma once
+// Parallel HTTP GETs that stop at the first acceptable answer or the deadline (libcurl multi).
+
+#include "deadline.hpp"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dbcheck::probe {
+
+struct HttpAttempt {
+  std::string url;       // without credentials
+  long status = 0;       // HTTP status, 0 when no response
+  std::string error;     // transport error or why the answer was not accepted; empty if accepted
+  bool timed_out = false;
+  double latency_ms = 0;
+};
+
+struct HttpOutcome {
+  std::optional<std::size_t> accepted; // index into attempts of the answer that was taken
+  std::string body;                    // its body
+  std::vector<HttpAttempt> attempts;   // one per URL, in the order given
+};
+
+struct HttpOptions {
+  std::optional<std::string> cafile;   // CA bundle for https
+  std::size_t max_body = 4 * 1024 * 1024; // an answer larger than this is refused, not buffered
+};
+
+// Judges one 200 answer: returns an empty string to accept it, or why it is refused.
+using AcceptFn = std::function<std::string(const std::string& body)>;
+
+// --- Interface ---
+
+// GETs every URL at once and returns when one 200 answer passes `accept`, when all have
+// finished, or at `deadline`, whichever comes first; transfers still running are aborted.
+// Never throws; never outlives the deadline by more than libcurl's poll granularity (~1 ms).
+HttpOutcome get_first_accepted(const std::vector<std::string>& urls, const AcceptFn& accept,
+                               const HttpOptions& options, const Deadline& deadline);
+
+// The URL with any user:password@ removed, for logs and explain output.
+std::string redact_url(const std::string& url);
+
+} // namespace dbcheck::probe

@@ -1,0 +1,56 @@
+#pragma once
+// One PostgreSQL connection whose every step honours a deadline (libpq's async API + poll()).
+
+#include "deadline.hpp"
+
+#include <core/probe_error.hpp>
+#include <util/host_port.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <tl/expected.hpp>
+
+struct pg_conn; // libpq's PGconn, kept out of this header
+
+namespace dbcheck::probe {
+
+struct PgTarget {
+  util::HostPort address;
+  std::string dbname;
+  std::string user;
+  std::string password; // empty: none sent
+  std::string sslmode = "prefer";
+  std::optional<std::string> sslrootcert;
+};
+
+using PgRow = std::vector<std::optional<std::string>>; // text values, nullopt for NULL
+
+class PgSession {
+public:
+  // Connects within `deadline`; the server is also told to cancel any statement that outlives
+  // it (statement_timeout), so an abandoned query does not linger. Nothing is read from the
+  // environment, ~/.pgpass or service files.
+  static tl::expected<PgSession, core::ProbeError> connect(const PgTarget& target,
+                                                           const Deadline& deadline);
+
+  // Runs one statement with text parameters and returns its rows, or the classified error.
+  tl::expected<std::vector<PgRow>, core::ProbeError> query(const std::string& sql,
+                                                           const std::vector<std::string>& params,
+                                                           const Deadline& deadline);
+
+  PgSession(PgSession&&) noexcept = default;
+  PgSession& operator=(PgSession&&) noexcept = default;
+  ~PgSession();
+
+private:
+  explicit PgSession(pg_conn* conn);
+  struct Closer {
+    void operator()(pg_conn* c) const;
+  };
+  std::unique_ptr<pg_conn, Closer> m_conn;
+};
+
+} // namespace dbcheck::probe

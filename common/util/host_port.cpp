@@ -1,0 +1,81 @@
+#include "host_port.hpp"
+
+#include <fmt/format.h>
+
+#include <arpa/inet.h>
+
+#include <array>
+#include <charconv>
+
+namespace dbcheck::util {
+
+tl::expected<std::uint16_t, std::string> parse_port(std::string_view text) {
+  unsigned value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || value == 0 ||
+      value > 65535) {
+    return tl::make_unexpected(fmt::format("\"{}\" is not a port number (1-65535)", text));
+  }
+  return static_cast<std::uint16_t>(value);
+}
+
+tl::expected<HostPort, std::string> parse_host_port(std::string_view text) {
+  const auto bad = [&] {
+    return tl::make_unexpected(
+        fmt::format("\"{}\" is not HOST:PORT (e.g. 10.0.0.1:5432 or [::1]:5432)", text));
+  };
+  std::string_view host;
+  std::string_view port;
+  if (!text.empty() && text.front() == '[') {
+    const auto close = text.find(']');
+    if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') {
+      return bad();
+    }
+    host = text.substr(1, close - 1);
+    port = text.substr(close + 2);
+  } else {
+    const auto colon = text.rfind(':');
+    if (colon == std::string_view::npos || text.find(':') != colon) {
+      return bad();
+    }
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+  }
+  if (host.empty()) {
+    return bad();
+  }
+  auto p = parse_port(port);
+  if (!p) {
+    return bad();
+  }
+  return HostPort{std::string{host}, *p};
+}
+
+std::string to_string(const HostPort& hp) {
+  if (hp.host.find(':') != std::string::npos) {
+    return fmt::format("[{}]:{}", hp.host, hp.port);
+  }
+  return fmt::format("{}:{}", hp.host, hp.port);
+}
+
+bool is_ip_literal(std::string_view host) {
+  const std::string h{host};
+  std::array<unsigned char, 16> buf{};
+  return inet_pton(AF_INET, h.c_str(), buf.data()) == 1 ||
+         inet_pton(AF_INET6, h.c_str(), buf.data()) == 1;
+}
+
+bool same_endpoint(const HostPort& a, const HostPort& b) {
+  if (a.port != b.port) {
+    return false;
+  }
+  std::array<unsigned char, 16> ba{};
+  std::array<unsigned char, 16> bb{};
+  if (inet_pton(AF_INET6, a.host.c_str(), ba.data()) == 1 &&
+      inet_pton(AF_INET6, b.host.c_str(), bb.data()) == 1) {
+    return ba == bb;
+  }
+  return a.host == b.host;
+}
+
+} // namespace dbcheck::util

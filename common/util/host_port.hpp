@@ -1,0 +1,36 @@
+#pragma once
+// A network endpoint as HAProxy and operators write it: "10.0.0.1:5432", "[::1]:5432".
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <tl/expected.hpp>
+
+namespace dbcheck::util {
+
+struct HostPort {
+  std::string host; // an IP literal or a name, without brackets
+  std::uint16_t port = 0;
+
+  friend bool operator==(const HostPort&, const HostPort&) = default;
+};
+
+// --- Interface ---
+
+// Parses "HOST:PORT" or "[V6]:PORT". Returns an error text naming the input when malformed.
+tl::expected<HostPort, std::string> parse_host_port(std::string_view text);
+
+// Parses a port number 1..65535; returns an error text naming the input otherwise.
+tl::expected<std::uint16_t, std::string> parse_port(std::string_view text);
+
+// Formats as "host:port", bracketing IPv6 literals.
+std::string to_string(const HostPort& hp);
+
+// True when `host` is a numeric IPv4 or IPv6 address (no DNS needed to reach it).
+bool is_ip_literal(std::string_view host);
+
+// True when both denote the same address and port (IPv6 spellings normalised).
+bool same_endpoint(const HostPort& a, const HostPort& b);
+
+} // namespace dbcheck::util

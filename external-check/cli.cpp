@@ -1,0 +1,189 @@
+#include "cli.hpp"
+
+#include "invocation.hpp"
+#include "process_setup.hpp"
+
+#include <config/load_config.hpp>
+#include <core/report.hpp>
+#include <probe/pg_check.hpp>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <syslog.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+extern char** environ;
+
+namespace dbcheck::extcheck {
+namespace {
+
+// Where a run's single reason line goes.
+enum class Output { haproxy, terminal };
+
+void log_line(Output out, int priority, const std::string& line) {
+  if (out == Output::haproxy) {
+    // HAProxy never reads our output; the line belongs in syslog, and on a terminal too.
+    ::openlog("dbcheck", LOG_PID, LOG_DAEMON);
+    ::syslog(priority, "%s", line.c_str());
+    ::closelog();
+    if (::isatty(STDERR_FILENO) != 0) {
+      std::cerr << line << '\n';
+    }
+  } else {
+    std::cerr << line << '\n';
+  }
+}
+
+tl::expected<config::Config, int> load(const std::string& path, Output out) {
+  auto cfg = config::load_config(path);
+  if (!cfg) {
+    for (const auto& m : cfg.error().messages) {
+      log_line(out, LOG_ERR, fmt::format("configuration error: {}", m));
+    }
+    return tl::make_unexpected(k_exit_config);
+  }
+  return std::move(*cfg);
+}
+
+// Loads the config and checks `target`; on a config problem logs it and returns nullopt.
+tl::expected<core::Report, int> check(const std::string& path, const Target& target, Output out) {
+  auto cfg = load(path, out);
+  if (!cfg) {
+    return tl::make_unexpected(cfg.error());
+  }
+  const auto b = cfg->backends.find(target.backend);
+  if (b == cfg->backends.end()) {
+    std::string known;
+    for (const auto& [name, _] : cfg->backends) {
+      known += known.empty() ? name : ", " + name;
+    }
+    log_line(out, LOG_ERR,
+             fmt::format("configuration error: {}: no [backend.{}] (HAProxy backend names must "
+                         "match; known: {})",
+                         path, target.backend, known));
+    return tl::make_unexpected(k_exit_config);
+  }
+  const config::Cluster& cluster = cfg->clusters.at(b->second.cluster);
+  return probe::run_pg_check(cluster, b->second, target.node);
+}
+
+int exit_code(const core::Report& r) {
+  return core::passes(r.verdict) ? k_exit_pass : k_exit_fail;
+}
+
+} // namespace
+
+int run(int argc, char** argv) {
+  reopen_standard_fds();
+  ignore_sigpipe();
+  const Env env = env_from(environ);
+  scrub_libpq_environment();
+
+  CLI::App app{"dbcheck: HAProxy external check that passes a PostgreSQL writer only when\n"
+               "Patroni and the node agree, and a reader only when its lag in seconds is low.\n"
+               "HAProxy runs it as: dbcheck <proxy_addr> <proxy_port> <server_addr> "
+               "<server_port>\n(backend from HAPROXY_PROXY_NAME). Exit 0 pass, 1 fail, 2 "
+               "configuration error.",
+               "dbcheck"};
+  app.set_version_flag("--version", "dbcheck 0.1.0");
+  std::optional<std::string> config_flag;
+  app.add_option("--config", config_flag,
+                 "configuration file (default: $DBCHECK_CONFIG, else /etc/dbcheck/dbcheck.toml)")
+      ->type_name("FILE");
+  std::vector<std::string> haproxy_args;
+  app.add_option("haproxy_args", haproxy_args,
+                 "as HAProxy passes them: proxy_addr proxy_port server_addr server_port");
+
+  std::string backend;
+  std::string node;
+  auto* check_cmd = app.add_subcommand("check", "check one node once; print one line");
+  check_cmd->add_option("backend", backend, "HAProxy backend name ([backend.NAME] in the config)")
+      ->required();
+  check_cmd->add_option("node", node, "the server as HOST:PORT, e.g. 10.0.0.1:5432")->required();
+  check_cmd->fallthrough();
+
+  bool json = false;
+  auto* explain_cmd = app.add_subcommand(
+      "explain", "check one node and show each opinion, its latency, the lag derivation and "
+                 "the verdict");
+  explain_cmd->add_option("backend", backend, "HAProxy backend name")->required();
+  explain_cmd->add_option("node", node, "the server as HOST:PORT")->required();
+  explain_cmd->add_flag("--json", json, "print the explanation as JSON");
+  explain_cmd->fallthrough();
+
+  auto* config_cmd =
+      app.add_subcommand("config-check", "validate the configuration file and exit (0 or 2)");
+  config_cmd->fallthrough();
+  app.require_subcommand(0, 1);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return k_exit_config;
+  }
+  const std::string path = config_path(config_flag, env);
+
+  if (config_cmd->parsed()) {
+    auto cfg = load(path, Output::terminal);
+    if (!cfg) {
+      return cfg.error();
+    }
+    std::cout << fmt::format("{}: OK, {} cluster(s), {} backend(s)\n", path, cfg->clusters.size(),
+                             cfg->backends.size());
+    for (const auto& [name, b] : cfg->backends) {
+      std::cout << fmt::format("  backend {}: cluster {}, role {}, timeout {}{}\n", name,
+                               b.cluster, config::to_string(b.role),
+                               util::format_duration(b.timeout),
+                               b.role == config::Role::replica
+                                   ? ", max_lag " + util::format_duration(b.max_lag)
+                                   : "");
+    }
+    return k_exit_pass;
+  }
+
+  if (check_cmd->parsed() || explain_cmd->parsed()) {
+    auto target = manual_target(backend, node);
+    if (!target) {
+      std::cerr << "dbcheck: " << target.error() << '\n';
+      return k_exit_config;
+    }
+    auto report = check(path, *target, Output::terminal);
+    if (!report) {
+      return report.error();
+    }
+    if (check_cmd->parsed()) {
+      std::cout << core::render_line(*report) << '\n';
+    } else {
+      std::cout << (json ? core::render_json(*report) + "\n" : core::render_text(*report));
+    }
+    return exit_code(*report);
+  }
+
+  // HAProxy's call.
+  auto target = haproxy_target(haproxy_args, env);
+  if (!target) {
+    // Not HAProxy's call after all (HAProxy always sets these): say so where a person sees it.
+    log_line(Output::terminal, LOG_ERR, fmt::format("dbcheck: {}", target.error()));
+    return k_exit_config;
+  }
+  auto report = check(path, *target, Output::haproxy);
+  if (!report) {
+    return report.error();
+  }
+  log_line(Output::haproxy, core::passes(report->verdict) ? LOG_INFO : LOG_WARNING,
+           core::render_line(*report));
+  return exit_code(*report);
+}
+
+} // namespace dbcheck::extcheck

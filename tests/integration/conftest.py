@@ -1,0 +1,139 @@
+"""pytest fixtures for dbcheck's integration tests (real servers on 127.0.0.1).
+
+Run as root with Debian's interpreter: /usr/bin/python3 -m pytest tests/integration
+Work directories live in /tmp (mode 0755 so postgres/etcd/haproxy can traverse
+them); they are removed after a passing test and kept (path printed) after a failure.
+"""
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from fixtures.dbcheck import write_check_wrapper, write_dbcheck_config
+from fixtures.haproxy import HAPROXY, HAProxy
+from fixtures.patroni import ETCD, PATRONI, PATRONICTL, PG_BIN, PSQL, PatroniCluster
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE_CFG = REPO_ROOT / "haproxy-examples" / "postgres-patroni.cfg"
+SERVER_BINARIES = [PG_BIN / "postgres", PG_BIN / "initdb", PATRONI, PATRONICTL, ETCD, HAPROXY, PSQL,
+                   "/usr/bin/setpriv"]
+
+
+def require_servers():
+    """Fail (never skip) with a clear message unless we are root and every server
+    binary is installed."""
+    if os.geteuid() != 0:
+        pytest.fail("integration tests must run as root (they start servers as postgres/etcd)", pytrace=False)
+    missing = [str(p) for p in SERVER_BINARIES if not os.access(p, os.X_OK)]
+    if missing:
+        pytest.fail(f"missing server binaries: {', '.join(missing)} (run scripts/install-deps)", pytrace=False)
+
+
+def make_workdir(prefix):
+    """A new directory /tmp/<prefix>XXXXXX with mode 0755."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    path.chmod(0o755)
+    return path
+
+
+def _report(config, text):
+    """Print a line on the terminal, bypassing output capture."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capman = config.pluginmanager.get_plugin("capturemanager")
+    if reporter and capman:
+        with capman.global_and_fixture_disabled():
+            reporter.write_line(text)
+    else:
+        print(text)
+
+
+def finish_workdir(config, path, failed):
+    """Remove `path` unless `failed`; then keep it and print where it is."""
+    if failed:
+        _report(config, f"\n[dbcheck-it] test failed: keeping {path}")
+    else:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    """Remember each phase's report on the item (item.rep_setup / rep_call / ...)."""
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, f"rep_{rep.when}", rep)
+
+
+def _test_failed(item):
+    """True if the setup or call phase of test `item` failed."""
+    return any(getattr(getattr(item, f"rep_{w}", None), "failed", False) for w in ("setup", "call"))
+
+
+@pytest.fixture(scope="session")
+def servers_installed():
+    """Fails the requesting test unless running as root with every server installed."""
+    require_servers()
+
+
+@pytest.fixture
+def workdir(request):
+    """Per-test work directory (0755) in /tmp; kept and printed if the test fails."""
+    path = make_workdir(f"dbcheck-it.{request.node.name[:20]}.")
+    yield path
+    finish_workdir(request.config, path, _test_failed(request.node))
+
+
+@pytest.fixture(scope="session")
+def pg_cluster(request):
+    """Session-wide PatroniCluster (etcd + 3 members), healthy when handed out.
+    Stopped at the end of the session; its workdir is kept if any test failed."""
+    require_servers()
+    path = make_workdir("dbcheck-it-pg.")
+    cluster = PatroniCluster(path)
+    try:
+        cluster.start()
+    except BaseException:
+        finish_workdir(request.config, path, failed=True)
+        raise
+    _report(request.config, f"\n[dbcheck-it] Patroni cluster up in {cluster.up_seconds:.1f}s ({path})")
+    yield cluster
+    cluster.stop()
+    finish_workdir(request.config, path, failed=request.session.testsfailed > 0)
+
+
+@pytest.fixture(scope="session")
+def dbcheck_bin():
+    """Path of the dbcheck binary: $DBCHECK_BIN or <repo>/build/external-check/dbcheck.
+    Fails (does not skip) if it is not an executable file."""
+    path = Path(os.environ.get("DBCHECK_BIN") or REPO_ROOT / "build" / "external-check" / "dbcheck")
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        pytest.fail(f"dbcheck binary not found at {path}: build it first or set DBCHECK_BIN", pytrace=False)
+    return path.resolve()
+
+
+@pytest.fixture
+def dbcheck_setup(workdir, pg_cluster, dbcheck_bin):
+    """dbcheck.toml + 0600 password file (owner haproxy) for pg_cluster, and a wrapper
+    script to use as `external-check command`. Namespace(config, password_file, wrapper)."""
+    config = write_dbcheck_config(workdir / "dbcheck", pg_cluster)
+    wrapper = write_check_wrapper(workdir / "dbcheck" / "dbcheck-wrapper", dbcheck_bin, config)
+    return SimpleNamespace(config=config, password_file=config.parent / "pg.password", wrapper=wrapper)
+
+
+@pytest.fixture
+def haproxy_factory(workdir):
+    """make(cfg_text, name='haproxy') -> started HAProxy in workdir/<name>; every
+    HAProxy made is stopped (by PID) at teardown."""
+    started = []
+
+    def make(cfg_text, name="haproxy"):
+        hap = HAProxy(workdir / name, cfg_text)
+        started.append(hap)
+        return hap.start()
+
+    yield make
+    for hap in started:
+        hap.stop()

@@ -1,0 +1,175 @@
+#include <config/load_config.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+using namespace dbcheck::config;
+
+namespace {
+
+// A private temporary directory with a password file of the given mode.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    std::string tmpl = "/tmp/dbcheck-unit-XXXXXX";
+    path = ::mkdtemp(tmpl.data());
+  }
+  ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
+  std::string write(const std::string& name, const std::string& content, mode_t mode) const {
+    const std::string file = path + "/" + name;
+    std::ofstream(file) << content;
+    ::chmod(file.c_str(), mode);
+    return file;
+  }
+};
+
+std::string valid_config(const std::string& password_file) {
+  return R"([defaults]
+timeout = "800ms"
+
+[cluster.pg]
+engine = "postgres"
+patroni = ["http://10.0.0.1:8008", "http://10.0.0.2:8008/"]
+dbname = "app"
+user = "healthcheck"
+password_file = ")" + password_file + R"("
+
+[backend.pg_write]
+cluster = "pg"
+role = "primary"
+
+[backend.pg_read]
+cluster = "pg"
+role = "replica"
+max_lag = "1.5s"
+)";
+}
+
+std::string errors_of(const tl::expected<Config, ConfigError>& r) {
+  std::string out;
+  for (const auto& m : r.error().messages) {
+    out += m + "\n";
+  }
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("the documented example parses with defaults filled in", "[config]") {
+  TempDir dir;
+  const auto pw = dir.write("pg.password", "s3cret\n", 0600);
+  const auto cfg = parse_config(valid_config(pw), "dbcheck.toml");
+  REQUIRE(cfg);
+  const Cluster& c = cfg->clusters.at("pg");
+  CHECK(c.patroni == std::vector<std::string>{"http://10.0.0.1:8008", "http://10.0.0.2:8008"});
+  CHECK(c.password.reveal() == "s3cret");
+  CHECK(c.sslmode == "prefer");
+  const Backend& w = cfg->backends.at("pg_write");
+  CHECK(w.role == Role::primary);
+  CHECK(w.timeout.count() == 800);
+  CHECK(w.on_saturation == dbcheck::core::SaturationPolicy::up);
+  const Backend& r = cfg->backends.at("pg_read");
+  CHECK(r.role == Role::replica);
+  CHECK(r.max_lag.count() == 1500);
+}
+
+TEST_CASE("errors name the file, line and key, and what was expected", "[config]") {
+  TempDir dir;
+  const auto pw = dir.write("pg.password", "s3cret\n", 0600);
+  const std::string base = valid_config(pw);
+
+  SECTION("a bad duration") {
+    std::string text = base;
+    text.replace(text.find("\"1.5s\""), 6, "\"5x\"");
+    const auto r = parse_config(text, "dbcheck.toml");
+    REQUIRE_FALSE(r);
+    CHECK(errors_of(r) == "dbcheck.toml:18: backend.pg_read.max_lag: \"5x\" is not a duration "
+                          "(expected a number with a unit: ms, s or m, e.g. \"800ms\" or "
+                          "\"1.5s\")\n");
+  }
+  SECTION("an unknown key") {
+    std::string text = base;
+    text.replace(text.find("role = \"primary\""), 16, "role = \"primary\"\nmaxlag = \"1s\"");
+    const auto r = parse_config(text, "dbcheck.toml");
+    REQUIRE_FALSE(r);
+    CHECK(errors_of(r) == "dbcheck.toml:14: backend.pg_write.maxlag: unknown key \"maxlag\" in "
+                          "[backend.pg_write] (expected one of: cluster, role, timeout, max_lag, "
+                          "on_saturation)\n");
+  }
+  SECTION("a wrong type, a bad enum and a missing cluster, all at once") {
+    std::string text = base;
+    text.replace(text.find("timeout = \"800ms\""), 17, "timeout = 800");
+    text.replace(text.find("role = \"replica\""), 16, "role = \"reader\"");
+    text.replace(text.find("cluster = \"pg\""), 14, "cluster = \"pgx\"");
+    const auto r = parse_config(text, "dbcheck.toml");
+    REQUIRE_FALSE(r);
+    CHECK(errors_of(r) ==
+          "dbcheck.toml:2: defaults.timeout: expected a string, got an integer\n"
+          "dbcheck.toml:12: backend.pg_write.cluster: no [cluster.pgx] is defined\n"
+          "dbcheck.toml:15: backend.pg_read: missing required key \"role\" (\"primary\" or "
+          "\"replica\")\n"
+          "dbcheck.toml:17: backend.pg_read.role: \"reader\" is not one of \"primary\", "
+          "\"replica\"\n");
+  }
+  SECTION("max_lag on a writer") {
+    std::string text = base;
+    text.replace(text.find("role = \"primary\""), 16, "role = \"primary\"\nmax_lag = \"1s\"");
+    const auto r = parse_config(text, "dbcheck.toml");
+    REQUIRE_FALSE(r);
+    CHECK(errors_of(r) == "dbcheck.toml:14: backend.pg_write.max_lag: applies only to role = "
+                          "\"replica\"\n");
+  }
+  SECTION("not TOML at all") {
+    const auto r = parse_config("[cluster.pg\nengine = ", "dbcheck.toml");
+    REQUIRE_FALSE(r);
+    CHECK(errors_of(r).rfind("dbcheck.toml:1: invalid TOML: ", 0) == 0);
+  }
+  SECTION("a URL that is not http(s)") {
+    std::string text = base;
+    text.replace(text.find("http://10.0.0.1:8008"), 20, "10.0.0.1:8008");
+    const auto r = parse_config(text, "dbcheck.toml");
+    REQUIRE_FALSE(r);
+    CHECK(errors_of(r) == "dbcheck.toml:6: cluster.pg.patroni: \"10.0.0.1:8008\" is not an "
+                          "http:// or https:// URL\n");
+  }
+  SECTION("an unknown section") {
+    const auto r = parse_config(base + "\n[backends.x]\ncluster = \"pg\"\n", "dbcheck.toml");
+    REQUIRE_FALSE(r);
+    CHECK(errors_of(r) == "dbcheck.toml:20: backends: unknown section [backends] (expected "
+                          "[defaults], [cluster.NAME] or [backend.NAME])\n");
+  }
+}
+
+TEST_CASE("password files: group/other access is refused, the secret never echoed", "[config]") {
+  TempDir dir;
+  const auto loose = dir.write("loose", "s3cret\n", 0644);
+  const auto r = parse_config(valid_config(loose), "dbcheck.toml");
+  REQUIRE_FALSE(r);
+  const std::string text = errors_of(r);
+  CHECK(text == "dbcheck.toml:9: cluster.pg.password_file: password file " + loose +
+                    " is accessible by group or others (mode 0644); run: chmod 600 " + loose +
+                    "\n");
+  CHECK(text.find("s3cret") == std::string::npos);
+
+  CHECK(read_password_file(dir.path + "/missing").error() ==
+        "cannot read password file " + dir.path + "/missing: No such file or directory");
+  CHECK(read_password_file(dir.write("empty", "\n", 0600)).error() ==
+        "password file " + dir.path + "/empty is empty");
+  CHECK(read_password_file(dir.write("two", "a\nb\n", 0600)).error() ==
+        "password file " + dir.path +
+            "/two has more than one line (expected the password alone)");
+  CHECK(read_password_file(dir.write("ok", "pw with spaces\r\n", 0400))->reveal() ==
+        "pw with spaces");
+}
+
+TEST_CASE("load_config names an unreadable file", "[config]") {
+  const auto r = load_config("/nonexistent/dbcheck.toml");
+  REQUIRE_FALSE(r);
+  CHECK(errors_of(r) ==
+        "/nonexistent/dbcheck.toml: cannot read configuration: No such file or directory\n");
+}

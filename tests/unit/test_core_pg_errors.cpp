@@ -1,0 +1,66 @@
+#include <core/pg_errors.hpp>
+
+#include <catch2/catch.hpp>
+
+using namespace dbcheck::core;
+
+TEST_CASE("connection failures are classified from libpq's text", "[core][pg_errors]") {
+  const auto [message, kind, sqlstate] = GENERATE(table<const char*, Failure, const char*>({
+      {"connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  sorry, too many clients "
+       "already\n",
+       Failure::saturated, "53300"},
+      {"connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  remaining connection "
+       "slots are reserved for non-replication superuser connections\n",
+       Failure::saturated, "53300"},
+      {"connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  the database system is "
+       "starting up\n",
+       Failure::not_ready, "57P03"},
+      {"connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  the database system is "
+       "shutting down\n",
+       Failure::not_ready, "57P03"},
+      {"connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  password authentication "
+       "failed for user \"healthcheck\"\n",
+       Failure::auth, "28P01"},
+      {"connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  no pg_hba.conf entry for "
+       "host \"127.0.0.1\", user \"healthcheck\", database \"app\", no encryption\n",
+       Failure::auth, "28000"},
+      {"connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  database \"nope\" does "
+       "not exist\n",
+       Failure::auth, "28000"},
+      {"connection to server at \"127.0.0.1\", port 5432 failed: Connection refused\n\tIs the "
+       "server running on that host and accepting TCP/IP connections?\n",
+       Failure::network, ""},
+  }));
+  CAPTURE(message);
+  const ProbeError e = classify_pg_connect_error(message);
+  CHECK(e.kind == kind);
+  CHECK(e.sqlstate == sqlstate);
+  CHECK(e.detail.find("connection to server") == std::string::npos);
+}
+
+TEST_CASE("one_line keeps what the server said on one line", "[core][pg_errors]") {
+  CHECK(one_line("connection to server at \"127.0.0.1\", port 1 failed: Connection refused\n\tIs "
+                 "the server running on that host and accepting TCP/IP connections?\n") ==
+        "Connection refused; Is the server running on that host and accepting TCP/IP "
+        "connections?");
+  CHECK(one_line("connection to server at \"h\", port 5432 failed: FATAL:  sorry, too many "
+                 "clients already\n") == "FATAL: sorry, too many clients already");
+}
+
+TEST_CASE("query failures are classified by SQLSTATE", "[core][pg_errors]") {
+  const auto [code, kind] = GENERATE(table<const char*, Failure>({
+      {"57014", Failure::timeout},
+      {"53300", Failure::saturated},
+      {"57P01", Failure::not_ready},
+      {"57P03", Failure::not_ready},
+      {"28P01", Failure::auth},
+      {"42501", Failure::config},
+      {"08006", Failure::network},
+      {"XX000", Failure::protocol},
+  }));
+  CAPTURE(code);
+  const ProbeError e = classify_pg_query_error(code, "ERROR:  something\n");
+  CHECK(e.kind == kind);
+  CHECK(e.sqlstate == code);
+  CHECK(e.detail == std::string{code} + ": ERROR: something");
+}
