@@ -251,6 +251,10 @@ struct ReplayReading {
   Clock::time_point at;
 };
 
+std::string lsn_text(const std::optional<core::Lsn>& lsn) {
+  return lsn.has_value() ? core::format_lsn(lsn.value()) : std::string{"null"};
+}
+
 std::optional<double> parse_double(const std::optional<std::string>& v) {
   if (!v) {
     return std::nullopt;
@@ -350,7 +354,7 @@ core::Report check_replica(const config::Cluster& cluster, const config::Backend
         st.in_recovery ? "t" : "f",
         st.receiver_present ? st.receiver_status.value_or("(hidden)") : "none",
         st.replay_paused ? "t" : "f",
-        reading.replay ? core::format_lsn(*reading.replay) : "null",
+        lsn_text(reading.replay),
         reading.since_last_replay_s ? util::format_seconds(*reading.since_last_replay_s) : "null",
         polls > 1 ? fmt::format(" (replay polled {} times)", polls) : "");
     obs.node_answer = st;

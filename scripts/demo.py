@@ -1,0 +1,133 @@
+"""dbcheck demo: a real lab on 127.0.0.1 (etcd, 3 Patroni members on PostgreSQL 15,
+HAProxy 2.6 using dbcheck as its external check), the verdicts for every node, and
+where HAProxy routes writes and reads. Run through ./scripts/demo (root, Debian's python3).
+
+  --keep        leave everything running; prints how to explore it and how to stop it
+  --switchover  also switch the leader over and show HAProxy following it
+"""
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "integration"))
+
+import psycopg2  # noqa: E402
+
+from fixtures.dbcheck import write_check_wrapper, write_dbcheck_config  # noqa: E402
+from fixtures.haproxy import HAProxy, render_example_for  # noqa: E402
+from fixtures.patroni import APP_DB, APP_PASSWORD, APP_USER, PatroniCluster  # noqa: E402
+from fixtures.procs import wait_until  # noqa: E402
+
+DBCHECK = REPO / "build" / "external-check" / "dbcheck"
+
+
+def explain(config, backend, member):
+    """`dbcheck explain --json` for one node: (exit code, parsed report)."""
+    p = subprocess.run([str(DBCHECK), "--config", str(config), "explain", backend, member.pg_addr, "--json"],
+                       capture_output=True, text=True, timeout=10)
+    return p.returncode, json.loads(p.stdout)
+
+
+def routed_to(port, cluster):
+    """Which member a new connection through HAProxy's `port` reaches, and its role."""
+    try:
+        conn = psycopg2.connect(host="127.0.0.1", port=port, user=APP_USER, password=APP_PASSWORD,
+                                dbname=APP_DB, connect_timeout=3)
+    except psycopg2.Error as e:
+        return f"no server ({str(e).strip().splitlines()[0]})"
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT inet_server_port(), pg_is_in_recovery()")
+            pg_port, in_recovery = cur.fetchone()
+    finally:
+        conn.close()
+    name = next((m.name for m in cluster.members() if m.pg_port == pg_port), f"port {pg_port}")
+    return f"{name} ({'replica' if in_recovery else 'primary'})"
+
+
+def show(cluster, config, hap, ports):
+    leader = cluster.leader()
+    print(f"\nPatroni leader: {leader.name if leader else 'none'}")
+    print(f"{'node':6} {'address':17} {'pg_write':9} {'pg_read':9} reason (pg_write | pg_read)")
+    for m in cluster.members():
+        rw, w = explain(config, "pg_write", m)
+        rr, r = explain(config, "pg_read", m)
+        print(f"{m.name:6} {m.pg_addr:17} {'PASS' if rw == 0 else 'fail':9} {'PASS' if rr == 0 else 'fail':9} "
+              f"{w['verdict']['reason']} | {r['verdict']['reason']}")
+    print(f"HAProxy servers UP: pg_write={hap.servers_up('pg_write')} pg_read={hap.servers_up('pg_read')}")
+    print(f"a write connection (port {ports['pg_write']}) lands on: {routed_to(ports['pg_write'], cluster)}")
+    reads = sorted({routed_to(ports['pg_read'], cluster) for _ in range(6)})
+    print(f"read connections (port {ports['pg_read']}) land on: {', '.join(reads)}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--keep", action="store_true", help="leave the lab running")
+    ap.add_argument("--switchover", action="store_true", help="also demonstrate a switchover")
+    args = ap.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="dbcheck-demo.", dir="/tmp"))
+    work.chmod(0o755)
+    print(f"lab directory: {work}")
+    cluster = PatroniCluster(work / "pg")
+    hap = None
+    try:
+        print("starting etcd + 3 Patroni members (PostgreSQL 15) ...")
+        cluster.start()
+        print(f"cluster up in {cluster.up_seconds:.1f}s")
+        config = write_dbcheck_config(work / "dbcheck", cluster)
+        wrapper = write_check_wrapper(work / "dbcheck" / "dbcheck-wrapper", DBCHECK, config)
+        cfg, ports = render_example_for(cluster, wrapper, work / "haproxy" / "admin.sock")
+        hap = HAProxy(work / "haproxy", cfg).start()
+        hap.wait_until_checked("pg_write")
+        hap.wait_until_checked("pg_read")
+        leader = cluster.leader()
+        # Wait for rise: the writer backend needs 3 passes before its server counts as UP again.
+        wait_until(lambda: hap.servers_up("pg_write") == [leader.name], 20, "HAProxy routes writes to the leader")
+        wait_until(lambda: len(hap.servers_up("pg_read")) == 2, 20, "HAProxy routes reads to both replicas")
+        print(f"dbcheck config: {config}\nHAProxy config: {work / 'haproxy' / 'haproxy.cfg'}")
+        show(cluster, config, hap, ports)
+
+        if args.switchover:
+            new = next(m for m in cluster.members() if m.name != leader.name)
+            print(f"\npatronictl switchover {leader.name} -> {new.name} ...")
+            t0 = time.monotonic()
+            cluster.switchover(new.name, leader=leader.name)
+            wait_until(lambda: hap.servers_up("pg_write") == [new.name], 60, "HAProxy routes writes to the new leader")
+            print(f"HAProxy routes writes to {new.name} {time.monotonic() - t0:.1f}s after the request")
+            cluster.wait_healthy()
+            wait_until(lambda: len(hap.servers_up("pg_read")) == 2, 60, "both replicas back in pg_read")
+            show(cluster, config, hap, ports)
+
+        if args.keep:
+            print(f"""
+The lab keeps running (--keep). In another shell, try:
+  {DBCHECK} --config {config} explain pg_read {cluster.replicas()[0].pg_addr}
+  echo 'show stat' | socat stdio UNIX-CONNECT:{work / 'haproxy' / 'admin.sock'} | cut -d, -f1,2,18
+  PGPASSWORD={APP_PASSWORD} psql -h 127.0.0.1 -p {ports['pg_write']} -U {APP_USER} {APP_DB}
+Press Ctrl-C (or send SIGTERM to {os.getpid()}) to stop everything the demo started.""", flush=True)
+            signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+            try:
+                while True:
+                    time.sleep(3600)
+            except KeyboardInterrupt:
+                print("\nstopping the lab ...")
+        return 0
+    finally:
+        if hap is not None:
+            hap.stop()
+        if cluster is not None:
+            cluster.stop()
+            subprocess.run(["rm", "-rf", str(work)], check=False)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
