@@ -326,10 +326,14 @@ core::Report check_replica(const config::Cluster& cluster, const config::Backend
                           Clock::now()};
     ++polls;
     // Under a write burst the replica may be a few milliseconds behind the sample: watch it
-    // catch up, leaving a little time before the deadline to decide and report.
-    const Deadline poll_until = deadline.minus(15ms);
-    while (sample.lsn && st.in_recovery && reading.replay && *reading.replay < *sample.lsn &&
-           !poll_until.expired()) {
+    // catch up, leaving a little time before the deadline to decide and report. Stop early
+    // when waiting cannot help: replay is paused, or the sample is already max_lag old (a
+    // catch-up after that could not bound the lag below max_lag anyway).
+    const Deadline poll_until{std::min(deadline.minus(15ms).at(),
+                                       sample.sent + std::chrono::duration_cast<Clock::duration>(
+                                                         backend.max_lag))};
+    while (sample.lsn && st.in_recovery && !st.replay_paused && reading.replay &&
+           *reading.replay < *sample.lsn && !poll_until.expired()) {
       std::this_thread::sleep_for(std::min<Clock::duration>(5ms, poll_until.remaining()));
       auto again = session->query(k_replay_sql, {}, deadline);
       if (!again || again->size() != 1 || (*again)[0].size() != 2) {

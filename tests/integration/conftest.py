@@ -137,3 +137,34 @@ def haproxy_factory(workdir):
     yield make
     for hap in started:
         hap.stop()
+
+
+# ------------------------------------------------------------------ measured figures
+# Tests record what they measured (switchover time, lag vs ground truth, ...); the
+# figures are printed at the end of the run and written to build/integration-figures.txt,
+# so a closing note can quote the command that produced them.
+_FIGURES = []
+
+
+@pytest.fixture(scope="session")
+def figures():
+    """record(name, text): keep one measured figure for the end-of-run summary."""
+    def record(name, text):
+        _FIGURES.append((name, text))
+    return record
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Print and save the figures the tests measured."""
+    if not _FIGURES:
+        return
+    terminalreporter.section("dbcheck measured figures")
+    lines = [f"{name}: {text}" for name, text in _FIGURES]
+    for line in lines:
+        terminalreporter.write_line(line)
+    out = REPO_ROOT / "build" / "integration-figures.txt"
+    try:
+        out.parent.mkdir(exist_ok=True)
+        out.write_text("\n".join(lines) + "\n")
+    except OSError:
+        pass

@@ -1,0 +1,244 @@
+"""Replica lag in seconds against ground truth (L1-L5 of issue 2), on a real Patroni cluster.
+
+Ground truth: a heartbeat row upserted with clock_timestamp() on the leader every 100 ms;
+its age read on the replica is how stale the replica's data really is (to within 100 ms).
+dbcheck's figure must never be below it by more than 0.2 s, and while the replica streams,
+not above it by more than 1 s.
+"""
+
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from fixtures.dbcheck import explain, write_dbcheck_config
+from fixtures.heartbeat import Heartbeat
+from fixtures.patroni import APP_DB, PG_BIN
+from fixtures.procs import run_as, wait_until
+
+MAX_LAG = 1.0
+
+
+@pytest.fixture
+def lag_config(workdir, pg_cluster):
+    """dbcheck.toml with pg_read max_lag = 1s (password file owned by root: we run it)."""
+    return write_dbcheck_config(workdir / "dbcheck", pg_cluster, owner=None, max_lag=f"{MAX_LAG:g}s")
+
+
+@pytest.fixture
+def heartbeat(pg_cluster):
+    """A running heartbeat writer; the replicas have seen at least one beat."""
+    pg_cluster.wait_healthy()
+    with Heartbeat(pg_cluster, interval=0.1) as hb:
+        for r in pg_cluster.replicas():
+            wait_until(lambda: hb.true_staleness(r) is not None and hb.true_staleness(r) < 1, 20,
+                       f"heartbeat visible on {r.name}")
+        yield hb
+
+
+def sample(dbcheck_bin, config, hb, replica):
+    """One check of `replica` with the true staleness read right after it: (run, truth)."""
+    run = explain(dbcheck_bin, config, "pg_read", replica.pg_addr)
+    truth = hb.true_staleness(replica)
+    return run, truth
+
+
+def assert_honest(run, truth, streaming=True):
+    """The lag figure is an upper bound (to 0.2 s) and, while streaming, tight (to 1 s)."""
+    assert run.lag is not None, run
+    assert run.lag >= truth - 0.2, f"reported {run.lag:.3f}s is below the true staleness {truth:.3f}s: {run}"
+    if streaming:
+        assert run.lag <= truth + 1.0, f"reported {run.lag:.3f}s exceeds truth {truth:.3f}s by > 1s: {run}"
+
+
+def summary(pairs):
+    """'reported/true' ranges for the figures line."""
+    rep = [r.lag for r, _ in pairs if r.lag is not None]
+    tru = [t for _, t in pairs]
+    return (f"reported {min(rep):.3f}-{max(rep):.3f}s vs true {min(tru):.3f}-{max(tru):.3f}s "
+            f"over {len(pairs)} checks")
+
+
+def test_L1_write_silence_is_not_lag(pg_cluster, dbcheck_bin, lag_config, figures):
+    """60 s without a single write on the primary: the replica stays fresh and passes."""
+    pg_cluster.wait_healthy()
+    replica = pg_cluster.replicas()[0]
+    with pg_cluster.superuser_conn(pg_cluster.leader()) as conn, conn.cursor() as cur:
+        cur.execute("INSERT INTO heartbeat VALUES (2, now()) ON CONFLICT (id) DO UPDATE SET ts = EXCLUDED.ts")
+    t0 = time.monotonic()
+    runs = []
+    while time.monotonic() - t0 < 60:
+        runs.append(explain(dbcheck_bin, lag_config, "pg_read", replica.pg_addr))
+        time.sleep(3)
+    with pg_cluster.superuser_conn(replica) as conn, conn.cursor() as cur:
+        cur.execute("SELECT extract(epoch FROM now() - pg_last_xact_replay_timestamp())::float8")
+        naive = cur.fetchone()[0]
+    # The premise: the textbook measure now() - pg_last_xact_replay_timestamp() has grown.
+    assert naive > 55, f"the primary was not idle: last replayed commit only {naive:.1f}s ago"
+    bad = [r for r in runs if r.rc != 0 or r.lag is None or r.lag >= 1.0]
+    assert not bad, bad
+    figures("L1 write silence (60 s idle)", f"dbcheck lag {min(r.lag for r in runs):.3f}-"
+            f"{max(r.lag for r in runs):.3f}s, all {len(runs)} checks pass; naive now()-"
+            f"pg_last_xact_replay_timestamp() = {naive:.1f}s")
+
+
+def test_L2_paused_replay_grows_with_wall_time_and_fails(pg_cluster, dbcheck_bin, lag_config, heartbeat, figures):
+    replica = pg_cluster.replicas()[0]
+    # Patroni (not paused) resumes a paused replay on PostgreSQL 14+ within one loop_wait
+    # (handle_parameter_change): maintenance mode keeps the pause in place.
+    pg_cluster.pause()
+    su = pg_cluster.superuser_conn(replica)
+    try:
+        with su.cursor() as cur:
+            cur.execute("SELECT pg_wal_replay_pause()")
+        wait_until(lambda: _pause_state(su) == "paused", 10, "replay paused")
+        t0 = time.monotonic()
+        pairs, failed_at = [], None
+        while time.monotonic() - t0 < 4.0:
+            run, truth = sample(dbcheck_bin, lag_config, heartbeat, replica)
+            pairs.append((run, truth))
+            assert_honest(run, truth, streaming=False)
+            if truth > MAX_LAG + 0.3:
+                assert run.rc == 1 and run.failure == "lag", run
+            if run.rc == 1 and failed_at is None:
+                failed_at = truth
+            time.sleep(0.2)
+        assert pairs[-1][0].lag - pairs[0][0].lag >= 2.5, "the lag did not grow with wall time"
+        assert failed_at is not None and failed_at <= MAX_LAG + 0.3
+    finally:
+        with su.cursor() as cur:
+            cur.execute("SELECT pg_wal_replay_resume()")
+        su.close()
+        pg_cluster.resume()
+    wait_until(lambda: explain(dbcheck_bin, lag_config, "pg_read", replica.pg_addr).rc == 0, 20,
+               "replica passes again after resume")
+    figures("L2 replay paused", f"{summary(pairs)}; check failed once true staleness reached {failed_at:.2f}s")
+
+
+def _pause_state(conn):
+    with conn.cursor() as cur:
+        cur.execute("SELECT pg_get_wal_replay_pause_state()")
+        return cur.fetchone()[0]
+
+
+def test_L3_broken_stream_fails_within_max_lag(pg_cluster, dbcheck_bin, lag_config, heartbeat, figures):
+    """The walsender feeding the replica is frozen (SIGSTOP): the replica still reports
+    'streaming' and receive = replay (the repmgr #519 trap), yet the check fails."""
+    leader = pg_cluster.leader()
+    replica = pg_cluster.replicas()[0]
+    with pg_cluster.superuser_conn(leader) as conn, conn.cursor() as cur:
+        cur.execute("SELECT pid FROM pg_stat_replication WHERE application_name = %s", (replica.name,))
+        walsender = cur.fetchone()[0]
+    os.kill(walsender, signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        pairs, detected = [], None
+        while time.monotonic() - t0 < MAX_LAG + 3:
+            run, truth = sample(dbcheck_bin, lag_config, heartbeat, replica)
+            pairs.append((run, truth))
+            assert_honest(run, truth, streaming=False)
+            if run.rc == 1:
+                detected = time.monotonic() - t0
+                assert run.failure == "lag", run
+                break
+            time.sleep(0.1)
+        with pg_cluster.superuser_conn(replica) as conn, conn.cursor() as cur:
+            cur.execute("SELECT pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn(), "
+                        "(SELECT status FROM pg_stat_wal_receiver)")
+            receive_is_replay, status = cur.fetchone()
+    finally:
+        os.kill(walsender, signal.SIGCONT)
+    assert detected is not None, f"still passing {MAX_LAG + 3}s after the stream broke: {pairs[-1]}"
+    # Documented bound: max_lag plus one check interval (the check itself takes < 1 s).
+    assert detected <= MAX_LAG + 1.5, detected
+    assert receive_is_replay and status == "streaming", "the trap was not set up as intended"
+    wait_until(lambda: explain(dbcheck_bin, lag_config, "pg_read", replica.pg_addr).rc == 0, 30,
+               "replica passes again after the stream resumes")
+    figures("L3 broken stream", f"failed {detected:.2f}s after the walsender froze (max_lag {MAX_LAG:g}s) "
+            f"while the replica reported status={status} and receive=replay; {summary(pairs)}")
+
+
+def test_L4_fast_replaying_write_burst_passes(pg_cluster, dbcheck_bin, lag_config, heartbeat, figures):
+    leader = pg_cluster.leader()
+    replica = pg_cluster.replicas()[0]
+    pgbench = [str(PG_BIN / "pgbench"), "-h", str(pg_cluster.socket_dir), "-p", str(leader.pg_port)]
+    run_as("postgres", [*pgbench, "-i", "-q", "-s", "2", APP_DB], timeout=120)
+    burst = subprocess.Popen(["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups", "--",
+                              *pgbench, "-T", "8", "-c", "4", "-j", "2", "-n", APP_DB],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd="/", text=True)
+    # Besides pgbench's small transactions, bulk inserts of ~10 MB of WAL each: the byte gap
+    # jumps to megabytes while the replica replays them in a fraction of a second.
+    stop_bulk = threading.Event()
+    bulk = threading.Thread(target=_bulk_writer, args=(pg_cluster, leader, stop_bulk), daemon=True)
+    pairs, gaps = [], []
+    try:
+        bulk.start()
+        time.sleep(1)
+        t0 = time.monotonic()
+        with pg_cluster.superuser_conn(leader) as pconn, pg_cluster.superuser_conn(replica) as rconn:
+            while time.monotonic() - t0 < 6:
+                with pconn.cursor() as pc, rconn.cursor() as rc:
+                    pc.execute("SELECT pg_current_wal_lsn()::text")
+                    rc.execute("SELECT pg_wal_lsn_diff(%s::pg_lsn, pg_last_wal_replay_lsn())::bigint",
+                               (pc.fetchone()[0],))
+                    gaps.append(rc.fetchone()[0])
+                pairs.append(sample(dbcheck_bin, lag_config, heartbeat, replica))
+                time.sleep(0.1)
+    finally:
+        stop_bulk.set()
+        bulk.join(30)
+        out, _ = burst.communicate(timeout=60)
+    assert burst.returncode == 0, out
+    tps = next((line for line in out.splitlines() if line.startswith("tps")), "?")
+    for run, truth in pairs:
+        assert_honest(run, truth)
+    passed = sum(1 for run, _ in pairs if run.rc == 0)
+    assert passed >= 0.9 * len(pairs), [r for r, _ in pairs if r.rc != 0]
+    assert max(gaps) > 1024 * 1024, f"the byte gap never exceeded 1 MB: {max(gaps)}"
+    figures("L4 pgbench burst", f"{passed}/{len(pairs)} checks pass; byte gap up to {max(gaps) / 1048576:.1f} MB; "
+            f"{summary(pairs)}; pgbench {tps.strip()}")
+
+
+def _bulk_writer(pg_cluster, leader, stop):
+    """Until `stop`: insert ~10 MB of rows in one transaction, then empty the table."""
+    with pg_cluster.superuser_conn(leader) as conn, conn.cursor() as cur:
+        cur.execute("CREATE TABLE IF NOT EXISTS bulk (id int, pad text)")
+        while not stop.is_set():
+            cur.execute("INSERT INTO bulk SELECT g, repeat('x', 60) FROM generate_series(1, 80000) g")
+            cur.execute("TRUNCATE bulk")
+            stop.wait(0.3)
+
+
+def test_L5_replica_without_wal_receiver_is_not_ready(pg_cluster, dbcheck_bin, lag_config, figures):
+    pg_cluster.wait_healthy()
+    replica = pg_cluster.replicas()[0]
+    pg_cluster.pause()
+    su = pg_cluster.superuser_conn(replica)
+    try:
+        with su.cursor() as cur:
+            cur.execute("ALTER SYSTEM SET primary_conninfo = ''")
+            cur.execute("SELECT pg_reload_conf()")
+        wait_until(lambda: _receivers(su) == 0, 20, "WAL receiver gone")
+        run = explain(dbcheck_bin, lag_config, "pg_read", replica.pg_addr)
+        assert run.rc == 1, run
+        assert run.failure == "not_ready", run
+        assert "no WAL receiver" in run.reason, run
+    finally:
+        with su.cursor() as cur:
+            cur.execute("ALTER SYSTEM RESET primary_conninfo")
+            cur.execute("SELECT pg_reload_conf()")
+        su.close()
+        pg_cluster.resume()
+    pg_cluster.wait_healthy()
+    wait_until(lambda: explain(dbcheck_bin, lag_config, "pg_read", replica.pg_addr).rc == 0, 30,
+               "replica passes again once streaming")
+    figures("L5 no WAL receiver", f"check fails: {run.reason}")
+
+
+def _receivers(conn):
+    with conn.cursor() as cur:
+        cur.execute("SELECT count(*) FROM pg_stat_wal_receiver")
+        return cur.fetchone()[0]
