@@ -98,6 +98,7 @@ def test_wrong_password_fails_clearly_without_the_secret(pg_cluster, dbcheck_bin
         assert secret not in run.stdout + run.stderr
     run = explain(dbcheck_bin, config, "pg_write", leader.pg_addr)
     assert run.failure == "auth", run
+    assert run.seconds <= TIMEOUT + MARGIN, run
 
 
 def test_pg_hba_reject_fails_clearly(pg_cluster, dbcheck_bin, config_for):
@@ -107,6 +108,7 @@ def test_pg_hba_reject_fails_clearly(pg_cluster, dbcheck_bin, config_for):
     assert run.rc == 1, run
     assert run.failure == "auth", run
     assert "pg_hba.conf rejects connection" in run.reason, run
+    assert run.seconds <= TIMEOUT + MARGIN, run
 
 
 def test_max_connections_exhausted_follows_on_saturation(pg_cluster, dbcheck_bin, config_for, figures):
@@ -131,6 +133,7 @@ def test_max_connections_exhausted_follows_on_saturation(pg_cluster, dbcheck_bin
     assert up.rc == 0 and up.failure == "saturated", up
     assert "saturated" in up.reason and "53300" in up.reason, up
     assert down.rc == 1 and down.failure == "saturated", down
+    assert max(up.seconds, down.seconds) <= TIMEOUT + MARGIN, (up, down)
     assert explain(dbcheck_bin, keep_up, "pg_write", leader.pg_addr).failure == "none"
     figures("max_connections exhausted", f"after {len(conns)} app connections: on_saturation=up -> UP "
             f"({up.reason[:90]}...), on_saturation=down -> DOWN")
