@@ -142,12 +142,10 @@ int run(int argc, char** argv) {
     std::cout << fmt::format("{}: OK, {} cluster(s), {} backend(s)\n", path, cfg->clusters.size(),
                              cfg->backends.size());
     for (const auto& [name, b] : cfg->backends) {
-      std::cout << fmt::format("  backend {}: cluster {}, role {}, timeout {}{}\n", name,
-                               b.cluster, config::to_string(b.role),
-                               util::format_duration(b.timeout),
-                               b.role == config::Role::replica
-                                   ? ", max_lag " + util::format_duration(b.max_lag)
-                                   : "");
+      std::cout << fmt::format(
+          "  backend {}: cluster {}, role {}, timeout {}{}\n", name, b.cluster,
+          config::to_string(b.role), util::format_duration(b.timeout),
+          b.role == config::Role::replica ? ", max_lag " + util::format_duration(b.max_lag) : "");
     }
     return k_exit_pass;
   }

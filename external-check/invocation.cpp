@@ -9,10 +9,10 @@ namespace dbcheck::extcheck {
 tl::expected<Target, std::string> haproxy_target(const std::vector<std::string>& args,
                                                  const Env& env) {
   if (args.size() != 4) {
-    return tl::make_unexpected(fmt::format(
-        "expected 4 arguments from HAProxy (<proxy_addr> <proxy_port> <server_addr> "
-        "<server_port>), got {}; for manual use run: dbcheck check BACKEND HOST:PORT",
-        args.size()));
+    return tl::make_unexpected(
+        fmt::format("expected 4 arguments from HAProxy (<proxy_addr> <proxy_port> <server_addr> "
+                    "<server_port>), got {}; for manual use run: dbcheck check BACKEND HOST:PORT",
+                    args.size()));
   }
   const auto name = env.find("HAPROXY_PROXY_NAME");
   if (name == env.end() || name->second.empty()) {

@@ -4,12 +4,12 @@
 
 #include <util/host_port.hpp>
 
+#include <tl/expected.hpp>
+
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <tl/expected.hpp>
 
 namespace dbcheck::extcheck {
 

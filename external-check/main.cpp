@@ -1,3 +1,5 @@
 #include "cli.hpp"
 
-int main(int argc, char** argv) { return dbcheck::extcheck::run(argc, argv); }
+int main(int argc, char** argv) {
+  return dbcheck::extcheck::run(argc, argv);
+}

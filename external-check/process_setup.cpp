@@ -25,7 +25,9 @@ void reopen_standard_fds() {
   }
 }
 
-void ignore_sigpipe() { std::signal(SIGPIPE, SIG_IGN); }
+void ignore_sigpipe() {
+  std::signal(SIGPIPE, SIG_IGN);
+}
 
 void scrub_libpq_environment() {
   std::vector<std::string> names;

@@ -34,7 +34,7 @@ struct Cluster {
   std::string dbname;
   std::string user;
   std::optional<std::string> password_file;
-  Secret password;                  // read from password_file at load time
+  Secret password; // read from password_file at load time
   std::string sslmode = "prefer";
   std::optional<std::string> sslrootcert;
   std::optional<std::string> patroni_cafile; // CA bundle for https Patroni URLs

@@ -91,7 +91,8 @@ std::optional<std::string> want_string(const toml::node& n, Errors& e, const std
   return std::nullopt;
 }
 
-std::optional<util::Duration> want_duration(const toml::node& n, Errors& e, const std::string& key) {
+std::optional<util::Duration> want_duration(const toml::node& n, Errors& e,
+                                            const std::string& key) {
   auto s = want_string(n, e, key);
   if (!s) {
     return std::nullopt;
@@ -236,20 +237,16 @@ const std::vector<KeySpec<Cluster>>& cluster_keys() {
        }},
       {"sslmode",
        [](Cluster& c, const toml::node& n, Errors& e, const std::string& key) {
-         if (auto v = want_one_of(n, e, key,
-                                  {"disable", "allow", "prefer", "require", "verify-ca",
-                                   "verify-full"})) {
+         if (auto v = want_one_of(
+                 n, e, key,
+                 {"disable", "allow", "prefer", "require", "verify-ca", "verify-full"})) {
            c.sslmode = *v;
          }
        }},
-      {"sslrootcert",
-       [](Cluster& c, const toml::node& n, Errors& e, const std::string& key) {
-         c.sslrootcert = want_string(n, e, key);
-       }},
-      {"patroni_cafile",
-       [](Cluster& c, const toml::node& n, Errors& e, const std::string& key) {
-         c.patroni_cafile = want_string(n, e, key);
-       }},
+      {"sslrootcert", [](Cluster& c, const toml::node& n, Errors& e,
+                         const std::string& key) { c.sslrootcert = want_string(n, e, key); }},
+      {"patroni_cafile", [](Cluster& c, const toml::node& n, Errors& e,
+                            const std::string& key) { c.patroni_cafile = want_string(n, e, key); }},
   };
   return k;
 }
@@ -271,10 +268,8 @@ const std::vector<KeySpec<BackendDraft>>& backend_keys() {
            b.has_role = true;
          }
        }},
-      {"timeout",
-       [](BackendDraft& b, const toml::node& n, Errors& e, const std::string& key) {
-         b.timeout = want_duration(n, e, key);
-       }},
+      {"timeout", [](BackendDraft& b, const toml::node& n, Errors& e,
+                     const std::string& key) { b.timeout = want_duration(n, e, key); }},
       {"max_lag",
        [](BackendDraft& b, const toml::node& n, Errors& e, const std::string& key) {
          b.max_lag = want_duration(n, e, key);
@@ -298,8 +293,8 @@ void apply_keys(const toml::table& table, const std::vector<KeySpec<Target>>& sp
   for (auto&& [k, node] : table) {
     const std::string key_name{k.str()};
     const std::string full = fmt::format("{}.{}", section, key_name);
-    const auto spec = std::find_if(specs.begin(), specs.end(),
-                                   [&](const auto& s) { return s.name == key_name; });
+    const auto spec =
+        std::find_if(specs.begin(), specs.end(), [&](const auto& s) { return s.name == key_name; });
     if (spec == specs.end()) {
       e.add(k.source(), full,
             fmt::format("unknown key \"{}\" in [{}] (expected one of: {})", key_name, section,
@@ -323,8 +318,9 @@ void for_each_named_table(const toml::node& node, std::string_view prefix, Error
   for (auto&& [k, child] : *t) {
     const toml::table* ct = child.as_table();
     if (ct == nullptr) {
-      e.add(k.source(), fmt::format("{}.{}", prefix, k.str()),
-            fmt::format("expected a table [{}.{}], got {}", prefix, k.str(), describe(child.type())));
+      e.add(
+          k.source(), fmt::format("{}.{}", prefix, k.str()),
+          fmt::format("expected a table [{}.{}], got {}", prefix, k.str(), describe(child.type())));
       continue;
     }
     fn(std::string{k.str()}, *ct, k.source());
@@ -344,8 +340,8 @@ tl::expected<Secret, std::string> read_password_file(const std::string& file) {
   }
   if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
     return tl::make_unexpected(fmt::format(
-        "password file {} is accessible by group or others (mode {:04o}); run: chmod 600 {}",
-        file, st.st_mode & 07777, file));
+        "password file {} is accessible by group or others (mode {:04o}); run: chmod 600 {}", file,
+        st.st_mode & 07777, file));
   }
   std::ifstream in(file, std::ios::binary);
   if (!in) {
@@ -372,8 +368,8 @@ tl::expected<Config, ConfigError> parse_config(std::string_view text, const std:
   try {
     root = toml::parse(text, path);
   } catch (const toml::parse_error& err) {
-    e.add_plain(fmt::format("{}:{}: invalid TOML: {}", path, err.source().begin.line,
-                            err.description()));
+    e.add_plain(
+        fmt::format("{}:{}: invalid TOML: {}", path, err.source().begin.line, err.description()));
     return tl::make_unexpected(e.take());
   }
 
@@ -391,31 +387,30 @@ tl::expected<Config, ConfigError> parse_config(std::string_view text, const std:
         e.add(k.source(), "defaults", "expected a table [defaults]");
       }
     } else if (section == "cluster") {
-      for_each_named_table(node, "cluster", e,
-                           [&](const std::string& name, const toml::table& t,
-                               const toml::source_region& where) {
-                             Cluster c;
-                             c.name = name;
-                             const std::string sec = "cluster." + name;
-                             apply_keys(t, cluster_keys(), sec, c, e);
-                             for (const char* required : {"engine", "patroni", "dbname", "user"}) {
-                               if (!t.contains(required)) {
-                                 e.add(where, sec,
-                                       fmt::format("missing required key \"{}\"", required));
-                               }
-                             }
-                             cfg.clusters.emplace(name, std::move(c));
-                           });
+      for_each_named_table(
+          node, "cluster", e,
+          [&](const std::string& name, const toml::table& t, const toml::source_region& where) {
+            Cluster c;
+            c.name = name;
+            const std::string sec = "cluster." + name;
+            apply_keys(t, cluster_keys(), sec, c, e);
+            for (const char* required : {"engine", "patroni", "dbname", "user"}) {
+              if (!t.contains(required)) {
+                e.add(where, sec, fmt::format("missing required key \"{}\"", required));
+              }
+            }
+            cfg.clusters.emplace(name, std::move(c));
+          });
     } else if (section == "backend") {
-      for_each_named_table(node, "backend", e,
-                           [&](const std::string& name, const toml::table& t,
-                               const toml::source_region& where) {
-                             BackendDraft d;
-                             d.backend.name = name;
-                             d.where = where;
-                             apply_keys(t, backend_keys(), "backend." + name, d, e);
-                             drafts.push_back(std::move(d));
-                           });
+      for_each_named_table(
+          node, "backend", e,
+          [&](const std::string& name, const toml::table& t, const toml::source_region& where) {
+            BackendDraft d;
+            d.backend.name = name;
+            d.where = where;
+            apply_keys(t, backend_keys(), "backend." + name, d, e);
+            drafts.push_back(std::move(d));
+          });
     } else {
       e.add(k.source(), section,
             fmt::format("unknown section [{}] (expected [defaults], [cluster.NAME] or "

@@ -3,11 +3,11 @@
 
 #include "config.hpp"
 
+#include <tl/expected.hpp>
+
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <tl/expected.hpp>
 
 namespace dbcheck::config {
 

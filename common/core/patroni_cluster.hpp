@@ -3,18 +3,18 @@
 
 #include <util/host_port.hpp>
 
+#include <tl/expected.hpp>
+
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <tl/expected.hpp>
 
 namespace dbcheck::core {
 
 struct PatroniMember {
   std::string name;
-  std::string role;  // leader, replica, sync_standby, standby_leader (master/primary accepted)
-  std::string state; // running, streaming, stopped, ...
+  std::string role;       // leader, replica, sync_standby, standby_leader (master/primary accepted)
+  std::string state;      // running, streaming, stopped, ...
   util::HostPort address; // the member's PostgreSQL host:port as Patroni advertises it
   bool noloadbalance = false;
 };

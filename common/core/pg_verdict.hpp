@@ -9,10 +9,10 @@
 
 #include <util/host_port.hpp>
 
+#include <tl/expected.hpp>
+
 #include <optional>
 #include <string>
-
-#include <tl/expected.hpp>
 
 namespace dbcheck::core {
 
@@ -37,8 +37,8 @@ struct WriterObservation {
 // The node's own answer to the reader query.
 struct ReplicaStatus {
   bool in_recovery = false;
-  bool receiver_present = false;               // pg_stat_wal_receiver has a row
-  std::optional<std::string> receiver_status;  // "streaming", ...; nullopt if hidden (no pg_monitor)
+  bool receiver_present = false;              // pg_stat_wal_receiver has a row
+  std::optional<std::string> receiver_status; // "streaming", ...; nullopt if hidden (no pg_monitor)
   bool replay_paused = false;
 };
 

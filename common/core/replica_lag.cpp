@@ -24,11 +24,11 @@ LagEstimate estimate_lag(const LagEvidence& e) {
   if (e.since_last_replay_s) {
     // The replica's data was current when its last replayed commit happened on the primary.
     const double s = std::max(0.0, *e.since_last_replay_s);
-    return {s, fmt::format("{}; last replayed commit was {} ago", why_no_sample,
-                           format_seconds(s))};
+    return {s,
+            fmt::format("{}; last replayed commit was {} ago", why_no_sample, format_seconds(s))};
   }
-  return {std::nullopt, fmt::format("{}; no commit replayed since the replica started",
-                                    why_no_sample)};
+  return {std::nullopt,
+          fmt::format("{}; no commit replayed since the replica started", why_no_sample)};
 }
 
 } // namespace dbcheck::core

@@ -13,9 +13,10 @@
 namespace dbcheck::core {
 
 struct LagEvidence {
-  bool primary_sampled = false;        // the leader answered pg_current_wal_lsn()
-  std::string primary_problem;         // why not, when it did not (for the derivation text)
-  // Replica replayed past the sample: seconds from sending the sample query to the replica's answer.
+  bool primary_sampled = false; // the leader answered pg_current_wal_lsn()
+  std::string primary_problem;  // why not, when it did not (for the derivation text)
+  // Replica replayed past the sample: seconds from sending the sample query to the replica's
+  // answer.
   std::optional<double> caught_up_after_s;
   // Sample taken but replay still behind it: seconds the probe watched it stay behind.
   std::optional<double> behind_for_s;

@@ -39,6 +39,8 @@ std::string_view to_string(State s);
 std::string_view to_string(Failure f);
 
 // True for a verdict that lets HAProxy send traffic (up).
-inline bool passes(const Verdict& v) { return v.state == State::up; }
+inline bool passes(const Verdict& v) {
+  return v.state == State::up;
+}
 
 } // namespace dbcheck::core

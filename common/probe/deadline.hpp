@@ -20,7 +20,9 @@ public:
   Clock::time_point at() const { return m_at; }
 
   // Time left, never negative.
-  Clock::duration remaining() const { return std::max(Clock::duration::zero(), m_at - Clock::now()); }
+  Clock::duration remaining() const {
+    return std::max(Clock::duration::zero(), m_at - Clock::now());
+  }
 
   // Time left in whole milliseconds, rounded up so a poll() never wakes early and spins.
   int remaining_ms() const {

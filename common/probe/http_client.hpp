@@ -11,9 +11,9 @@
 namespace dbcheck::probe {
 
 struct HttpAttempt {
-  std::string url;       // without credentials
-  long status = 0;       // HTTP status, 0 when no response
-  std::string error;     // transport error or why the answer was not accepted; empty if accepted
+  std::string url;   // without credentials
+  long status = 0;   // HTTP status, 0 when no response
+  std::string error; // transport error or why the answer was not accepted; empty if accepted
   bool timed_out = false;
   double latency_ms = 0;
 };
@@ -25,7 +25,7 @@ struct HttpOutcome {
 };
 
 struct HttpOptions {
-  std::optional<std::string> cafile;   // CA bundle for https
+  std::optional<std::string> cafile;      // CA bundle for https
   std::size_t max_body = 4 * 1024 * 1024; // an answer larger than this is refused, not buffered
 };
 

@@ -172,9 +172,8 @@ core::Report check_writer(const config::Cluster& cluster, const config::Backend&
   } else if (auto rows = session->query(k_writer_sql, {}, deadline); !rows) {
     role = tl::make_unexpected(rows.error());
   } else {
-    const auto in_recovery = rows->size() == 1 && (*rows)[0].size() == 2
-                                 ? parse_bool((*rows)[0][0])
-                                 : std::nullopt;
+    const auto in_recovery =
+        rows->size() == 1 && (*rows)[0].size() == 2 ? parse_bool((*rows)[0][0]) : std::nullopt;
     const auto read_only =
         rows->size() == 1 && (*rows)[0].size() == 2 ? parse_bool((*rows)[0][1]) : std::nullopt;
     if (!in_recovery || !read_only) {
@@ -287,8 +286,8 @@ core::Report check_replica(const config::Cluster& cluster, const config::Backend
   auto session = PgSession::connect(target_for(cluster, node), deadline);
 
   core::Report report;
-  core::ReplicaObservation obs{node, tl::make_unexpected(ProbeError{}),
-                               tl::make_unexpected(ProbeError{}), {}};
+  core::ReplicaObservation obs{
+      node, tl::make_unexpected(ProbeError{}), tl::make_unexpected(ProbeError{}), {}};
   SampleResult sample;
   if (manager.wait_until(deadline.at() + k_grace) == std::future_status::ready) {
     auto [m, s] = manager.get();
@@ -329,9 +328,9 @@ core::Report check_replica(const config::Cluster& cluster, const config::Backend
     // catch up, leaving a little time before the deadline to decide and report. Stop early
     // when waiting cannot help: replay is paused, or the sample is already max_lag old (a
     // catch-up after that could not bound the lag below max_lag anyway).
-    const Deadline poll_until{std::min(deadline.minus(15ms).at(),
-                                       sample.sent + std::chrono::duration_cast<Clock::duration>(
-                                                         backend.max_lag))};
+    const Deadline poll_until{
+        std::min(deadline.minus(15ms).at(),
+                 sample.sent + std::chrono::duration_cast<Clock::duration>(backend.max_lag))};
     while (sample.lsn && st.in_recovery && !st.replay_paused && reading.replay &&
            *reading.replay < *sample.lsn && !poll_until.expired()) {
       std::this_thread::sleep_for(std::min<Clock::duration>(5ms, poll_until.remaining()));
@@ -357,8 +356,7 @@ core::Report check_replica(const config::Cluster& cluster, const config::Backend
         "last_replayed_commit_age={}{}",
         st.in_recovery ? "t" : "f",
         st.receiver_present ? st.receiver_status.value_or("(hidden)") : "none",
-        st.replay_paused ? "t" : "f",
-        lsn_text(reading.replay),
+        st.replay_paused ? "t" : "f", lsn_text(reading.replay),
         reading.since_last_replay_s ? util::format_seconds(*reading.since_last_replay_s) : "null",
         polls > 1 ? fmt::format(" (replay polled {} times)", polls) : "");
     obs.node_answer = st;
@@ -370,8 +368,8 @@ core::Report check_replica(const config::Cluster& cluster, const config::Backend
   report.steps.push_back(std::move(nstep));
   obs.lag = core::estimate_lag(evidence);
   report.lag = obs.lag;
-  report.verdict = core::evaluate_replica(
-      obs, std::chrono::duration<double>(backend.max_lag).count());
+  report.verdict =
+      core::evaluate_replica(obs, std::chrono::duration<double>(backend.max_lag).count());
   return report;
 }
 

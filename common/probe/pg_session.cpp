@@ -38,13 +38,15 @@ Wait wait_fd(int fd, short events, const Deadline& deadline) {
 
 core::ProbeError timeout_error(const char* during, const Deadline& deadline) {
   (void)deadline;
-  return {core::Failure::timeout, fmt::format("timeout: no answer before the deadline ({})", during),
-          ""};
+  return {core::Failure::timeout,
+          fmt::format("timeout: no answer before the deadline ({})", during), ""};
 }
 
 } // namespace
 
-void PgSession::Closer::operator()(pg_conn* c) const { PQfinish(c); }
+void PgSession::Closer::operator()(pg_conn* c) const {
+  PQfinish(c);
+}
 
 PgSession::PgSession(pg_conn* conn) : m_conn(conn) {}
 PgSession::~PgSession() = default;
@@ -76,8 +78,8 @@ tl::expected<PgSession, core::ProbeError> PgSession::connect(const PgTarget& t,
   static const std::string disable = "disable";
   static const std::string app = "dbcheck";
   static const std::string any = "any";
-  set("passfile", dev_null);     // never consult ~/.pgpass (HOME may not even exist)
-  set("gssencmode", disable);    // no Kerberos round trips on the check path
+  set("passfile", dev_null);  // never consult ~/.pgpass (HOME may not even exist)
+  set("gssencmode", disable); // no Kerberos round trips on the check path
   set("sslmode", t.sslmode);
   if (t.sslrootcert) {
     set("sslrootcert", *t.sslrootcert);
@@ -129,8 +131,8 @@ PgSession::query(const std::string& sql, const std::vector<std::string>& params,
   PQsetnonblocking(c, 1);
   if (PQsendQueryParams(c, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(),
                         nullptr, nullptr, 0) == 0) {
-    return tl::make_unexpected(core::ProbeError{
-        core::Failure::network, core::one_line(PQerrorMessage(c)), ""});
+    return tl::make_unexpected(
+        core::ProbeError{core::Failure::network, core::one_line(PQerrorMessage(c)), ""});
   }
   for (;;) {
     const int f = PQflush(c);
@@ -138,8 +140,8 @@ PgSession::query(const std::string& sql, const std::vector<std::string>& params,
       break;
     }
     if (f < 0) {
-      return tl::make_unexpected(core::ProbeError{
-          core::Failure::network, core::one_line(PQerrorMessage(c)), ""});
+      return tl::make_unexpected(
+          core::ProbeError{core::Failure::network, core::one_line(PQerrorMessage(c)), ""});
     }
     if (wait_fd(PQsocket(c), POLLOUT | POLLIN, deadline) != Wait::ready) {
       return tl::make_unexpected(timeout_error("sending the query", deadline));
@@ -155,8 +157,8 @@ PgSession::query(const std::string& sql, const std::vector<std::string>& params,
         return tl::make_unexpected(timeout_error("waiting for the query's answer", deadline));
       }
       if (PQconsumeInput(c) == 0) {
-        return tl::make_unexpected(core::ProbeError{
-            core::Failure::network, core::one_line(PQerrorMessage(c)), ""});
+        return tl::make_unexpected(
+            core::ProbeError{core::Failure::network, core::one_line(PQerrorMessage(c)), ""});
       }
     }
     PGresult* res = PQgetResult(c);
@@ -179,8 +181,8 @@ PgSession::query(const std::string& sql, const std::vector<std::string>& params,
       }
     } else if (status != PGRES_COMMAND_OK && !failure) {
       const char* code = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-      failure = core::classify_pg_query_error(code != nullptr ? code : "",
-                                              PQresultErrorMessage(res));
+      failure =
+          core::classify_pg_query_error(code != nullptr ? code : "", PQresultErrorMessage(res));
     }
   }
   if (failure) {

@@ -6,12 +6,12 @@
 #include <core/probe_error.hpp>
 #include <util/host_port.hpp>
 
+#include <tl/expected.hpp>
+
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <tl/expected.hpp>
 
 struct pg_conn; // libpq's PGconn, kept out of this header
 
@@ -37,9 +37,8 @@ public:
                                                            const Deadline& deadline);
 
   // Runs one statement with text parameters and returns its rows, or the classified error.
-  tl::expected<std::vector<PgRow>, core::ProbeError> query(const std::string& sql,
-                                                           const std::vector<std::string>& params,
-                                                           const Deadline& deadline);
+  tl::expected<std::vector<PgRow>, core::ProbeError>
+  query(const std::string& sql, const std::vector<std::string>& params, const Deadline& deadline);
 
   PgSession(PgSession&&) noexcept = default;
   PgSession& operator=(PgSession&&) noexcept = default;

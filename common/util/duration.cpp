@@ -57,6 +57,8 @@ std::string format_duration(Duration d) {
   return fmt::format("{}s", ms / 1000);
 }
 
-std::string format_seconds(double seconds) { return fmt::format("{:.3f}s", seconds); }
+std::string format_seconds(double seconds) {
+  return fmt::format("{:.3f}s", seconds);
+}
 
 } // namespace dbcheck::util

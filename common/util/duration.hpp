@@ -1,11 +1,11 @@
 #pragma once
 // Durations as written by people in config files ("800ms", "1s", "1.5s", "2m").
 
+#include <tl/expected.hpp>
+
 #include <chrono>
 #include <string>
 #include <string_view>
-
-#include <tl/expected.hpp>
 
 namespace dbcheck::util {
 

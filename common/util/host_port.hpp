@@ -1,11 +1,11 @@
 #pragma once
 // A network endpoint as HAProxy and operators write it: "10.0.0.1:5432", "[::1]:5432".
 
+#include <tl/expected.hpp>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
-
-#include <tl/expected.hpp>
 
 namespace dbcheck::util {
 

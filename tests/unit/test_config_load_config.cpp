@@ -37,7 +37,8 @@ engine = "postgres"
 patroni = ["http://10.0.0.1:8008", "http://10.0.0.2:8008/"]
 dbname = "app"
 user = "healthcheck"
-password_file = ")" + password_file + R"("
+password_file = ")" +
+         password_file + R"("
 
 [backend.pg_write]
 cluster = "pg"
@@ -161,8 +162,7 @@ TEST_CASE("password files: group/other access is refused, the secret never echoe
   CHECK(read_password_file(dir.write("empty", "\n", 0600)).error() ==
         "password file " + dir.path + "/empty is empty");
   CHECK(read_password_file(dir.write("two", "a\nb\n", 0600)).error() ==
-        "password file " + dir.path +
-            "/two has more than one line (expected the password alone)");
+        "password file " + dir.path + "/two has more than one line (expected the password alone)");
   CHECK(read_password_file(dir.write("ok", "pw with spaces\r\n", 0400))->reveal() ==
         "pw with spaces");
 }

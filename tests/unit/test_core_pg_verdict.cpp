@@ -16,19 +16,28 @@ PatroniMember member(const char* name, const char* role, const char* host, bool 
   return PatroniMember{name, role, "running", HostPort{host, 5432}, nlb};
 }
 
-ClusterView view_with(std::vector<PatroniMember> members) { return ClusterView{std::move(members), false}; }
+ClusterView view_with(std::vector<PatroniMember> members) {
+  return ClusterView{std::move(members), false};
+}
 
 using Manager = tl::expected<ClusterView, ProbeError>;
 
 std::map<std::string, Manager> managers() {
   return {
-      {"self", view_with({member("pg1", "leader", "10.0.0.1"), member("pg2", "replica", "10.0.0.2")})},
-      {"other", view_with({member("pg1", "replica", "10.0.0.1"), member("pg2", "leader", "10.0.0.2")})},
-      {"none", view_with({member("pg1", "replica", "10.0.0.1"), member("pg2", "replica", "10.0.0.2")})},
+      {"self",
+       view_with({member("pg1", "leader", "10.0.0.1"), member("pg2", "replica", "10.0.0.2")})},
+      {"other",
+       view_with({member("pg1", "replica", "10.0.0.1"), member("pg2", "leader", "10.0.0.2")})},
+      {"none",
+       view_with({member("pg1", "replica", "10.0.0.1"), member("pg2", "replica", "10.0.0.2")})},
       {"standby", view_with({member("pg1", "standby_leader", "10.0.0.1")})},
-      {"timeout", tl::make_unexpected(ProbeError{Failure::timeout, "timeout: no Patroni member answered before the deadline", ""})},
-      {"network", tl::make_unexpected(ProbeError{Failure::network, "no Patroni member gave a usable answer (refused)", ""})},
-      {"garbage", tl::make_unexpected(ProbeError{Failure::protocol, "no Patroni member gave a usable answer (HTTP 500)", ""})},
+      {"timeout",
+       tl::make_unexpected(ProbeError{
+           Failure::timeout, "timeout: no Patroni member answered before the deadline", ""})},
+      {"network", tl::make_unexpected(ProbeError{
+                      Failure::network, "no Patroni member gave a usable answer (refused)", ""})},
+      {"garbage", tl::make_unexpected(ProbeError{
+                      Failure::protocol, "no Patroni member gave a usable answer (HTTP 500)", ""})},
   };
 }
 
@@ -39,11 +48,20 @@ std::map<std::string, Node> writer_nodes() {
       {"rw", NodeRole{false, false}},
       {"recovery", NodeRole{true, true}},
       {"readonly", NodeRole{false, true}},
-      {"timeout", tl::make_unexpected(ProbeError{Failure::timeout, "timeout: no answer before the deadline (connecting)", ""})},
+      {"timeout",
+       tl::make_unexpected(ProbeError{Failure::timeout,
+                                      "timeout: no answer before the deadline (connecting)", ""})},
       {"refused", tl::make_unexpected(ProbeError{Failure::network, "Connection refused", ""})},
-      {"auth", tl::make_unexpected(ProbeError{Failure::auth, "28P01: FATAL: password authentication failed for user \"healthcheck\"", "28P01"})},
-      {"saturated", tl::make_unexpected(ProbeError{Failure::saturated, "53300: FATAL: sorry, too many clients already", "53300"})},
-      {"notready", tl::make_unexpected(ProbeError{Failure::not_ready, "57P03: FATAL: the database system is starting up", "57P03"})},
+      {"auth",
+       tl::make_unexpected(ProbeError{
+           Failure::auth, "28P01: FATAL: password authentication failed for user \"healthcheck\"",
+           "28P01"})},
+      {"saturated",
+       tl::make_unexpected(ProbeError{Failure::saturated,
+                                      "53300: FATAL: sorry, too many clients already", "53300"})},
+      {"notready",
+       tl::make_unexpected(ProbeError{
+           Failure::not_ready, "57P03: FATAL: the database system is starting up", "57P03"})},
   };
 }
 
@@ -62,17 +80,18 @@ constexpr Cell D_sat{State::down, Failure::saturated};
 constexpr Cell U_sat{State::up, Failure::saturated};
 constexpr Cell D_nr{State::down, Failure::not_ready};
 
-const std::vector<std::string> k_columns = {"self", "other", "none", "standby", "timeout", "network", "garbage"};
+const std::vector<std::string> k_columns = {"self",    "other",   "none",   "standby",
+                                            "timeout", "network", "garbage"};
 const std::map<std::string, std::vector<Cell>> k_writer_table = {
     //              self    other   none    standby timeout network garbage
-    {"rw",        {U,      D_role, D_role, D_role, D_to,   D_net,  D_proto}},
-    {"recovery",  {D_role, D_role, D_role, D_role, D_to,   D_net,  D_proto}},
-    {"readonly",  {D_role, D_role, D_role, D_role, D_to,   D_net,  D_proto}},
-    {"timeout",   {D_to,   D_to,   D_to,   D_to,   D_to,   D_to,   D_to}},
-    {"refused",   {D_net,  D_net,  D_net,  D_net,  D_net,  D_net,  D_net}},
-    {"auth",      {D_auth, D_auth, D_auth, D_auth, D_auth, D_auth, D_auth}},
-    {"saturated", {U_sat,  D_sat,  D_sat,  D_sat,  D_sat,  D_sat,  D_sat}},
-    {"notready",  {D_nr,   D_nr,   D_nr,   D_nr,   D_nr,   D_nr,   D_nr}},
+    {"rw", {U, D_role, D_role, D_role, D_to, D_net, D_proto}},
+    {"recovery", {D_role, D_role, D_role, D_role, D_to, D_net, D_proto}},
+    {"readonly", {D_role, D_role, D_role, D_role, D_to, D_net, D_proto}},
+    {"timeout", {D_to, D_to, D_to, D_to, D_to, D_to, D_to}},
+    {"refused", {D_net, D_net, D_net, D_net, D_net, D_net, D_net}},
+    {"auth", {D_auth, D_auth, D_auth, D_auth, D_auth, D_auth, D_auth}},
+    {"saturated", {U_sat, D_sat, D_sat, D_sat, D_sat, D_sat, D_sat}},
+    {"notready", {D_nr, D_nr, D_nr, D_nr, D_nr, D_nr, D_nr}},
 };
 
 } // namespace
@@ -120,10 +139,11 @@ TEST_CASE("writer: reasons name both opinions", "[core][verdict][writer]") {
   CHECK(evaluate_writer({k_self, ms.at("none"), ns.at("rw")}, SaturationPolicy::up).reason ==
         "not the writer: Patroni names no leader (failover in progress or DCS trouble); "
         "PostgreSQL is read-write, not in recovery");
-  CHECK(evaluate_writer({k_self, ms.at("standby"), ns.at("recovery")}, SaturationPolicy::up)
-            .reason == "not the writer: Patroni: this node leads a standby cluster "
-                       "(standby_leader), not writable; PostgreSQL is in recovery (a standby, or "
-                       "a promotion not yet finished)");
+  CHECK(
+      evaluate_writer({k_self, ms.at("standby"), ns.at("recovery")}, SaturationPolicy::up).reason ==
+      "not the writer: Patroni: this node leads a standby cluster "
+      "(standby_leader), not writable; PostgreSQL is in recovery (a standby, or "
+      "a promotion not yet finished)");
   CHECK(evaluate_writer({k_self, ms.at("self"), ns.at("saturated")}, SaturationPolicy::up).reason ==
         "saturated: Patroni names this node (pg1) leader; PostgreSQL: 53300: FATAL: sorry, too "
         "many clients already; on_saturation=up keeps the sole writer in rotation");
@@ -131,14 +151,19 @@ TEST_CASE("writer: reasons name both opinions", "[core][verdict][writer]") {
 
 namespace {
 
-ReplicaStatus streaming(bool paused = false) { return ReplicaStatus{true, true, "streaming", paused}; }
+ReplicaStatus streaming(bool paused = false) {
+  return ReplicaStatus{true, true, "streaming", paused};
+}
 
-LagEstimate lag(double s) { return LagEstimate{s, "replayed past the primary's WAL position sampled 0.004s earlier"}; }
+LagEstimate lag(double s) {
+  return LagEstimate{s, "replayed past the primary's WAL position sampled 0.004s earlier"};
+}
 
 const HostPort k_replica{"10.0.0.2", 5432};
 
 Manager replica_view(bool nlb = false, const char* self_role = "replica") {
-  return view_with({member("pg1", "leader", "10.0.0.1"), member("pg2", self_role, "10.0.0.2", nlb)});
+  return view_with(
+      {member("pg1", "leader", "10.0.0.1"), member("pg2", self_role, "10.0.0.2", nlb)});
 }
 
 struct ReplicaRow {
@@ -153,36 +178,100 @@ struct ReplicaRow {
 
 TEST_CASE("reader: each condition decides, in order, with its reason", "[core][verdict][replica]") {
   const std::vector<ReplicaRow> rows = {
-      {"node timeout", {k_replica, replica_view(), tl::make_unexpected(ProbeError{Failure::timeout, "timeout: no answer before the deadline (connecting)", ""}), lag(0)},
-       State::down, Failure::timeout, "PostgreSQL: timeout: no answer before the deadline (connecting)"},
-      {"node not ready", {k_replica, replica_view(), tl::make_unexpected(ProbeError{Failure::not_ready, "57P03: FATAL: the database system is not yet accepting connections", "57P03"}), lag(0)},
-       State::down, Failure::not_ready, "PostgreSQL: 57P03: FATAL: the database system is not yet accepting connections"},
-      {"a primary", {k_replica, replica_view(), ReplicaStatus{false, false, std::nullopt, false}, lag(0)},
-       State::down, Failure::role, "PostgreSQL is not in recovery (it is a primary), not a replica"},
-      {"manager down", {k_replica, tl::make_unexpected(ProbeError{Failure::network, "no Patroni member gave a usable answer (refused)", ""}), streaming(), lag(0)},
-       State::down, Failure::network, "Patroni: no Patroni member gave a usable answer (refused)"},
-      {"not a member", {HostPort{"10.0.0.9", 5432}, replica_view(), streaming(), lag(0)},
-       State::down, Failure::role, "Patroni does not list 10.0.0.9:5432 as a member of the cluster"},
-      {"leader in recovery", {k_replica, replica_view(false, "leader"), streaming(), lag(0)},
-       State::down, Failure::role, "Patroni names this node (pg2) leader"},
-      {"noloadbalance", {k_replica, replica_view(true), streaming(), lag(0)},
-       State::down, Failure::policy, "Patroni member pg2 is tagged noloadbalance"},
-      {"no receiver", {k_replica, replica_view(), ReplicaStatus{true, false, std::nullopt, false}, lag(0)},
-       State::down, Failure::not_ready, "no WAL receiver is running (archive-only recovery, or the stream is down)"},
-      {"receiver hidden", {k_replica, replica_view(), ReplicaStatus{true, true, std::nullopt, false}, lag(0)},
-       State::down, Failure::config, "pg_stat_wal_receiver.status is hidden from the check user: GRANT pg_monitor to it"},
-      {"receiver waiting", {k_replica, replica_view(), ReplicaStatus{true, true, "waiting", false}, lag(0)},
-       State::down, Failure::not_ready, "WAL receiver is waiting, not streaming"},
-      {"lag unknown", {k_replica, replica_view(), streaming(), LagEstimate{std::nullopt, "primary not sampled (no leader known); no commit replayed since the replica started"}},
-       State::down, Failure::lag, "replica lag cannot be bounded: primary not sampled (no leader known); no commit replayed since the replica started"},
-      {"lag too high", {k_replica, replica_view(), streaming(true), LagEstimate{12.3, "replay still behind the primary's WAL position after 0.785s; last replayed commit was 12.300s ago"}},
-       State::down, Failure::lag, "replica lag 12.300s > max_lag 1.000s (replay still behind the primary's WAL position after 0.785s; last replayed commit was 12.300s ago); replay is paused"},
-      {"lag at the limit", {k_replica, replica_view(), streaming(), LagEstimate{1.0, "x"}},
-       State::up, Failure::none, "streaming replica pg2, lag <= 1.000s (max_lag 1.000s): x"},
-      {"fresh", {k_replica, replica_view(), streaming(), lag(0.004)},
-       State::up, Failure::none, "streaming replica pg2, lag <= 0.004s (max_lag 1.000s): replayed past the primary's WAL position sampled 0.004s earlier"},
-      {"paused but idle", {k_replica, replica_view(), streaming(true), lag(0.004)},
-       State::up, Failure::none, "streaming replica pg2, lag <= 0.004s (max_lag 1.000s): replayed past the primary's WAL position sampled 0.004s earlier; replay is paused"},
+      {"node timeout",
+       {k_replica, replica_view(),
+        tl::make_unexpected(ProbeError{Failure::timeout,
+                                       "timeout: no answer before the deadline (connecting)", ""}),
+        lag(0)},
+       State::down,
+       Failure::timeout,
+       "PostgreSQL: timeout: no answer before the deadline (connecting)"},
+      {"node not ready",
+       {k_replica, replica_view(),
+        tl::make_unexpected(ProbeError{
+            Failure::not_ready,
+            "57P03: FATAL: the database system is not yet accepting connections", "57P03"}),
+        lag(0)},
+       State::down,
+       Failure::not_ready,
+       "PostgreSQL: 57P03: FATAL: the database system is not yet accepting connections"},
+      {"a primary",
+       {k_replica, replica_view(), ReplicaStatus{false, false, std::nullopt, false}, lag(0)},
+       State::down,
+       Failure::role,
+       "PostgreSQL is not in recovery (it is a primary), not a replica"},
+      {"manager down",
+       {k_replica,
+        tl::make_unexpected(
+            ProbeError{Failure::network, "no Patroni member gave a usable answer (refused)", ""}),
+        streaming(), lag(0)},
+       State::down,
+       Failure::network,
+       "Patroni: no Patroni member gave a usable answer (refused)"},
+      {"not a member",
+       {HostPort{"10.0.0.9", 5432}, replica_view(), streaming(), lag(0)},
+       State::down,
+       Failure::role,
+       "Patroni does not list 10.0.0.9:5432 as a member of the cluster"},
+      {"leader in recovery",
+       {k_replica, replica_view(false, "leader"), streaming(), lag(0)},
+       State::down,
+       Failure::role,
+       "Patroni names this node (pg2) leader"},
+      {"noloadbalance",
+       {k_replica, replica_view(true), streaming(), lag(0)},
+       State::down,
+       Failure::policy,
+       "Patroni member pg2 is tagged noloadbalance"},
+      {"no receiver",
+       {k_replica, replica_view(), ReplicaStatus{true, false, std::nullopt, false}, lag(0)},
+       State::down,
+       Failure::not_ready,
+       "no WAL receiver is running (archive-only recovery, or the stream is down)"},
+      {"receiver hidden",
+       {k_replica, replica_view(), ReplicaStatus{true, true, std::nullopt, false}, lag(0)},
+       State::down,
+       Failure::config,
+       "pg_stat_wal_receiver.status is hidden from the check user: GRANT pg_monitor to it"},
+      {"receiver waiting",
+       {k_replica, replica_view(), ReplicaStatus{true, true, "waiting", false}, lag(0)},
+       State::down,
+       Failure::not_ready,
+       "WAL receiver is waiting, not streaming"},
+      {"lag unknown",
+       {k_replica, replica_view(), streaming(),
+        LagEstimate{
+            std::nullopt,
+            "primary not sampled (no leader known); no commit replayed since the replica started"}},
+       State::down,
+       Failure::lag,
+       "replica lag cannot be bounded: primary not sampled (no leader known); no commit replayed "
+       "since the replica started"},
+      {"lag too high",
+       {k_replica, replica_view(), streaming(true),
+        LagEstimate{12.3, "replay still behind the primary's WAL position after 0.785s; last "
+                          "replayed commit was 12.300s ago"}},
+       State::down,
+       Failure::lag,
+       "replica lag 12.300s > max_lag 1.000s (replay still behind the primary's WAL position after "
+       "0.785s; last replayed commit was 12.300s ago); replay is paused"},
+      {"lag at the limit",
+       {k_replica, replica_view(), streaming(), LagEstimate{1.0, "x"}},
+       State::up,
+       Failure::none,
+       "streaming replica pg2, lag <= 1.000s (max_lag 1.000s): x"},
+      {"fresh",
+       {k_replica, replica_view(), streaming(), lag(0.004)},
+       State::up,
+       Failure::none,
+       "streaming replica pg2, lag <= 0.004s (max_lag 1.000s): replayed past the primary's WAL "
+       "position sampled 0.004s earlier"},
+      {"paused but idle",
+       {k_replica, replica_view(), streaming(true), lag(0.004)},
+       State::up,
+       Failure::none,
+       "streaming replica pg2, lag <= 0.004s (max_lag 1.000s): replayed past the primary's WAL "
+       "position sampled 0.004s earlier; replay is paused"},
   };
   for (const auto& row : rows) {
     CAPTURE(row.name);

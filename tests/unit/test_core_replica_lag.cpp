@@ -4,8 +4,7 @@
 
 using namespace dbcheck::core;
 
-TEST_CASE("caught up with the primary's sample: lag is the time since the sample",
-          "[core][lag]") {
+TEST_CASE("caught up with the primary's sample: lag is the time since the sample", "[core][lag]") {
   LagEvidence e;
   e.primary_sampled = true;
   e.caught_up_after_s = 0.004;

@@ -7,12 +7,12 @@ using namespace dbcheck::extcheck;
 namespace {
 // The environment HAProxy 2.6 gives an external check (research/haproxy.md §1.3).
 Env haproxy_env() {
-  return {{"PATH", "/usr/bin:/bin"},         {"HAPROXY_PROXY_NAME", "pg_write"},
-          {"HAPROXY_PROXY_ID", "3"},         {"HAPROXY_PROXY_ADDR", ""},
-          {"HAPROXY_PROXY_PORT", ""},        {"HAPROXY_SERVER_NAME", "pg1"},
-          {"HAPROXY_SERVER_ID", "1"},        {"HAPROXY_SERVER_ADDR", "10.0.0.1"},
-          {"HAPROXY_SERVER_PORT", "5432"},   {"HAPROXY_SERVER_MAXCONN", "0"},
-          {"HAPROXY_SERVER_CURCONN", "0"},   {"HAPROXY_SERVER_SSL", "0"},
+  return {{"PATH", "/usr/bin:/bin"},       {"HAPROXY_PROXY_NAME", "pg_write"},
+          {"HAPROXY_PROXY_ID", "3"},       {"HAPROXY_PROXY_ADDR", ""},
+          {"HAPROXY_PROXY_PORT", ""},      {"HAPROXY_SERVER_NAME", "pg1"},
+          {"HAPROXY_SERVER_ID", "1"},      {"HAPROXY_SERVER_ADDR", "10.0.0.1"},
+          {"HAPROXY_SERVER_PORT", "5432"}, {"HAPROXY_SERVER_MAXCONN", "0"},
+          {"HAPROXY_SERVER_CURCONN", "0"}, {"HAPROXY_SERVER_SSL", "0"},
           {"HAPROXY_SERVER_PROTO", "tcp"}};
 }
 } // namespace
@@ -37,9 +37,10 @@ TEST_CASE("HAProxy invocation errors say what is wrong", "[extcheck]") {
   CHECK(haproxy_target({"NOT_USED", "NOT_USED", "10.0.0.1", "5432"}, no_name).error() ==
         "HAPROXY_PROXY_NAME is not set: dbcheck was not started by HAProxy's external-check; "
         "for manual use run: dbcheck check BACKEND HOST:PORT");
-  CHECK(haproxy_target({"NOT_USED", "NOT_USED", "/run/pg.sock", "NOT_USED"}, haproxy_env())
-            .error() == "server address \"/run/pg.sock\" is not an IP address (UNIX-socket "
-                        "servers are not supported)");
+  CHECK(
+      haproxy_target({"NOT_USED", "NOT_USED", "/run/pg.sock", "NOT_USED"}, haproxy_env()).error() ==
+      "server address \"/run/pg.sock\" is not an IP address (UNIX-socket "
+      "servers are not supported)");
   CHECK(haproxy_target({"NOT_USED", "NOT_USED", "10.0.0.1", "x"}, haproxy_env()).error() ==
         "server port: \"x\" is not a port number (1-65535)");
 }
