@@ -55,6 +55,18 @@ def assert_honest(run, truth, streaming=True):
         assert run.lag <= truth + 1.0, f"reported {run.lag:.3f}s exceeds truth {truth:.3f}s by > 1s: {run}"
 
 
+def scalar(conn, sql, params=()):
+    """The single value `sql` returns on `conn`."""
+    with conn.cursor() as cur:
+        cur.execute(sql, params)
+        return cur.fetchone()[0]
+
+
+def wait_passes(dbcheck_bin, config, replica, timeout, what):
+    """Bounded wait until the reader check passes on `replica` again."""
+    wait_until(lambda: explain(dbcheck_bin, config, "pg_read", replica.pg_addr).rc == 0, timeout, what)
+
+
 def summary(pairs):
     """'reported/true' ranges for the figures line."""
     rep = [r.lag for r, _ in pairs if r.lag is not None]
@@ -95,7 +107,7 @@ def test_L2_paused_replay_grows_with_wall_time_and_fails(pg_cluster, dbcheck_bin
     try:
         with su.cursor() as cur:
             cur.execute("SELECT pg_wal_replay_pause()")
-        wait_until(lambda: _pause_state(su) == "paused", 10, "replay paused")
+        wait_until(lambda: scalar(su, "SELECT pg_get_wal_replay_pause_state()") == "paused", 10, "replay paused")
         t0 = time.monotonic()
         pairs, failed_at = [], None
         while time.monotonic() - t0 < 4.0:
@@ -114,15 +126,8 @@ def test_L2_paused_replay_grows_with_wall_time_and_fails(pg_cluster, dbcheck_bin
             cur.execute("SELECT pg_wal_replay_resume()")
         su.close()
         pg_cluster.resume()
-    wait_until(lambda: explain(dbcheck_bin, lag_config, "pg_read", replica.pg_addr).rc == 0, 20,
-               "replica passes again after resume")
+    wait_passes(dbcheck_bin, lag_config, replica, 20, "replica passes again after resume")
     figures("L2 replay paused", f"{summary(pairs)}; check failed once true staleness reached {failed_at:.2f}s")
-
-
-def _pause_state(conn):
-    with conn.cursor() as cur:
-        cur.execute("SELECT pg_get_wal_replay_pause_state()")
-        return cur.fetchone()[0]
 
 
 def test_L3_broken_stream_fails_within_max_lag(pg_cluster, dbcheck_bin, lag_config, heartbeat, figures):
@@ -156,8 +161,7 @@ def test_L3_broken_stream_fails_within_max_lag(pg_cluster, dbcheck_bin, lag_conf
     # Documented bound: max_lag plus one check interval (the check itself takes < 1 s).
     assert detected <= MAX_LAG + 1.5, detected
     assert receive_is_replay and status == "streaming", "the trap was not set up as intended"
-    wait_until(lambda: explain(dbcheck_bin, lag_config, "pg_read", replica.pg_addr).rc == 0, 30,
-               "replica passes again after the stream resumes")
+    wait_passes(dbcheck_bin, lag_config, replica, 30, "replica passes again after the stream resumes")
     figures("L3 broken stream", f"failed {detected:.2f}s after the walsender froze (max_lag {MAX_LAG:g}s) "
             f"while the replica reported status={status} and receive=replay; {summary(pairs)}")
 
@@ -222,7 +226,7 @@ def test_L5_replica_without_wal_receiver_is_not_ready(pg_cluster, dbcheck_bin, l
         with su.cursor() as cur:
             cur.execute("ALTER SYSTEM SET primary_conninfo = ''")
             cur.execute("SELECT pg_reload_conf()")
-        wait_until(lambda: _receivers(su) == 0, 20, "WAL receiver gone")
+        wait_until(lambda: scalar(su, "SELECT count(*) FROM pg_stat_wal_receiver") == 0, 20, "WAL receiver gone")
         run = explain(dbcheck_bin, lag_config, "pg_read", replica.pg_addr)
         assert run.rc == 1, run
         assert run.failure == "not_ready", run
@@ -234,12 +238,7 @@ def test_L5_replica_without_wal_receiver_is_not_ready(pg_cluster, dbcheck_bin, l
         su.close()
         pg_cluster.resume()
     pg_cluster.wait_healthy()
-    wait_until(lambda: explain(dbcheck_bin, lag_config, "pg_read", replica.pg_addr).rc == 0, 30,
-               "replica passes again once streaming")
+    wait_passes(dbcheck_bin, lag_config, replica, 30, "replica passes again once streaming")
     figures("L5 no WAL receiver", f"check fails: {run.reason}")
 
 
-def _receivers(conn):
-    with conn.cursor() as cur:
-        cur.execute("SELECT count(*) FROM pg_stat_wal_receiver")
-        return cur.fetchone()[0]
