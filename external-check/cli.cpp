@@ -5,7 +5,7 @@
 
 #include <config/load_config.hpp>
 #include <core/report.hpp>
-#include <probe/pg_check.hpp>
+#include <probe/run_check.hpp>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -68,7 +68,7 @@ tl::expected<core::Report, int> check(const std::string& path, const Target& tar
     return tl::make_unexpected(k_exit_config);
   }
   const config::Cluster& cluster = cfg->clusters.at(b->second.cluster);
-  return probe::run_pg_check(cluster, b->second, target.node);
+  return probe::run_check(cluster, b->second, target.node);
 }
 
 int exit_code(const core::Report& r) {

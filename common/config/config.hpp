@@ -3,10 +3,12 @@
 
 #include <core/pg_verdict.hpp>
 #include <util/duration.hpp>
+#include <util/host_port.hpp>
 
 #include <map>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace dbcheck::config {
@@ -24,12 +26,11 @@ private:
   std::string m_value;
 };
 
-enum class Engine { postgres };
 enum class Role { primary, replica };
 
-struct Cluster {
+// A Patroni-managed PostgreSQL cluster ([cluster.NAME] with engine = "postgres").
+struct PostgresCluster {
   std::string name;
-  Engine engine = Engine::postgres;
   std::vector<std::string> patroni; // REST base URLs, asked in parallel
   std::string dbname;
   std::string user;
@@ -39,6 +40,19 @@ struct Cluster {
   std::optional<std::string> sslrootcert;
   std::optional<std::string> patroni_cafile; // CA bundle for https Patroni URLs
 };
+
+// Redis/Valkey data nodes watched by Sentinels ([cluster.NAME] with engine = "redis").
+struct RedisCluster {
+  std::string name;
+  std::vector<util::HostPort> sentinels; // every configured Sentinel: the majority counts these
+  std::string master_name;
+  std::optional<std::string> user; // ACL user on the data nodes; none: AUTH with the password only
+  Secret password;
+  std::optional<std::string> sentinel_user;
+  Secret sentinel_password;
+};
+
+using Cluster = std::variant<PostgresCluster, RedisCluster>;
 
 struct Backend {
   std::string name; // HAProxy's backend name (HAPROXY_PROXY_NAME)
@@ -51,7 +65,7 @@ struct Backend {
 
 struct Config {
   std::string path;
-  std::map<std::string, Cluster> clusters;
+  std::map<std::string, Cluster> clusters; // by name, each a PostgresCluster or a RedisCluster
   std::map<std::string, Backend> backends;
 };
 
@@ -59,5 +73,8 @@ struct Config {
 
 // "primary" / "replica".
 std::string_view to_string(Role role);
+
+// The [cluster.NAME] name of either kind of cluster.
+const std::string& name_of(const Cluster& cluster);
 
 } // namespace dbcheck::config

@@ -176,16 +176,17 @@ const std::vector<KeySpec<Defaults>>& defaults_keys() {
   return k;
 }
 
-const std::vector<KeySpec<Cluster>>& cluster_keys() {
-  static const std::vector<KeySpec<Cluster>> k = {
-      {"engine",
-       [](Cluster& c, const toml::node& n, Errors& e, const std::string& key) {
-         if (want_one_of(n, e, key, {"postgres"})) {
-           c.engine = Engine::postgres;
-         }
-       }},
+// "engine" is read before the other keys, to choose the table; here it only has to be known.
+template <class Target>
+KeySpec<Target> engine_key() {
+  return {"engine", [](Target&, const toml::node&, Errors&, const std::string&) {}};
+}
+
+const std::vector<KeySpec<PostgresCluster>>& postgres_keys() {
+  static const std::vector<KeySpec<PostgresCluster>> k = {
+      engine_key<PostgresCluster>(),
       {"patroni",
-       [](Cluster& c, const toml::node& n, Errors& e, const std::string& key) {
+       [](PostgresCluster& c, const toml::node& n, Errors& e, const std::string& key) {
          const toml::array* arr = n.as_array();
          if (arr == nullptr || arr->empty()) {
            e.add(n.source(), key,
@@ -210,19 +211,19 @@ const std::vector<KeySpec<Cluster>>& cluster_keys() {
          }
        }},
       {"dbname",
-       [](Cluster& c, const toml::node& n, Errors& e, const std::string& key) {
+       [](PostgresCluster& c, const toml::node& n, Errors& e, const std::string& key) {
          if (auto v = want_string(n, e, key)) {
            c.dbname = *v;
          }
        }},
       {"user",
-       [](Cluster& c, const toml::node& n, Errors& e, const std::string& key) {
+       [](PostgresCluster& c, const toml::node& n, Errors& e, const std::string& key) {
          if (auto v = want_string(n, e, key)) {
            c.user = *v;
          }
        }},
       {"password_file",
-       [](Cluster& c, const toml::node& n, Errors& e, const std::string& key) {
+       [](PostgresCluster& c, const toml::node& n, Errors& e, const std::string& key) {
          auto v = want_string(n, e, key);
          if (!v) {
            return;
@@ -236,17 +237,88 @@ const std::vector<KeySpec<Cluster>>& cluster_keys() {
          c.password = std::move(*secret);
        }},
       {"sslmode",
-       [](Cluster& c, const toml::node& n, Errors& e, const std::string& key) {
+       [](PostgresCluster& c, const toml::node& n, Errors& e, const std::string& key) {
          if (auto v = want_one_of(
                  n, e, key,
                  {"disable", "allow", "prefer", "require", "verify-ca", "verify-full"})) {
            c.sslmode = *v;
          }
        }},
-      {"sslrootcert", [](Cluster& c, const toml::node& n, Errors& e,
+      {"sslrootcert", [](PostgresCluster& c, const toml::node& n, Errors& e,
                          const std::string& key) { c.sslrootcert = want_string(n, e, key); }},
-      {"patroni_cafile", [](Cluster& c, const toml::node& n, Errors& e,
+      {"patroni_cafile", [](PostgresCluster& c, const toml::node& n, Errors& e,
                             const std::string& key) { c.patroni_cafile = want_string(n, e, key); }},
+  };
+  return k;
+}
+
+std::optional<util::HostPort> want_host_port(const toml::node& n, Errors& e,
+                                             const std::string& key) {
+  auto s = want_string(n, e, key);
+  if (!s) {
+    return std::nullopt;
+  }
+  auto hp = util::parse_host_port(*s);
+  if (!hp) {
+    e.add(n.source(), key, hp.error());
+    return std::nullopt;
+  }
+  return *hp;
+}
+
+std::optional<Secret> want_secret_file(const toml::node& n, Errors& e, const std::string& key) {
+  auto v = want_string(n, e, key);
+  if (!v) {
+    return std::nullopt;
+  }
+  auto secret = read_password_file(*v);
+  if (!secret) {
+    e.add(n.source(), key, secret.error());
+    return std::nullopt;
+  }
+  return std::move(*secret);
+}
+
+const std::vector<KeySpec<RedisCluster>>& redis_keys() {
+  static const std::vector<KeySpec<RedisCluster>> k = {
+      engine_key<RedisCluster>(),
+      {"sentinels",
+       [](RedisCluster& c, const toml::node& n, Errors& e, const std::string& key) {
+         const toml::array* arr = n.as_array();
+         if (arr == nullptr || arr->empty()) {
+           e.add(n.source(), key,
+                 "expected a non-empty list of Sentinel addresses, e.g. "
+                 "[\"10.0.0.1:26379\", \"10.0.0.2:26379\", \"10.0.0.3:26379\"]");
+           return;
+         }
+         for (const toml::node& item : *arr) {
+           if (auto hp = want_host_port(item, e, key)) {
+             c.sentinels.push_back(*hp);
+           }
+         }
+       }},
+      {"master_name",
+       [](RedisCluster& c, const toml::node& n, Errors& e, const std::string& key) {
+         if (auto v = want_string(n, e, key)) {
+           c.master_name = *v;
+         }
+       }},
+      {"user", [](RedisCluster& c, const toml::node& n, Errors& e,
+                  const std::string& key) { c.user = want_string(n, e, key); }},
+      {"password_file",
+       [](RedisCluster& c, const toml::node& n, Errors& e, const std::string& key) {
+         if (auto secret = want_secret_file(n, e, key)) {
+           c.password = std::move(*secret);
+         }
+       }},
+      {"sentinel_user", [](RedisCluster& c, const toml::node& n, Errors& e,
+                           const std::string& key) { c.sentinel_user = want_string(n, e, key); }},
+      {"sentinel_password_file",
+       [](RedisCluster& c, const toml::node& n, Errors& e, const std::string& key) {
+         if (auto secret = want_secret_file(n, e, key)) {
+           c.sentinel_password = std::move(*secret);
+         }
+       }},
   };
   return k;
 }
@@ -327,6 +399,47 @@ void for_each_named_table(const toml::node& node, std::string_view prefix, Error
   }
 }
 
+// Reports each of `keys` that `table` lacks, at the section's header line.
+void require_keys(const toml::table& table, std::initializer_list<const char*> keys,
+                  const std::string& section, const toml::source_region& where, Errors& e) {
+  for (const char* required : keys) {
+    if (!table.contains(required)) {
+      e.add(where, section, fmt::format("missing required key \"{}\"", required));
+    }
+  }
+}
+
+// One [cluster.NAME]: its engine chooses which keys are allowed and required.
+void parse_cluster(const std::string& name, const toml::table& t, const toml::source_region& where,
+                   Config& cfg, Errors& e) {
+  const std::string sec = "cluster." + name;
+  const toml::node* engine = t.get("engine");
+  if (engine == nullptr) {
+    e.add(where, sec, "missing required key \"engine\" (\"postgres\" or \"redis\")");
+    return;
+  }
+  const auto kind = want_one_of(*engine, e, sec + ".engine", {"postgres", "redis"});
+  if (!kind) {
+    return;
+  }
+  if (*kind == "postgres") {
+    PostgresCluster c;
+    c.name = name;
+    apply_keys(t, postgres_keys(), sec, c, e);
+    require_keys(t, {"patroni", "dbname", "user"}, sec, where, e);
+    cfg.clusters.emplace(name, std::move(c));
+    return;
+  }
+  RedisCluster c;
+  c.name = name;
+  apply_keys(t, redis_keys(), sec, c, e);
+  require_keys(t, {"sentinels", "master_name"}, sec, where, e);
+  if (c.sentinel_user && c.sentinel_password.empty()) {
+    e.add(where, sec + ".sentinel_user", "needs sentinel_password_file as well");
+  }
+  cfg.clusters.emplace(name, std::move(c));
+}
+
 } // namespace
 
 tl::expected<Secret, std::string> read_password_file(const std::string& file) {
@@ -390,16 +503,7 @@ tl::expected<Config, ConfigError> parse_config(std::string_view text, const std:
       for_each_named_table(
           node, "cluster", e,
           [&](const std::string& name, const toml::table& t, const toml::source_region& where) {
-            Cluster c;
-            c.name = name;
-            const std::string sec = "cluster." + name;
-            apply_keys(t, cluster_keys(), sec, c, e);
-            for (const char* required : {"engine", "patroni", "dbname", "user"}) {
-              if (!t.contains(required)) {
-                e.add(where, sec, fmt::format("missing required key \"{}\"", required));
-              }
-            }
-            cfg.clusters.emplace(name, std::move(c));
+            parse_cluster(name, t, where, cfg, e);
           });
     } else if (section == "backend") {
       for_each_named_table(

@@ -12,12 +12,11 @@ LagEstimate estimate_lag(const LagEvidence& e) {
   using util::format_seconds;
   if (e.primary_sampled && e.caught_up_after_s) {
     const double s = std::max(0.0, *e.caught_up_after_s);
-    return {s, fmt::format("replayed past the primary's WAL position sampled {} earlier",
-                           format_seconds(s))};
+    return {s, fmt::format("{} sampled {} earlier", e.caught_up_phrase, format_seconds(s))};
   }
   const std::string why_no_sample =
       e.primary_sampled
-          ? fmt::format("replay still behind the primary's WAL position after {}",
+          ? fmt::format("{} after {}", e.behind_phrase,
                         format_seconds(e.behind_for_s.value_or(0.0)))
           : fmt::format("primary not sampled ({})",
                         e.primary_problem.empty() ? "no leader known" : e.primary_problem);
@@ -27,8 +26,7 @@ LagEstimate estimate_lag(const LagEvidence& e) {
     return {s,
             fmt::format("{}; last replayed commit was {} ago", why_no_sample, format_seconds(s))};
   }
-  return {std::nullopt,
-          fmt::format("{}; no commit replayed since the replica started", why_no_sample)};
+  return {std::nullopt, fmt::format("{}; {}", why_no_sample, e.no_fallback_phrase)};
 }
 
 } // namespace dbcheck::core

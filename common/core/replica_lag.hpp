@@ -13,7 +13,12 @@
 namespace dbcheck::core {
 
 struct LagEvidence {
-  bool primary_sampled = false; // the leader answered pg_current_wal_lsn()
+  // How the engine's positions read in the derivation text (PostgreSQL's by default).
+  std::string caught_up_phrase = "replayed past the primary's WAL position";
+  std::string behind_phrase = "replay still behind the primary's WAL position";
+  std::string no_fallback_phrase = "no commit replayed since the replica started";
+
+  bool primary_sampled = false; // the primary answered with its current position
   std::string primary_problem;  // why not, when it did not (for the derivation text)
   // Replica replayed past the sample: seconds from sending the sample query to the replica's
   // answer.

@@ -1,5 +1,6 @@
 #include "pg_check.hpp"
 
+#include "async.hpp"
 #include "deadline.hpp"
 #include "http_client.hpp"
 #include "pg_session.hpp"
@@ -10,7 +11,6 @@
 
 #include <fmt/format.h>
 
-#include <future>
 #include <memory>
 #include <thread>
 
@@ -19,19 +19,6 @@ namespace {
 
 using core::ProbeError;
 using namespace std::chrono_literals;
-
-// Runs `fn` on its own detached thread: a caller that stops waiting at its deadline is never
-// held up by a step that overran (unlike std::async, whose future blocks in its destructor).
-template <class Fn>
-auto spawn(Fn fn) -> std::future<decltype(fn())> {
-  std::packaged_task<decltype(fn())()> task(std::move(fn));
-  auto fut = task.get_future();
-  std::thread(std::move(task)).detach();
-  return fut;
-}
-
-// How long after the deadline a caller keeps waiting for a step that honours the deadline itself.
-constexpr auto k_grace = 20ms;
 
 constexpr const char* k_writer_sql =
     "SELECT pg_is_in_recovery(), current_setting('transaction_read_only')";
@@ -58,7 +45,7 @@ struct SampleResult {
   std::optional<core::Step> step;
 };
 
-PgTarget target_for(const config::Cluster& c, const util::HostPort& address) {
+PgTarget target_for(const config::PostgresCluster& c, const util::HostPort& address) {
   return PgTarget{address, c.dbname, c.user, c.password.reveal(), c.sslmode, c.sslrootcert};
 }
 
@@ -157,7 +144,7 @@ core::Step node_step(const std::string& opinion, const util::HostPort& addr, con
 
 // ---------------------------------------------------------------- writer
 
-core::Report check_writer(const config::Cluster& cluster, const config::Backend& backend,
+core::Report check_writer(const config::PostgresCluster& cluster, const config::Backend& backend,
                           const util::HostPort& node, const Deadline& deadline) {
   auto manager = spawn([bases = cluster.patroni, cafile = cluster.patroni_cafile, deadline] {
     return ask_patroni(bases, cafile, deadline);
@@ -206,7 +193,7 @@ core::Report check_writer(const config::Cluster& cluster, const config::Backend&
 
 // ---------------------------------------------------------------- replica
 
-SampleResult sample_leader(const config::Cluster& cluster, const core::ClusterView& view,
+SampleResult sample_leader(const config::PostgresCluster& cluster, const core::ClusterView& view,
                            const util::HostPort& node, const Deadline& deadline) {
   SampleResult s;
   const core::PatroniMember* leader = core::find_leader(view);
@@ -265,7 +252,7 @@ std::optional<double> parse_double(const std::optional<std::string>& v) {
   }
 }
 
-core::Report check_replica(const config::Cluster& cluster, const config::Backend& backend,
+core::Report check_replica(const config::PostgresCluster& cluster, const config::Backend& backend,
                            const util::HostPort& node, const Deadline& deadline) {
   // The manager's view and then the primary's WAL position, on one thread; meanwhile this
   // thread connects to the replica, and queries it only after the sample (the order is what
@@ -375,28 +362,10 @@ core::Report check_replica(const config::Cluster& cluster, const config::Backend
 
 } // namespace
 
-core::Report run_pg_check(const config::Cluster& cluster, const config::Backend& backend,
-                          const util::HostPort& node) {
-  const auto started = Clock::now();
-  const Deadline deadline{started + backend.timeout};
-  auto work = spawn([cluster, backend, node, deadline] {
-    return backend.role == config::Role::primary ? check_writer(cluster, backend, node, deadline)
-                                                 : check_replica(cluster, backend, node, deadline);
-  });
-  core::Report report;
-  if (work.wait_until(deadline.at() + 2 * k_grace) == std::future_status::ready) {
-    report = work.get();
-  } else {
-    report.verdict = {core::State::down, core::Failure::timeout,
-                      fmt::format("timeout: the check did not finish within {}",
-                                  util::format_duration(backend.timeout))};
-  }
-  report.backend = backend.name;
-  report.node = util::to_string(node);
-  report.role = std::string{config::to_string(backend.role)};
-  report.elapsed_ms = elapsed_ms(started, Clock::now());
-  report.deadline_ms = static_cast<double>(backend.timeout.count());
-  return report;
+core::Report check_postgres(const config::PostgresCluster& cluster, const config::Backend& backend,
+                            const util::HostPort& node, const Deadline& deadline) {
+  return backend.role == config::Role::primary ? check_writer(cluster, backend, node, deadline)
+                                               : check_replica(cluster, backend, node, deadline);
 }
 
 } // namespace dbcheck::probe

@@ -1,6 +1,8 @@
 #pragma once
-// Runs one PostgreSQL/Patroni check: asks both opinions in parallel under one deadline, hands
-// the observations to the pure core, and returns the verdict with everything it saw.
+// One PostgreSQL/Patroni check: both opinions asked in parallel under one deadline, the
+// observations handed to the pure core (core/pg_verdict.hpp).
+
+#include "deadline.hpp"
 
 #include <config/config.hpp>
 #include <core/report.hpp>
@@ -10,10 +12,9 @@ namespace dbcheck::probe {
 
 // --- Interface ---
 
-// Checks `node` for `backend` (of `cluster`). Returns within backend.timeout plus a few
-// milliseconds whatever the peers do: a step still blocked then is abandoned and reported as a
-// timeout. Never throws.
-core::Report run_pg_check(const config::Cluster& cluster, const config::Backend& backend,
-                          const util::HostPort& node);
+// Checks `node` for `backend` of `cluster`; every step honours `deadline`. Fills the verdict,
+// lag and steps of the report (run_check() fills the rest and bounds the whole).
+core::Report check_postgres(const config::PostgresCluster& cluster, const config::Backend& backend,
+                            const util::HostPort& node, const Deadline& deadline);
 
 } // namespace dbcheck::probe

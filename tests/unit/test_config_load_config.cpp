@@ -66,7 +66,7 @@ TEST_CASE("the documented example parses with defaults filled in", "[config]") {
   const auto pw = dir.write("pg.password", "s3cret\n", 0600);
   const auto cfg = parse_config(valid_config(pw), "dbcheck.toml");
   REQUIRE(cfg);
-  const Cluster& c = cfg->clusters.at("pg");
+  const auto& c = std::get<PostgresCluster>(cfg->clusters.at("pg"));
   CHECK(c.patroni == std::vector<std::string>{"http://10.0.0.1:8008", "http://10.0.0.2:8008"});
   CHECK(c.password.reveal() == "s3cret");
   CHECK(c.sslmode == "prefer");
@@ -172,4 +172,66 @@ TEST_CASE("load_config names an unreadable file", "[config]") {
   REQUIRE_FALSE(r);
   CHECK(errors_of(r) ==
         "/nonexistent/dbcheck.toml: cannot read configuration: No such file or directory\n");
+}
+
+TEST_CASE("a Redis/Sentinel cluster: keys by engine", "[config][redis]") {
+  TempDir dir;
+  const auto pw = dir.write("redis.password", "r3dis\n", 0600);
+  const auto spw = dir.write("sentinel.password", "s3ntinel\n", 0600);
+  const std::string text = R"([cluster.cache]
+engine = "redis"
+sentinels = ["10.0.0.1:26379", "10.0.0.2:26379", "[::1]:26379"]
+master_name = "mymaster"
+user = "healthcheck"
+password_file = ")" + pw + R"("
+sentinel_user = "healthcheck"
+sentinel_password_file = ")" +
+                           spw + R"("
+
+[backend.redis_write]
+cluster = "cache"
+role = "primary"
+
+[backend.redis_read]
+cluster = "cache"
+role = "replica"
+max_lag = "2s"
+)";
+  const auto cfg = parse_config(text, "dbcheck.toml");
+  REQUIRE(cfg);
+  const auto& c = std::get<RedisCluster>(cfg->clusters.at("cache"));
+  REQUIRE(c.sentinels.size() == 3);
+  CHECK(c.sentinels[2] == dbcheck::util::HostPort{"::1", 26379});
+  CHECK(c.master_name == "mymaster");
+  CHECK(c.user == std::optional<std::string>{"healthcheck"});
+  CHECK(c.password.reveal() == "r3dis");
+  CHECK(c.sentinel_password.reveal() == "s3ntinel");
+  CHECK(cfg->backends.at("redis_read").max_lag.count() == 2000);
+
+  SECTION("a PostgreSQL key in a Redis cluster, a bad address, a missing key") {
+    std::string bad = text;
+    bad.replace(bad.find("master_name = \"mymaster\""), 24, "dbname = \"app\"");
+    bad.replace(bad.find("\"10.0.0.2:26379\""), 16, "\"10.0.0.2\"");
+    const auto r = parse_config(bad, "dbcheck.toml");
+    REQUIRE_FALSE(r);
+    CHECK(errors_of(r) ==
+          "dbcheck.toml:1: cluster.cache: missing required key \"master_name\"\n"
+          "dbcheck.toml:3: cluster.cache.sentinels: \"10.0.0.2\" is not HOST:PORT (e.g. "
+          "10.0.0.1:5432 or [::1]:5432)\n"
+          "dbcheck.toml:4: cluster.cache.dbname: unknown key \"dbname\" in [cluster.cache] "
+          "(expected one of: engine, sentinels, master_name, user, password_file, sentinel_user, "
+          "sentinel_password_file)\n");
+  }
+  SECTION("an unknown engine") {
+    std::string bad = text;
+    bad.replace(bad.find("engine = \"redis\""), 16, "engine = \"mysql\"");
+    const auto r = parse_config(bad, "dbcheck.toml");
+    REQUIRE_FALSE(r);
+    CHECK(errors_of(r) == "dbcheck.toml:2: cluster.cache.engine: \"mysql\" is not one of "
+                          "\"postgres\", \"redis\"\n"
+                          "dbcheck.toml:11: backend.redis_write.cluster: no [cluster.cache] is "
+                          "defined\n"
+                          "dbcheck.toml:15: backend.redis_read.cluster: no [cluster.cache] is "
+                          "defined\n");
+  }
 }

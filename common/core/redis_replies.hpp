@@ -1,0 +1,54 @@
+#pragma once
+// What Redis and Sentinel said, parsed from their replies (ROLE, PING, SENTINEL ...).
+
+#include "probe_error.hpp"
+#include "resp.hpp"
+
+#include <util/host_port.hpp>
+
+#include <tl/expected.hpp>
+
+#include <optional>
+#include <string>
+
+namespace dbcheck::core {
+
+// ROLE on a data node.
+struct RedisRole {
+  bool master = false;
+  long long offset = -1;      // master: master_repl_offset; replica: processed offset (-1: no link)
+  util::HostPort master_addr; // replica only: whom it replicates from
+  std::string link_state;     // replica only: connected, connect, connecting, sync, handshake, ...
+};
+
+// One Sentinel's view of the monitored master.
+struct SentinelView {
+  std::optional<util::HostPort> master; // GET-MASTER-ADDR-BY-NAME; nullopt: unknown name (nil)
+  std::string flags;                    // SENTINEL MASTER "flags", e.g. "master,o_down"
+  std::optional<long long> config_epoch;
+  // True when this Sentinel's answer cannot count as a vote for anyone (o_down, failover).
+  bool unsettled() const;
+};
+
+// --- Interface ---
+
+// Classifies an error reply (NOAUTH, WRONGPASS, NOPERM -> auth; LOADING, MASTERDOWN ->
+// not_ready; "max number of clients" -> saturated; anything else -> protocol).
+ProbeError classify_redis_error(const std::string& message);
+
+// Parses ROLE. Errors name what was malformed; a Sentinel's ROLE is an error too.
+tl::expected<RedisRole, ProbeError> parse_role(const RespValue& reply);
+
+// Checks PING: PONG passes; an error reply (LOADING, ...) is classified.
+tl::expected<void, ProbeError> parse_ping(const RespValue& reply);
+
+// Parses GET-MASTER-ADDR-BY-NAME: [host, port] -> the address, nil -> nullopt.
+tl::expected<std::optional<util::HostPort>, ProbeError> parse_master_addr(const RespValue& reply);
+
+// Reads "flags" and "config-epoch" from SENTINEL MASTER's flat [field, value, ...] array.
+tl::expected<SentinelView, ProbeError> parse_sentinel_master(const RespValue& reply);
+
+// A short text for logs: "master offset 123", "replica of 10.0.0.1:6379 (connected) offset 120".
+std::string describe(const RedisRole& role);
+
+} // namespace dbcheck::core

@@ -1,0 +1,113 @@
+#include "redis_verdict.hpp"
+
+#include <util/duration.hpp>
+
+#include <fmt/format.h>
+
+namespace dbcheck::core {
+namespace {
+
+struct Opinion {
+  bool ok = false;
+  std::string text;
+  Failure kind = Failure::none;
+};
+
+Opinion sentinel_writer_opinion(const RedisObservation& obs) {
+  const SentinelTally t = tally_sentinels(obs.sentinels, obs.configured_sentinels);
+  const std::size_t yes = votes_for(obs.sentinels, obs.node);
+  if (yes >= t.needed) {
+    return {true,
+            fmt::format("{} of {} Sentinels name this node master (need {})", yes, t.configured,
+                        t.needed),
+            Failure::none};
+  }
+  const Failure kind = t.common_failure.value_or(Failure::role);
+  return {false,
+          fmt::format("Sentinels: {} of {} name this node master, need {} ({})", yes, t.configured,
+                      t.needed, t.detail),
+          kind};
+}
+
+Opinion node_writer_opinion(const RedisObservation& obs) {
+  if (!obs.node_answer) {
+    return {false, fmt::format("Redis: {}", obs.node_answer.error().detail),
+            obs.node_answer.error().kind};
+  }
+  if (!obs.node_answer->master) {
+    return {false, fmt::format("Redis ROLE says {}", describe(*obs.node_answer)), Failure::role};
+  }
+  return {true, "Redis ROLE says master", Failure::none};
+}
+
+} // namespace
+
+Verdict evaluate_redis_writer(const RedisObservation& obs, SaturationPolicy saturation) {
+  const Opinion manager = sentinel_writer_opinion(obs);
+  const Opinion node = node_writer_opinion(obs);
+  if (node.kind == Failure::saturated) {
+    const std::string what = fmt::format("saturated: {}; {}", manager.text, node.text);
+    if (manager.ok && saturation == SaturationPolicy::up) {
+      return {State::up, Failure::saturated,
+              fmt::format("{}; on_saturation=up keeps the sole writer in rotation", what)};
+    }
+    return {State::down, Failure::saturated,
+            manager.ok ? fmt::format("{}; on_saturation=down", what) : what};
+  }
+  if (manager.ok && node.ok) {
+    return {State::up, Failure::none, fmt::format("{}; {}", manager.text, node.text)};
+  }
+  Failure kind = Failure::role;
+  if (!node.ok && node.kind != Failure::role) {
+    kind = node.kind;
+  } else if (!manager.ok && manager.kind != Failure::role) {
+    kind = manager.kind;
+  }
+  return {State::down, kind, fmt::format("not the writer: {}; {}", manager.text, node.text)};
+}
+
+Verdict evaluate_redis_replica(const RedisObservation& obs, double max_lag_s) {
+  if (!obs.node_answer) {
+    return {State::down, obs.node_answer.error().kind,
+            fmt::format("Redis: {}", obs.node_answer.error().detail)};
+  }
+  const RedisRole& role = *obs.node_answer;
+  if (role.master) {
+    return {State::down, Failure::role, "Redis ROLE says master, not a replica"};
+  }
+  const SentinelTally t = tally_sentinels(obs.sentinels, obs.configured_sentinels);
+  if (!t.majority) {
+    return {State::down, t.common_failure.value_or(Failure::role),
+            fmt::format("Sentinels: no master is named by {} of {} ({})", t.needed, t.configured,
+                        t.detail)};
+  }
+  if (!util::same_endpoint(role.master_addr, *t.majority)) {
+    return {State::down, Failure::role,
+            fmt::format("replicates from {}, but {} of {} Sentinels name {} master",
+                        util::to_string(role.master_addr), t.majority_votes, t.configured,
+                        util::to_string(*t.majority))};
+  }
+  if (role.link_state != "connected") {
+    const std::string why = role.link_state == "sync"
+                                ? "a full sync is in progress"
+                                : "its link to the master is " + role.link_state;
+    return {State::down, Failure::not_ready, fmt::format("replica not ready: {}", why)};
+  }
+  const std::string max_text = util::format_seconds(max_lag_s);
+  if (!obs.lag.seconds) {
+    return {State::down, Failure::lag,
+            fmt::format("replica lag cannot be bounded: {}", obs.lag.derivation)};
+  }
+  const double lag = *obs.lag.seconds;
+  if (lag > max_lag_s) {
+    return {State::down, Failure::lag,
+            fmt::format("replica lag {} > max_lag {} ({})", util::format_seconds(lag), max_text,
+                        obs.lag.derivation)};
+  }
+  return {State::up, Failure::none,
+          fmt::format("replica of {} (connected), lag <= {} (max_lag {}): {}",
+                      util::to_string(*t.majority), util::format_seconds(lag), max_text,
+                      obs.lag.derivation)};
+}
+
+} // namespace dbcheck::core

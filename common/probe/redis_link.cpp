@@ -1,0 +1,173 @@
+// The only file that includes hiredis.h.
+#include "redis_link.hpp"
+
+#include <fmt/format.h>
+
+#include <hiredis/hiredis.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace dbcheck::probe {
+namespace {
+
+enum class Wait { ready, timeout, error };
+
+Wait wait_fd(int fd, short events, const Deadline& deadline) {
+  for (;;) {
+    if (deadline.expired()) {
+      return Wait::timeout;
+    }
+    pollfd p{fd, events, 0};
+    const int rc = ::poll(&p, 1, deadline.remaining_ms());
+    if (rc > 0) {
+      return Wait::ready;
+    }
+    if (rc < 0 && errno != EINTR) {
+      return Wait::error;
+    }
+  }
+}
+
+core::ProbeError timeout_error(const char* during) {
+  return {core::Failure::timeout,
+          fmt::format("timeout: no answer before the deadline ({})", during), ""};
+}
+
+core::ProbeError io_error(const redisContext* c, const char* during) {
+  const std::string what = c->errstr[0] != '\0' ? c->errstr : "connection error";
+  const core::Failure kind =
+      c->err == REDIS_ERR_PROTOCOL ? core::Failure::protocol : core::Failure::network;
+  return {kind, fmt::format("{} ({})", what, during), ""};
+}
+
+core::RespValue convert(const redisReply* r) {
+  switch (r->type) {
+  case REDIS_REPLY_STRING:
+    return core::RespValue::string(std::string(r->str, r->len));
+  case REDIS_REPLY_STATUS:
+    return core::RespValue::status(std::string(r->str, r->len));
+  case REDIS_REPLY_ERROR:
+    return core::RespValue::error(std::string(r->str, r->len));
+  case REDIS_REPLY_INTEGER:
+    return core::RespValue::number(r->integer);
+  case REDIS_REPLY_ARRAY: {
+    std::vector<core::RespValue> items;
+    items.reserve(r->elements);
+    for (std::size_t i = 0; i < r->elements; ++i) {
+      items.push_back(convert(r->element[i]));
+    }
+    return core::RespValue::array(std::move(items));
+  }
+  default:
+    return core::RespValue::nil();
+  }
+}
+
+} // namespace
+
+void RedisLink::Closer::operator()(redisContext* c) const {
+  redisFree(c);
+}
+
+RedisLink::RedisLink(redisContext* ctx) : m_ctx(ctx) {}
+RedisLink::~RedisLink() = default;
+
+tl::expected<RedisLink, core::ProbeError> RedisLink::connect(const util::HostPort& address,
+                                                             const Deadline& deadline) {
+  redisContext* raw = redisConnectNonBlock(address.host.c_str(), address.port);
+  if (raw == nullptr) {
+    return tl::make_unexpected(
+        core::ProbeError{core::Failure::network, "cannot allocate a Redis connection", ""});
+  }
+  RedisLink link(raw);
+  if (raw->err != 0) {
+    return tl::make_unexpected(io_error(raw, "connecting"));
+  }
+  const Wait w = wait_fd(raw->fd, POLLOUT, deadline);
+  if (w == Wait::timeout) {
+    return tl::make_unexpected(timeout_error("connecting"));
+  }
+  int so_error = 0;
+  socklen_t len = sizeof so_error;
+  if (w == Wait::error || ::getsockopt(raw->fd, SOL_SOCKET, SO_ERROR, &so_error, &len) != 0 ||
+      so_error != 0) {
+    return tl::make_unexpected(core::ProbeError{
+        core::Failure::network,
+        fmt::format("{} (connecting)", std::strerror(so_error != 0 ? so_error : errno)), ""});
+  }
+  return link;
+}
+
+tl::expected<std::vector<core::RespValue>, core::ProbeError>
+RedisLink::pipeline(const std::vector<RedisCommand>& commands, const Deadline& deadline) {
+  redisContext* c = m_ctx.get();
+  for (const RedisCommand& cmd : commands) {
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lens;
+    for (const auto& a : cmd) {
+      argv.push_back(a.data());
+      lens.push_back(a.size());
+    }
+    if (redisAppendCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data()) !=
+        REDIS_OK) {
+      return tl::make_unexpected(io_error(c, "queueing a command"));
+    }
+  }
+  int done = 0;
+  while (done == 0) {
+    if (redisBufferWrite(c, &done) != REDIS_OK) {
+      return tl::make_unexpected(io_error(c, "sending"));
+    }
+    if (done == 0 && wait_fd(c->fd, POLLOUT, deadline) != Wait::ready) {
+      return tl::make_unexpected(timeout_error("sending"));
+    }
+  }
+  std::vector<core::RespValue> replies;
+  replies.reserve(commands.size());
+  while (replies.size() < commands.size()) {
+    void* reply = nullptr;
+    // Non-blocking context: redisGetReply only drains what redisBufferRead has parsed.
+    if (redisGetReply(c, &reply) != REDIS_OK) {
+      return tl::make_unexpected(io_error(c, "reading a reply"));
+    }
+    if (reply != nullptr) {
+      std::unique_ptr<redisReply, decltype(&freeReplyObject)> guard(static_cast<redisReply*>(reply),
+                                                                    &freeReplyObject);
+      replies.push_back(convert(guard.get()));
+      continue;
+    }
+    const Wait w = wait_fd(c->fd, POLLIN, deadline);
+    if (w == Wait::timeout) {
+      return tl::make_unexpected(timeout_error("waiting for a reply"));
+    }
+    if (w == Wait::error || redisBufferRead(c) != REDIS_OK) {
+      return tl::make_unexpected(io_error(c, "reading a reply"));
+    }
+  }
+  return replies;
+}
+
+std::vector<RedisCommand> auth_command(const std::string& user, const std::string& password) {
+  if (password.empty()) {
+    return {};
+  }
+  if (user.empty()) {
+    return {{"AUTH", password}};
+  }
+  return {{"AUTH", user, password}};
+}
+
+std::string redacted(const RedisCommand& command) {
+  std::string out;
+  for (std::size_t i = 0; i < command.size(); ++i) {
+    const bool secret =
+        !command.empty() && command[0] == "AUTH" && i == command.size() - 1 && i > 0;
+    out += fmt::format("{}{}", out.empty() ? "" : " ", secret ? "***" : command[i]);
+  }
+  return out;
+}
+
+} // namespace dbcheck::probe

@@ -1,0 +1,234 @@
+// Verdict tables for Redis/Valkey under Sentinel.
+#include <core/redis_verdict.hpp>
+
+#include <catch2/catch.hpp>
+
+using namespace dbcheck::core;
+using dbcheck::util::HostPort;
+
+namespace {
+
+const HostPort k_node{"10.0.0.1", 6379};
+const HostPort k_other{"10.0.0.2", 6379};
+
+SentinelAnswer says(int i, const HostPort& master, const char* flags = "master") {
+  SentinelView v;
+  v.master = master;
+  v.flags = flags;
+  v.config_epoch = 3;
+  return {HostPort{"10.0.0.9", static_cast<std::uint16_t>(26379 + i)}, v};
+}
+
+SentinelAnswer down(int i, Failure kind = Failure::timeout) {
+  return {HostPort{"10.0.0.9", static_cast<std::uint16_t>(26379 + i)},
+          tl::make_unexpected(ProbeError{kind, "timeout: no answer before the deadline", ""})};
+}
+
+RedisRole master_role() {
+  RedisRole r;
+  r.master = true;
+  r.offset = 100;
+  return r;
+}
+
+RedisRole replica_of(const HostPort& m, const char* state = "connected") {
+  RedisRole r;
+  r.master_addr = m;
+  r.link_state = state;
+  r.offset = 100;
+  return r;
+}
+
+using Node = tl::expected<RedisRole, ProbeError>;
+Node node_error(Failure kind, const char* detail) {
+  return tl::make_unexpected(ProbeError{kind, detail, ""});
+}
+
+struct WriterRow {
+  const char* name;
+  std::vector<SentinelAnswer> sentinels;
+  Node node;
+  State state;
+  Failure failure;
+};
+
+} // namespace
+
+TEST_CASE("writer: Sentinel majority x node ROLE", "[core][verdict][redis]") {
+  const std::vector<WriterRow> rows = {
+      {"3/3 + master",
+       {says(0, k_node), says(1, k_node), says(2, k_node)},
+       master_role(),
+       State::up,
+       Failure::none},
+      {"2/3 + master",
+       {says(0, k_node), says(1, k_node), says(2, k_other)},
+       master_role(),
+       State::up,
+       Failure::none},
+      {"2/3 + one down",
+       {says(0, k_node), says(1, k_node), down(2)},
+       master_role(),
+       State::up,
+       Failure::none},
+      {"1/3 + master (stale old master)",
+       {says(0, k_node), says(1, k_other), says(2, k_other)},
+       master_role(),
+       State::down,
+       Failure::role},
+      {"1/3 answered",
+       {says(0, k_node), down(1), down(2)},
+       master_role(),
+       State::down,
+       Failure::role},
+      {"all Sentinels time out",
+       {down(0), down(1), down(2)},
+       master_role(),
+       State::down,
+       Failure::timeout},
+      {"all Sentinels refuse",
+       {down(0, Failure::network), down(1, Failure::network), down(2, Failure::network)},
+       master_role(),
+       State::down,
+       Failure::network},
+      {"majority but o_down",
+       {says(0, k_node, "master,o_down"), says(1, k_node, "master,o_down"), says(2, k_node)},
+       master_role(),
+       State::down,
+       Failure::role},
+      {"majority + replica",
+       {says(0, k_node), says(1, k_node), says(2, k_node)},
+       replica_of(k_other),
+       State::down,
+       Failure::role},
+      {"majority + node timeout",
+       {says(0, k_node), says(1, k_node), says(2, k_node)},
+       node_error(Failure::timeout, "timeout: no answer before the deadline (connecting)"),
+       State::down,
+       Failure::timeout},
+      {"majority + loading",
+       {says(0, k_node), says(1, k_node), says(2, k_node)},
+       node_error(Failure::not_ready, "LOADING Redis is loading the dataset in memory"),
+       State::down,
+       Failure::not_ready},
+      {"majority + wrong password",
+       {says(0, k_node), says(1, k_node), says(2, k_node)},
+       node_error(Failure::auth, "WRONGPASS invalid username-password pair or user is disabled."),
+       State::down,
+       Failure::auth},
+      {"majority + max clients",
+       {says(0, k_node), says(1, k_node), says(2, k_node)},
+       node_error(Failure::saturated, "ERR max number of clients reached"),
+       State::up,
+       Failure::saturated},
+      {"minority + max clients",
+       {says(0, k_other), says(1, k_other), says(2, k_node)},
+       node_error(Failure::saturated, "ERR max number of clients reached"),
+       State::down,
+       Failure::saturated},
+  };
+  for (const auto& row : rows) {
+    CAPTURE(row.name);
+    const RedisObservation obs{k_node, row.sentinels, 3, row.node, {}};
+    const Verdict v = evaluate_redis_writer(obs, SaturationPolicy::up);
+    CHECK(v.state == row.state);
+    CHECK(v.failure == row.failure);
+  }
+}
+
+TEST_CASE("writer reasons say who said what", "[core][verdict][redis]") {
+  const RedisObservation ok{
+      k_node, {says(0, k_node), says(1, k_node), down(2)}, 3, master_role(), {}};
+  CHECK(evaluate_redis_writer(ok, SaturationPolicy::up).reason ==
+        "2 of 3 Sentinels name this node master (need 2); Redis ROLE says master");
+  const RedisObservation stale{
+      k_node, {says(0, k_node), says(1, k_other), says(2, k_other)}, 3, master_role(), {}};
+  CHECK(evaluate_redis_writer(stale, SaturationPolicy::up).reason ==
+        "not the writer: Sentinels: 1 of 3 name this node master, need 2 (10.0.0.9:26379 names "
+        "10.0.0.1:6379 (epoch 3, flags master); 10.0.0.9:26380 names 10.0.0.2:6379 (epoch 3, "
+        "flags master); 10.0.0.9:26381 names 10.0.0.2:6379 (epoch 3, flags master)); Redis ROLE "
+        "says master");
+  const RedisObservation sat{k_node,
+                             {says(0, k_node), says(1, k_node), says(2, k_node)},
+                             3,
+                             node_error(Failure::saturated, "ERR max number of clients reached"),
+                             {}};
+  CHECK(evaluate_redis_writer(sat, SaturationPolicy::down).reason ==
+        "saturated: 3 of 3 Sentinels name this node master (need 2); Redis: ERR max number of "
+        "clients reached; on_saturation=down");
+}
+
+TEST_CASE("reader: each condition decides, with its reason", "[core][verdict][redis]") {
+  const std::vector<SentinelAnswer> majority_other = {says(0, k_other), says(1, k_other),
+                                                      says(2, k_other)};
+  const LagEstimate fresh{0.003,
+                          "processed past the master's replication offset sampled 0.003s earlier"};
+  struct Row {
+    const char* name;
+    RedisObservation obs;
+    State state;
+    Failure failure;
+    const char* reason;
+  };
+  const std::vector<Row> rows = {
+      {"node refused",
+       {k_node, majority_other, 3, node_error(Failure::network, "Connection refused (connecting)"),
+        fresh},
+       State::down,
+       Failure::network,
+       "Redis: Connection refused (connecting)"},
+      {"a master",
+       {k_node, majority_other, 3, master_role(), fresh},
+       State::down,
+       Failure::role,
+       "Redis ROLE says master, not a replica"},
+      {"no majority",
+       {k_node, {says(0, k_other), down(1), down(2)}, 3, replica_of(k_other), fresh},
+       State::down,
+       Failure::role,
+       "Sentinels: no master is named by 2 of 3 (10.0.0.9:26379 names 10.0.0.2:6379 (epoch 3, "
+       "flags master); 10.0.0.9:26380: timeout: no answer before the deadline; 10.0.0.9:26381: "
+       "timeout: no answer before the deadline)"},
+      {"wrong master",
+       {k_node, majority_other, 3, replica_of(HostPort{"10.0.0.3", 6379}), fresh},
+       State::down,
+       Failure::role,
+       "replicates from 10.0.0.3:6379, but 3 of 3 Sentinels name 10.0.0.2:6379 master"},
+      {"full sync",
+       {k_node, majority_other, 3, replica_of(k_other, "sync"), fresh},
+       State::down,
+       Failure::not_ready,
+       "replica not ready: a full sync is in progress"},
+      {"link down",
+       {k_node, majority_other, 3, replica_of(k_other, "connecting"), fresh},
+       State::down,
+       Failure::not_ready,
+       "replica not ready: its link to the master is connecting"},
+      {"lag unknown",
+       {k_node, majority_other, 3, replica_of(k_other),
+        LagEstimate{std::nullopt, "still 4096 bytes behind the master's replication offset after "
+                                  "0.785s; Redis keeps no replay timestamp to bound it otherwise"}},
+       State::down,
+       Failure::lag,
+       "replica lag cannot be bounded: still 4096 bytes behind the master's replication offset "
+       "after 0.785s; Redis keeps no replay timestamp to bound it otherwise"},
+      {"lag too high",
+       {k_node, majority_other, 3, replica_of(k_other), LagEstimate{2.5, "x"}},
+       State::down,
+       Failure::lag,
+       "replica lag 2.500s > max_lag 2.000s (x)"},
+      {"fresh",
+       {k_node, majority_other, 3, replica_of(k_other), fresh},
+       State::up,
+       Failure::none,
+       "replica of 10.0.0.2:6379 (connected), lag <= 0.003s (max_lag 2.000s): processed past the "
+       "master's replication offset sampled 0.003s earlier"},
+  };
+  for (const auto& row : rows) {
+    CAPTURE(row.name);
+    const Verdict v = evaluate_redis_replica(row.obs, 2.0);
+    CHECK(v.state == row.state);
+    CHECK(v.failure == row.failure);
+    CHECK(v.reason == row.reason);
+  }
+}
