@@ -2,6 +2,7 @@
 
 #include "invocation.hpp"
 #include "process_setup.hpp"
+#include "syslog_line.hpp"
 
 #include <config/load_config.hpp>
 #include <core/report.hpp>
@@ -27,9 +28,7 @@ enum class Output { haproxy, terminal };
 void log_line(Output out, int priority, const std::string& line) {
   if (out == Output::haproxy) {
     // HAProxy never reads our output; the line belongs in syslog, and on a terminal too.
-    ::openlog("dbcheck", LOG_PID, LOG_DAEMON);
-    ::syslog(priority, "%s", line.c_str());
-    ::closelog();
+    send_syslog(priority, line);
     if (::isatty(STDERR_FILENO) != 0) {
       std::cerr << line << '\n';
     }
@@ -49,8 +48,9 @@ tl::expected<config::Config, int> load(const std::string& path, Output out) {
   return std::move(*cfg);
 }
 
-// Loads the config and checks `target`; on a config problem logs it and returns nullopt.
-tl::expected<core::Report, int> check(const std::string& path, const Target& target, Output out) {
+// Loads the config and checks `target`; on a config problem logs it and returns exit code 2.
+tl::expected<core::Report, int> check(const std::string& path, const Target& target, Output out,
+                                      probe::Clock::time_point started) {
   auto cfg = load(path, out);
   if (!cfg) {
     return tl::make_unexpected(cfg.error());
@@ -68,7 +68,7 @@ tl::expected<core::Report, int> check(const std::string& path, const Target& tar
     return tl::make_unexpected(k_exit_config);
   }
   const config::Cluster& cluster = cfg->clusters.at(b->second.cluster);
-  return probe::run_check(cluster, b->second, target.node);
+  return probe::run_check(cluster, b->second, target.node, started);
 }
 
 int exit_code(const core::Report& r) {
@@ -78,6 +78,8 @@ int exit_code(const core::Report& r) {
 } // namespace
 
 int run(int argc, char** argv) {
+  // The check's time starts now: config loading and password files count against `timeout`.
+  const auto started = probe::Clock::now();
   reopen_standard_fds();
   ignore_sigpipe();
   const Env env = env_from(environ);
@@ -156,7 +158,7 @@ int run(int argc, char** argv) {
       std::cerr << "dbcheck: " << target.error() << '\n';
       return k_exit_config;
     }
-    auto report = check(path, *target, Output::terminal);
+    auto report = check(path, *target, Output::terminal, started);
     if (!report) {
       return report.error();
     }
@@ -175,7 +177,7 @@ int run(int argc, char** argv) {
     log_line(Output::terminal, LOG_ERR, fmt::format("dbcheck: {}", target.error()));
     return k_exit_config;
   }
-  auto report = check(path, *target, Output::haproxy);
+  auto report = check(path, *target, Output::haproxy, started);
   if (!report) {
     return report.error();
   }

@@ -17,7 +17,11 @@ void reopen_standard_fds() {
     if (::fcntl(fd, F_GETFD) != -1) {
       continue;
     }
-    const int n = ::open("/dev/null", O_RDWR);
+    int n = ::open("/dev/null", O_RDWR);
+    if (n < 0) {
+      // No /dev/null (a chroot): a directory fd takes the slot; writes to it simply fail.
+      n = ::open("/", O_RDONLY | O_DIRECTORY);
+    }
     if (n >= 0 && n != fd) {
       ::dup2(n, fd);
       ::close(n);

@@ -1,6 +1,8 @@
 #pragma once
 // dbcheck's configuration after validation: plain values, every default filled in.
 
+#include "secret.hpp"
+
 #include <core/pg_verdict.hpp>
 #include <util/duration.hpp>
 #include <util/host_port.hpp>
@@ -13,19 +15,7 @@
 
 namespace dbcheck::config {
 
-// A password held in memory only; it has no formatter on purpose, so it cannot leak into logs.
-class Secret {
-public:
-  Secret() = default;
-  explicit Secret(std::string value) : m_value(std::move(value)) {}
-  // The secret itself, for handing to a client library only.
-  const std::string& reveal() const { return m_value; }
-  bool empty() const { return m_value.empty(); }
-
-private:
-  std::string m_value;
-};
-
+// Which traffic a backend carries: writes (the one primary) or reads (replicas).
 enum class Role { primary, replica };
 
 // A Patroni-managed PostgreSQL cluster ([cluster.NAME] with engine = "postgres").
@@ -52,8 +42,10 @@ struct RedisCluster {
   Secret sentinel_password;
 };
 
+// A [cluster.NAME] of either engine.
 using Cluster = std::variant<PostgresCluster, RedisCluster>;
 
+// One HAProxy backend ([backend.NAME]): the cluster it routes to, and how to judge its nodes.
 struct Backend {
   std::string name; // HAProxy's backend name (HAPROXY_PROXY_NAME)
   std::string cluster;
@@ -63,6 +55,7 @@ struct Backend {
   core::SaturationPolicy on_saturation = core::SaturationPolicy::up;
 };
 
+// The whole validated file.
 struct Config {
   std::string path;
   std::map<std::string, Cluster> clusters; // by name, each a PostgresCluster or a RedisCluster

@@ -1,6 +1,8 @@
 // The only file that includes toml++ (a heavy header): everything TOML stops here.
 #include "load_config.hpp"
 
+#include <util/url.hpp>
+
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
@@ -201,7 +203,7 @@ const std::vector<KeySpec<PostgresCluster>>& postgres_keys() {
            }
            if (url->rfind("http://", 0) != 0 && url->rfind("https://", 0) != 0) {
              e.add(item.source(), key,
-                   fmt::format("\"{}\" is not an http:// or https:// URL", *url));
+                   fmt::format("\"{}\" is not an http:// or https:// URL", util::redact_url(*url)));
              continue;
            }
            while (!url->empty() && url->back() == '/') {
@@ -427,6 +429,12 @@ void parse_cluster(const std::string& name, const toml::table& t, const toml::so
     c.name = name;
     apply_keys(t, postgres_keys(), sec, c, e);
     require_keys(t, {"patroni", "dbname", "user"}, sec, where, e);
+    if (c.sslmode.rfind("verify-", 0) == 0 && !c.sslrootcert) {
+      e.add(where, sec + ".sslmode",
+            fmt::format("\"{}\" needs sslrootcert (the CA that signed the servers' "
+                        "certificates)",
+                        c.sslmode));
+    }
     cfg.clusters.emplace(name, std::move(c));
     return;
   }
@@ -434,46 +442,13 @@ void parse_cluster(const std::string& name, const toml::table& t, const toml::so
   c.name = name;
   apply_keys(t, redis_keys(), sec, c, e);
   require_keys(t, {"sentinels", "master_name"}, sec, where, e);
-  if (c.sentinel_user && c.sentinel_password.empty()) {
+  if (c.sentinel_user && !t.contains("sentinel_password_file")) {
     e.add(where, sec + ".sentinel_user", "needs sentinel_password_file as well");
   }
   cfg.clusters.emplace(name, std::move(c));
 }
 
 } // namespace
-
-tl::expected<Secret, std::string> read_password_file(const std::string& file) {
-  struct stat st {};
-  if (::stat(file.c_str(), &st) != 0) {
-    return tl::make_unexpected(
-        fmt::format("cannot read password file {}: {}", file, std::strerror(errno)));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    return tl::make_unexpected(fmt::format("password file {} is not a regular file", file));
-  }
-  if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
-    return tl::make_unexpected(fmt::format(
-        "password file {} is accessible by group or others (mode {:04o}); run: chmod 600 {}", file,
-        st.st_mode & 07777, file));
-  }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
-    return tl::make_unexpected(
-        fmt::format("cannot read password file {}: {}", file, std::strerror(errno)));
-  }
-  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  while (!content.empty() && (content.back() == '\n' || content.back() == '\r')) {
-    content.pop_back();
-  }
-  if (content.empty()) {
-    return tl::make_unexpected(fmt::format("password file {} is empty", file));
-  }
-  if (content.find_first_of("\r\n") != std::string::npos) {
-    return tl::make_unexpected(
-        fmt::format("password file {} has more than one line (expected the password alone)", file));
-  }
-  return Secret{std::move(content)};
-}
 
 tl::expected<Config, ConfigError> parse_config(std::string_view text, const std::string& path) {
   Errors e(path);

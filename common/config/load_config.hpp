@@ -2,6 +2,7 @@
 // Reading and validating the TOML file, once, at the edge. toml++ stays inside load_config.cpp.
 
 #include "config.hpp"
+#include "password_file.hpp"
 
 #include <tl/expected.hpp>
 
@@ -27,9 +28,5 @@ tl::expected<Config, ConfigError> load_config(const std::string& path);
 // Same, from text already in memory; `path` only names the source in messages, and relative
 // password_file paths are taken as they are.
 tl::expected<Config, ConfigError> parse_config(std::string_view text, const std::string& path);
-
-// Reads a password file, refusing one that group or others may access (as libpq does .pgpass).
-// Returns the password without its trailing newline, or an error text naming the file.
-tl::expected<Secret, std::string> read_password_file(const std::string& file);
 
 } // namespace dbcheck::config

@@ -22,7 +22,9 @@ struct Pattern {
 constexpr std::array k_connect_patterns = {
     Pattern{"sorry, too many clients already", Failure::saturated, "53300"},
     Pattern{"remaining connection slots are reserved", Failure::saturated, "53300"},
-    Pattern{"too many connections for", Failure::saturated, "53300"},
+    // The check role's own CONNECTION LIMIT: checks pile up, the server is not full.
+    Pattern{"too many connections for role", Failure::config, "53300"},
+    Pattern{"too many connections for database", Failure::saturated, "53300"},
     Pattern{"the database system is starting up", Failure::not_ready, "57P03"},
     Pattern{"the database system is shutting down", Failure::not_ready, "57P03"},
     Pattern{"the database system is in recovery mode", Failure::not_ready, "57P03"},
@@ -32,7 +34,8 @@ constexpr std::array k_connect_patterns = {
     Pattern{"no pg_hba.conf entry", Failure::auth, "28000"},
     Pattern{"pg_hba.conf rejects connection", Failure::auth, "28000"},
     Pattern{"no password supplied", Failure::auth, "28P01"},
-    Pattern{"does not exist", Failure::auth, "28000"}, // role or database: a config mismatch
+    Pattern{"database \"", Failure::config, "3D000"},  // ... does not exist (the only FATAL)
+    Pattern{"does not exist", Failure::auth, "28000"}, // role "..." does not exist
     Pattern{"is not permitted to log in", Failure::auth, "28000"},
     Pattern{"timeout expired", Failure::timeout, ""},
 };
@@ -51,9 +54,10 @@ std::string one_line(std::string_view msg) {
   bool pending_space = false;
   bool pending_break = false;
   for (char c : msg) {
-    if (c == '\n' || c == '\r' || c == '\t' || c == ' ') {
+    if (static_cast<unsigned char>(c) < 0x20 || c == ' ' || c == 0x7f) {
       pending_space = !out.empty();
       pending_break = pending_break || ((c == '\n' || c == '\r') && !out.empty());
+      // Other control characters from a peer become spaces too: one line, nothing to a terminal.
       continue;
     }
     if (pending_space) {

@@ -29,7 +29,16 @@ Opinion manager_writer_opinion(const WriterObservation& obs) {
       return {true, fmt::format("Patroni names this node ({}) leader", leader->name),
               Failure::none};
     }
-    return {false, fmt::format("Patroni names {} leader, not this node", member_label(*leader)),
+    // Patroni compares nothing for us: its connect_address and HAProxy's server address must
+    // be spelled alike. Say so when one is a name and the other an IP.
+    const bool spelled_differently =
+        util::is_ip_literal(leader->address.host) != util::is_ip_literal(obs.node.host);
+    return {false,
+            fmt::format("Patroni names {} leader, not this node{}", member_label(*leader),
+                        spelled_differently
+                            ? " (Patroni advertises host names or IPs unlike HAProxy's server "
+                              "address: write both the same way)"
+                            : ""),
             Failure::role};
   }
   const PatroniMember* self = find_member(view, obs.node);
@@ -63,12 +72,15 @@ Verdict evaluate_writer(const WriterObservation& obs, SaturationPolicy saturatio
 
   if (node.kind == Failure::saturated) {
     const std::string what = fmt::format("saturated: {}; {}", manager.text, node.text);
-    if (manager.ok && saturation == SaturationPolicy::up) {
+    if (!manager.ok) {
+      // Not the writer whatever its load: the manager's failure is the one to report.
+      return {State::down, manager.kind == Failure::none ? Failure::role : manager.kind, what};
+    }
+    if (saturation == SaturationPolicy::up) {
       return {State::up, Failure::saturated,
               fmt::format("{}; on_saturation=up keeps the sole writer in rotation", what)};
     }
-    return {State::down, Failure::saturated,
-            manager.ok ? fmt::format("{}; on_saturation=down", what) : what};
+    return {State::down, Failure::saturated, fmt::format("{}; on_saturation=down", what)};
   }
   if (manager.ok && node.ok) {
     return {State::up, Failure::none, fmt::format("{}; {}", manager.text, node.text)};
@@ -122,6 +134,12 @@ Verdict evaluate_replica(const ReplicaObservation& obs, double max_lag_s) {
   if (*node.receiver_status != "streaming") {
     return {State::down, Failure::not_ready,
             fmt::format("WAL receiver is {}, not streaming", *node.receiver_status)};
+  }
+  if (node.received_timeline && obs.leader_timeline &&
+      *node.received_timeline != *obs.leader_timeline) {
+    return {State::down, Failure::not_ready,
+            fmt::format("replica receives timeline {}, the leader writes timeline {}",
+                        *node.received_timeline, *obs.leader_timeline)};
   }
   const std::string paused = node.replay_paused ? "; replay is paused" : "";
   const std::string max_text = util::format_seconds(max_lag_s);

@@ -11,6 +11,7 @@
 
 #include <tl/expected.hpp>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -40,6 +41,7 @@ struct ReplicaStatus {
   bool receiver_present = false;              // pg_stat_wal_receiver has a row
   std::optional<std::string> receiver_status; // "streaming", ...; nullopt if hidden (no pg_monitor)
   bool replay_paused = false;
+  std::optional<std::uint32_t> received_timeline; // pg_stat_wal_receiver.received_tli
 };
 
 struct ReplicaObservation {
@@ -47,6 +49,7 @@ struct ReplicaObservation {
   tl::expected<ClusterView, ProbeError> manager;
   tl::expected<ReplicaStatus, ProbeError> node_answer;
   LagEstimate lag;
+  std::optional<std::uint32_t> leader_timeline; // the leader's current timeline, when sampled
 };
 
 // --- Interface ---

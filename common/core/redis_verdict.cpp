@@ -47,12 +47,15 @@ Verdict evaluate_redis_writer(const RedisObservation& obs, SaturationPolicy satu
   const Opinion node = node_writer_opinion(obs);
   if (node.kind == Failure::saturated) {
     const std::string what = fmt::format("saturated: {}; {}", manager.text, node.text);
-    if (manager.ok && saturation == SaturationPolicy::up) {
+    if (!manager.ok) {
+      // Not the writer whatever its load: the manager's failure is the one to report.
+      return {State::down, manager.kind == Failure::none ? Failure::role : manager.kind, what};
+    }
+    if (saturation == SaturationPolicy::up) {
       return {State::up, Failure::saturated,
               fmt::format("{}; on_saturation=up keeps the sole writer in rotation", what)};
     }
-    return {State::down, Failure::saturated,
-            manager.ok ? fmt::format("{}; on_saturation=down", what) : what};
+    return {State::down, Failure::saturated, fmt::format("{}; on_saturation=down", what)};
   }
   if (manager.ok && node.ok) {
     return {State::up, Failure::none, fmt::format("{}; {}", manager.text, node.text)};

@@ -20,6 +20,13 @@ LagEstimate estimate_lag(const LagEvidence& e) {
                         format_seconds(e.behind_for_s.value_or(0.0)))
           : fmt::format("primary not sampled ({})",
                         e.primary_problem.empty() ? "no leader known" : e.primary_problem);
+  if (e.since_last_replay_s && *e.since_last_replay_s < 0) {
+    // The replica's clock is behind the primary's: the age proves nothing, in either direction.
+    return {std::nullopt,
+            fmt::format("{}; the last replayed commit is dated {} in the replica's future "
+                        "(clock skew between primary and replica)",
+                        why_no_sample, format_seconds(-*e.since_last_replay_s))};
+  }
   if (e.since_last_replay_s) {
     // The replica's data was current when its last replayed commit happened on the primary.
     const double s = std::max(0.0, *e.since_last_replay_s);

@@ -67,7 +67,8 @@ std::string render_json(const Report& r) {
   } else {
     doc["lag"] = nullptr;
   }
-  return doc.dump(2);
+  // Peers' texts end up here; invalid UTF-8 from one must not abort the report.
+  return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 } // namespace dbcheck::core

@@ -1,6 +1,8 @@
 // The only file that includes curl.h.
 #include "http_client.hpp"
 
+#include <util/url.hpp>
+
 #include <curl/curl.h>
 #include <fmt/format.h>
 
@@ -43,20 +45,6 @@ using EasyPtr = std::unique_ptr<CURL, decltype(&curl_easy_cleanup)>;
 
 } // namespace
 
-std::string redact_url(const std::string& url) {
-  const auto scheme = url.find("://");
-  if (scheme == std::string::npos) {
-    return url;
-  }
-  const auto host_start = scheme + 3;
-  const auto path_start = url.find('/', host_start);
-  const auto at = url.rfind('@', path_start == std::string::npos ? url.size() : path_start);
-  if (at == std::string::npos || at < host_start) {
-    return url;
-  }
-  return url.substr(0, host_start) + "***@" + url.substr(at + 1);
-}
-
 HttpOutcome get_first_accepted(const std::vector<std::string>& urls, const AcceptFn& accept,
                                const HttpOptions& options, const Deadline& deadline) {
   global_init_once();
@@ -68,7 +56,7 @@ HttpOutcome get_first_accepted(const std::vector<std::string>& urls, const Accep
   const long budget_ms = std::max(1, deadline.remaining_ms());
 
   for (std::size_t i = 0; i < urls.size(); ++i) {
-    out.attempts[i].url = redact_url(urls[i]);
+    out.attempts[i].url = util::redact_url(urls[i]);
     auto t = std::make_unique<Transfer>();
     t->index = i;
     t->max_body = options.max_body;
@@ -81,6 +69,9 @@ HttpOutcome get_first_accepted(const std::vector<std::string>& urls, const Accep
     CURL* h = easy.get();
     curl_easy_setopt(h, CURLOPT_URL, urls[i].c_str());
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    // Never wait for a resolver thread at cleanup: a member whose name does not resolve must
+    // not hold the answer of one that did (curl >= 7.87).
+    curl_easy_setopt(h, CURLOPT_QUICK_EXIT, 1L);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, budget_ms);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, budget_ms);
     curl_easy_setopt(h, CURLOPT_NOPROXY, "*"); // never route a health check through a proxy
@@ -121,11 +112,13 @@ HttpOutcome get_first_accepted(const std::vector<std::string>& urls, const Accep
         a.error = "no answer before the deadline";
       } else if (rc != CURLE_OK) {
         a.error = t->errbuf[0] != '\0' ? std::string{t->errbuf.data()} : curl_easy_strerror(rc);
+      } else if (out.accepted) {
+        a.error = "not needed: another member answered first";
       } else if (a.status != 200) {
         a.error = fmt::format("HTTP {}", a.status);
       } else if (std::string why = accept(t->body); !why.empty()) {
         a.error = std::move(why);
-      } else if (!out.accepted) {
+      } else {
         out.accepted = t->index;
         out.body = std::move(t->body);
       }

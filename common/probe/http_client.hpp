@@ -40,7 +40,4 @@ using AcceptFn = std::function<std::string(const std::string& body)>;
 HttpOutcome get_first_accepted(const std::vector<std::string>& urls, const AcceptFn& accept,
                                const HttpOptions& options, const Deadline& deadline);
 
-// The URL with any user:password@ removed, for logs and explain output.
-std::string redact_url(const std::string& url);
-
 } // namespace dbcheck::probe

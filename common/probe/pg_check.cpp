@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+#include <cmath>
 #include <memory>
 #include <thread>
 
@@ -22,13 +24,16 @@ using namespace std::chrono_literals;
 
 constexpr const char* k_writer_sql =
     "SELECT pg_is_in_recovery(), current_setting('transaction_read_only')";
-constexpr const char* k_sample_sql = "SELECT pg_current_wal_lsn()";
+// The timeline is the first 8 hex digits of the current WAL file's name.
+constexpr const char* k_sample_sql =
+    "SELECT pg_current_wal_lsn(), substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8)";
 constexpr const char* k_replica_sql =
     "SELECT pg_is_in_recovery(), EXISTS (SELECT 1 FROM pg_stat_wal_receiver), "
     "(SELECT status FROM pg_stat_wal_receiver), "
     "CASE WHEN pg_is_in_recovery() THEN pg_is_wal_replay_paused() ELSE false END, "
     "pg_last_wal_replay_lsn(), "
-    "extract(epoch FROM clock_timestamp() - pg_last_xact_replay_timestamp())";
+    "extract(epoch FROM clock_timestamp() - pg_last_xact_replay_timestamp()), "
+    "(SELECT received_tli FROM pg_stat_wal_receiver)";
 constexpr const char* k_replay_sql =
     "SELECT pg_last_wal_replay_lsn(), "
     "extract(epoch FROM clock_timestamp() - pg_last_xact_replay_timestamp())";
@@ -40,6 +45,7 @@ struct ManagerResult {
 
 struct SampleResult {
   std::optional<core::Lsn> lsn;
+  std::optional<std::uint32_t> timeline;
   Clock::time_point sent{};
   std::string problem;
   std::optional<core::Step> step;
@@ -128,11 +134,31 @@ ProbeError bad_rows(std::string_view what) {
   return ProbeError{core::Failure::protocol, fmt::format("unexpected answer to {}", what), ""};
 }
 
-// Connect + query on one node, timed, as one step.
-struct NodeQuery {
-  tl::expected<std::vector<PgRow>, ProbeError> rows;
-  core::Step step;
-};
+// A finite number, or nullopt for anything else ("nan", "inf", "12abc", "").
+std::optional<double> parse_finite(const std::string& text) {
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc{} || end != text.data() + text.size() || !std::isfinite(v)) {
+    return std::nullopt;
+  }
+  return v;
+}
+
+// A timeline from the first 8 hex digits of a WAL file name ("00000003").
+std::optional<std::uint32_t> parse_timeline(const std::string& hex) {
+  std::uint32_t v = 0;
+  const auto [end, ec] = std::from_chars(hex.data(), hex.data() + hex.size(), v, 16);
+  if (hex.size() != 8 || ec != std::errc{} || end != hex.data() + hex.size() || v == 0) {
+    return std::nullopt;
+  }
+  return v;
+}
+
+// What the replica's own query keeps for itself after the leader sample: a quarter of the
+// budget, at least 100 ms.
+Clock::duration sample_reserve(const Deadline& deadline) {
+  return std::max<Clock::duration>(100ms, deadline.remaining() / 4);
+}
 
 core::Step node_step(const std::string& opinion, const util::HostPort& addr, const char* sql) {
   core::Step s;
@@ -193,6 +219,7 @@ core::Report check_writer(const config::PostgresCluster& cluster, const config::
 
 // ---------------------------------------------------------------- replica
 
+// The leader's WAL position and timeline, and when they were asked for.
 SampleResult sample_leader(const config::PostgresCluster& cluster, const core::ClusterView& view,
                            const util::HostPort& node, const Deadline& deadline) {
   SampleResult s;
@@ -213,14 +240,18 @@ SampleResult sample_leader(const config::PostgresCluster& cluster, const core::C
   } else {
     s.sent = Clock::now();
     auto rows = session->query(k_sample_sql, {}, deadline);
+    const auto lsn = rows && rows->size() == 1 && (*rows)[0].size() == 2 && (*rows)[0][0]
+                         ? core::parse_lsn(*(*rows)[0][0])
+                         : std::nullopt;
+    const auto tli = rows && lsn && (*rows)[0][1] ? parse_timeline(*(*rows)[0][1]) : std::nullopt;
     if (!rows) {
       s.problem = fmt::format("leader {}: {}", leader->name, rows.error().detail);
-    } else if (rows->size() != 1 || (*rows)[0].size() != 1 || !(*rows)[0][0] ||
-               !core::parse_lsn(*(*rows)[0][0])) {
+    } else if (!lsn || !tli) {
       s.problem = fmt::format("leader {}: unexpected answer to {}", leader->name, k_sample_sql);
     } else {
-      s.lsn = core::parse_lsn(*(*rows)[0][0]);
-      step.answer = fmt::format("pg_current_wal_lsn={}", *(*rows)[0][0]);
+      s.lsn = lsn;
+      s.timeline = tli;
+      step.answer = fmt::format("pg_current_wal_lsn={}, timeline {}", *(*rows)[0][0], *tli);
     }
   }
   step.latency_ms = elapsed_ms(t0, Clock::now());
@@ -241,66 +272,77 @@ std::string lsn_text(const std::optional<core::Lsn>& lsn) {
   return lsn.has_value() ? core::format_lsn(lsn.value()) : std::string{"null"};
 }
 
-std::optional<double> parse_double(const std::optional<std::string>& v) {
-  if (!v) {
-    return std::nullopt;
+// Reads replay LSN and last-replay age from two columns; NULL stays nullopt, garbage is an error.
+tl::expected<ReplayReading, ProbeError> read_replay(const std::optional<std::string>& lsn,
+                                                    const std::optional<std::string>& age) {
+  ReplayReading r{std::nullopt, std::nullopt, Clock::now()};
+  if (lsn) {
+    r.replay = core::parse_lsn(*lsn);
+    if (!r.replay) {
+      return tl::make_unexpected(bad_rows("pg_last_wal_replay_lsn()"));
+    }
   }
-  try {
-    return std::stod(*v);
-  } catch (...) {
-    return std::nullopt;
+  if (age) {
+    r.since_last_replay_s = parse_finite(*age);
+    if (!r.since_last_replay_s) {
+      return tl::make_unexpected(bad_rows("pg_last_xact_replay_timestamp()"));
+    }
   }
+  return r;
 }
 
 core::Report check_replica(const config::PostgresCluster& cluster, const config::Backend& backend,
                            const util::HostPort& node, const Deadline& deadline) {
-  // The manager's view and then the primary's WAL position, on one thread; meanwhile this
-  // thread connects to the replica, and queries it only after the sample (the order is what
-  // makes the lag bound sound).
-  auto manager = spawn([cluster, node, deadline] {
-    ManagerResult m = ask_patroni(cluster.patroni, cluster.patroni_cafile, deadline);
-    SampleResult s;
-    if (m.view) {
-      s = sample_leader(cluster, *m.view, node, deadline);
-    } else {
-      s.problem = "no view from Patroni";
-    }
-    return std::make_pair(std::move(m), std::move(s));
+  auto manager = spawn([bases = cluster.patroni, cafile = cluster.patroni_cafile, deadline] {
+    return ask_patroni(bases, cafile, deadline);
   });
-
   core::Step nstep = node_step("node", node, k_replica_sql);
   const auto t0 = Clock::now();
-  auto session = PgSession::connect(target_for(cluster, node), deadline);
+  auto session = PgSession::connect(target_for(cluster, node), deadline); // meanwhile Patroni
 
   core::Report report;
   core::ReplicaObservation obs{
-      node, tl::make_unexpected(ProbeError{}), tl::make_unexpected(ProbeError{}), {}};
+      node, tl::make_unexpected(ProbeError{}), tl::make_unexpected(ProbeError{}), {}, {}};
   SampleResult sample;
   if (manager.wait_until(deadline.at() + k_grace) == std::future_status::ready) {
-    auto [m, s] = manager.get();
+    ManagerResult m = manager.get();
     obs.manager = std::move(m.view);
     report.steps.push_back(std::move(m.step));
-    sample = std::move(s);
+  } else {
+    obs.manager = tl::make_unexpected(ProbeError{
+        core::Failure::timeout, "timeout: the Patroni query did not finish by the deadline", ""});
+  }
+  // Sample the leader first and read the replica after: the order makes the bound sound. The
+  // sample gets an earlier deadline, so a hung leader cannot starve the replica's own query
+  // (and take every healthy replica out of rotation with a reason that blames the replica).
+  if (obs.manager && session) {
+    sample = sample_leader(cluster, *obs.manager, node, deadline.minus(sample_reserve(deadline)));
     if (sample.step) {
       report.steps.push_back(*sample.step);
     }
   } else {
-    obs.manager = tl::make_unexpected(ProbeError{
-        core::Failure::timeout, "timeout: the Patroni query did not finish by the deadline", ""});
-    sample.problem = "timeout";
+    sample.problem = obs.manager ? "the replica did not answer" : "no view from Patroni";
   }
+  obs.leader_timeline = sample.timeline;
 
   core::LagEvidence evidence;
   evidence.primary_sampled = sample.lsn.has_value();
   evidence.primary_problem = sample.problem;
   int polls = 0;
-  if (!session) {
-    obs.node_answer = tl::make_unexpected(session.error());
-  } else if (auto rows = session->query(k_replica_sql, {}, deadline); !rows) {
-    obs.node_answer = tl::make_unexpected(rows.error());
-  } else if (rows->size() != 1 || (*rows)[0].size() != 6 || !parse_bool((*rows)[0][0]) ||
-             !parse_bool((*rows)[0][1]) || !parse_bool((*rows)[0][3])) {
-    obs.node_answer = tl::make_unexpected(bad_rows("the replica query"));
+  auto rows =
+      session ? session->query(k_replica_sql, {}, deadline)
+              : tl::expected<std::vector<PgRow>, ProbeError>(tl::make_unexpected(session.error()));
+  const bool shaped = rows && rows->size() == 1 && (*rows)[0].size() == 7 &&
+                      parse_bool((*rows)[0][0]) && parse_bool((*rows)[0][1]) &&
+                      parse_bool((*rows)[0][3]);
+  auto reading = shaped ? read_replay((*rows)[0][4], (*rows)[0][5])
+                        : tl::expected<ReplayReading, ProbeError>(tl::make_unexpected(
+                              rows ? bad_rows("the replica query") : rows.error()));
+  const auto received_tli = shaped && (*rows)[0][6] ? parse_finite(*(*rows)[0][6]) : std::nullopt;
+  if (!reading) {
+    obs.node_answer = tl::make_unexpected(reading.error());
+  } else if (shaped && (*rows)[0][6] && !received_tli) {
+    obs.node_answer = tl::make_unexpected(bad_rows("pg_stat_wal_receiver.received_tli"));
   } else {
     const PgRow& row = (*rows)[0];
     core::ReplicaStatus st;
@@ -308,9 +350,12 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
     st.receiver_present = *parse_bool(row[1]);
     st.receiver_status = row[2];
     st.replay_paused = *parse_bool(row[3]);
-    ReplayReading reading{row[4] ? core::parse_lsn(*row[4]) : std::nullopt, parse_double(row[5]),
-                          Clock::now()};
+    if (received_tli) {
+      st.received_timeline = static_cast<std::uint32_t>(*received_tli);
+    }
     ++polls;
+    // LSNs compare only within one timeline.
+    const bool comparable = sample.lsn && st.received_timeline == sample.timeline;
     // Under a write burst the replica may be a few milliseconds behind the sample: watch it
     // catch up, leaving a little time before the deadline to decide and report. Stop early
     // when waiting cannot help: replay is paused, or the sample is already max_lag old (a
@@ -318,33 +363,37 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
     const Deadline poll_until{
         std::min(deadline.minus(15ms).at(),
                  sample.sent + std::chrono::duration_cast<Clock::duration>(backend.max_lag))};
-    while (sample.lsn && st.in_recovery && !st.replay_paused && reading.replay &&
-           *reading.replay < *sample.lsn && !poll_until.expired()) {
+    while (comparable && st.in_recovery && !st.replay_paused && reading->replay &&
+           *reading->replay < *sample.lsn && !poll_until.expired()) {
       std::this_thread::sleep_for(std::min<Clock::duration>(5ms, poll_until.remaining()));
       auto again = session->query(k_replay_sql, {}, deadline);
       if (!again || again->size() != 1 || (*again)[0].size() != 2) {
         break;
       }
-      reading = ReplayReading{(*again)[0][0] ? core::parse_lsn(*(*again)[0][0]) : std::nullopt,
-                              parse_double((*again)[0][1]), Clock::now()};
+      auto next = read_replay((*again)[0][0], (*again)[0][1]);
+      if (!next) {
+        break;
+      }
+      reading = std::move(next);
       ++polls;
     }
-    evidence.since_last_replay_s = reading.since_last_replay_s;
-    if (sample.lsn && reading.replay) {
-      const double after = std::chrono::duration<double>(reading.at - sample.sent).count();
-      if (*reading.replay >= *sample.lsn) {
+    evidence.since_last_replay_s = reading->since_last_replay_s;
+    if (comparable && reading->replay) {
+      const double after = std::chrono::duration<double>(reading->at - sample.sent).count();
+      if (*reading->replay >= *sample.lsn) {
         evidence.caught_up_after_s = after;
       } else {
         evidence.behind_for_s = after;
       }
     }
     nstep.answer = fmt::format(
-        "in_recovery={}, wal_receiver={}, replay_paused={}, replay_lsn={}, "
-        "last_replayed_commit_age={}{}",
+        "in_recovery={}, wal_receiver={}, received_timeline={}, replay_paused={}, "
+        "replay_lsn={}, last_replayed_commit_age={}{}",
         st.in_recovery ? "t" : "f",
         st.receiver_present ? st.receiver_status.value_or("(hidden)") : "none",
-        st.replay_paused ? "t" : "f", lsn_text(reading.replay),
-        reading.since_last_replay_s ? util::format_seconds(*reading.since_last_replay_s) : "null",
+        st.received_timeline ? std::to_string(*st.received_timeline) : "null",
+        st.replay_paused ? "t" : "f", lsn_text(reading->replay),
+        reading->since_last_replay_s ? util::format_seconds(*reading->since_last_replay_s) : "null",
         polls > 1 ? fmt::format(" (replay polled {} times)", polls) : "");
     obs.node_answer = st;
   }

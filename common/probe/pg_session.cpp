@@ -36,8 +36,15 @@ Wait wait_fd(int fd, short events, const Deadline& deadline) {
   }
 }
 
-core::ProbeError timeout_error(const char* during, const Deadline& deadline) {
-  (void)deadline;
+// A path that cannot exist: libpq reads it as "no such file", i.e. none.
+constexpr const char* k_no_file = "/nonexistent/dbcheck/none";
+
+// A failed wait as a probe error: the deadline passing, or poll() itself failing.
+core::ProbeError wait_error(Wait w, const char* during) {
+  if (w == Wait::error) {
+    return {core::Failure::network,
+            fmt::format("poll failed: {} ({})", std::strerror(errno), during), ""};
+  }
   return {core::Failure::timeout,
           fmt::format("timeout: no answer before the deadline ({})", during), ""};
 }
@@ -66,6 +73,10 @@ tl::expected<PgSession, core::ProbeError> PgSession::connect(const PgTarget& t,
     keys.push_back(k);
     values.push_back(v.c_str());
   };
+  const auto set_literal = [&](const char* k, const char* v) {
+    keys.push_back(k);
+    values.push_back(v);
+  };
   // hostaddr (no DNS) keeps PQconnectPoll non-blocking; a name goes through host= instead.
   set(numeric ? "hostaddr" : "host", t.address.host);
   set("port", port);
@@ -74,18 +85,22 @@ tl::expected<PgSession, core::ProbeError> PgSession::connect(const PgTarget& t,
   if (!t.password.empty()) {
     set("password", t.password);
   }
-  static const std::string dev_null = "/dev/null";
-  static const std::string disable = "disable";
-  static const std::string app = "dbcheck";
-  static const std::string any = "any";
-  set("passfile", dev_null);  // never consult ~/.pgpass (HOME may not even exist)
-  set("gssencmode", disable); // no Kerberos round trips on the check path
-  set("sslmode", t.sslmode);
+  // Every file libpq would otherwise look up under the user's home directory is named, so no
+  // passwd lookup (NSS may block) and no stray ~/.postgresql file changes TLS behaviour. A path
+  // that does not exist means "none" to libpq for certificates, keys and CRLs.
+  set_literal("passfile", k_no_file);
+  set_literal("sslcert", k_no_file);
+  set_literal("sslkey", k_no_file);
+  set_literal("sslcrl", k_no_file);
   if (t.sslrootcert) {
     set("sslrootcert", *t.sslrootcert);
+  } else {
+    set_literal("sslrootcert", k_no_file);
   }
-  set("application_name", app);
-  set("target_session_attrs", any);
+  set_literal("gssencmode", "disable"); // no Kerberos round trips on the check path
+  set("sslmode", t.sslmode);
+  set_literal("application_name", "dbcheck");
+  set_literal("target_session_attrs", "any");
   set("connect_timeout", connect_timeout); // unused by PQconnectPoll; a sane value regardless
   set("options", options);
   keys.push_back(nullptr);
@@ -107,12 +122,8 @@ tl::expected<PgSession, core::ProbeError> PgSession::connect(const PgTarget& t,
     }
     const short events = st == PGRES_POLLING_READING ? POLLIN : POLLOUT;
     const Wait w = wait_fd(PQsocket(raw), events, deadline);
-    if (w == Wait::timeout) {
-      return tl::make_unexpected(timeout_error("connecting", deadline));
-    }
-    if (w == Wait::error) {
-      return tl::make_unexpected(core::ProbeError{
-          core::Failure::network, fmt::format("poll failed: {}", std::strerror(errno)), ""});
+    if (w != Wait::ready) {
+      return tl::make_unexpected(wait_error(w, "connecting"));
     }
     st = PQconnectPoll(raw);
   }
@@ -143,8 +154,8 @@ PgSession::query(const std::string& sql, const std::vector<std::string>& params,
       return tl::make_unexpected(
           core::ProbeError{core::Failure::network, core::one_line(PQerrorMessage(c)), ""});
     }
-    if (wait_fd(PQsocket(c), POLLOUT | POLLIN, deadline) != Wait::ready) {
-      return tl::make_unexpected(timeout_error("sending the query", deadline));
+    if (const Wait w = wait_fd(PQsocket(c), POLLOUT | POLLIN, deadline); w != Wait::ready) {
+      return tl::make_unexpected(wait_error(w, "sending the query"));
     }
     PQconsumeInput(c);
   }
@@ -154,7 +165,7 @@ PgSession::query(const std::string& sql, const std::vector<std::string>& params,
     while (PQisBusy(c) != 0) {
       const Wait w = wait_fd(PQsocket(c), POLLIN, deadline);
       if (w != Wait::ready) {
-        return tl::make_unexpected(timeout_error("waiting for the query's answer", deadline));
+        return tl::make_unexpected(wait_error(w, "waiting for the query's answer"));
       }
       if (PQconsumeInput(c) == 0) {
         return tl::make_unexpected(

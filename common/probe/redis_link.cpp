@@ -121,8 +121,11 @@ RedisLink::pipeline(const std::vector<RedisCommand>& commands, const Deadline& d
     if (redisBufferWrite(c, &done) != REDIS_OK) {
       return tl::make_unexpected(io_error(c, "sending"));
     }
-    if (done == 0 && wait_fd(c->fd, POLLOUT, deadline) != Wait::ready) {
-      return tl::make_unexpected(timeout_error("sending"));
+    if (done == 0) {
+      if (const Wait w = wait_fd(c->fd, POLLOUT, deadline); w != Wait::ready) {
+        return tl::make_unexpected(w == Wait::timeout ? timeout_error("sending")
+                                                      : io_error(c, "sending"));
+      }
     }
   }
   std::vector<core::RespValue> replies;

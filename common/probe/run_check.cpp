@@ -7,32 +7,44 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <exception>
 #include <type_traits>
 
 namespace dbcheck::probe {
 
 core::Report run_check(const config::Cluster& cluster, const config::Backend& backend,
-                       const util::HostPort& node) {
-  const auto started = Clock::now();
-  const Deadline deadline{started + backend.timeout};
-  auto work = spawn([cluster, backend, node, deadline] {
-    return std::visit(
-        [&](const auto& c) {
-          if constexpr (std::is_same_v<std::decay_t<decltype(c)>, config::PostgresCluster>) {
-            return check_postgres(c, backend, node, deadline);
-          } else {
-            return check_redis(c, backend, node, deadline);
-          }
-        },
-        cluster);
-  });
+                       const util::HostPort& node, Clock::time_point started) {
+  // Leave the caller time to log and exit inside the configured timeout: the steps stop at
+  // `deadline`, the wait for them at deadline + 2 x k_grace, which is still before the end.
+  const auto timeout = std::chrono::duration_cast<Clock::duration>(backend.timeout);
+  const auto reserve = std::min<Clock::duration>(3 * k_grace, timeout / 4);
+  const Deadline deadline{started + timeout - reserve};
   core::Report report;
-  if (work.wait_until(deadline.at() + 2 * k_grace) == std::future_status::ready) {
-    report = work.get();
-  } else {
-    report.verdict = {core::State::down, core::Failure::timeout,
-                      fmt::format("timeout: the check did not finish within {}",
-                                  util::format_duration(backend.timeout))};
+  try {
+    auto work = spawn([cluster, backend, node, deadline] {
+      return std::visit(
+          [&](const auto& c) {
+            if constexpr (std::is_same_v<std::decay_t<decltype(c)>, config::PostgresCluster>) {
+              return check_postgres(c, backend, node, deadline);
+            } else {
+              return check_redis(c, backend, node, deadline);
+            }
+          },
+          cluster);
+    });
+    if (work.wait_until(deadline.at() + 2 * k_grace) == std::future_status::ready) {
+      report = work.get();
+    } else {
+      report.verdict = {core::State::down, core::Failure::timeout,
+                        fmt::format("timeout: the check did not finish within {}",
+                                    util::format_duration(backend.timeout))};
+    }
+  } catch (const std::exception& e) {
+    // No thread to be had (RLIMIT_NPROC, memory): fail closed, and say why.
+    report = core::Report{};
+    report.verdict = {core::State::down, core::Failure::config,
+                      fmt::format("internal error: {}", e.what())};
   }
   report.backend = backend.name;
   report.node = util::to_string(node);

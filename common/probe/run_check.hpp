@@ -1,6 +1,8 @@
 #pragma once
 // The one entry point binaries call: check a node for a backend, whatever the engine.
 
+#include "deadline.hpp"
+
 #include <config/config.hpp>
 #include <core/report.hpp>
 #include <util/host_port.hpp>
@@ -9,10 +11,11 @@ namespace dbcheck::probe {
 
 // --- Interface ---
 
-// Checks `node` for `backend` of `cluster`. Returns within backend.timeout plus a few
-// milliseconds whatever the peers do: a step still blocked then (a DNS lookup no library can
-// bound, say) is abandoned and the check reported as a timeout. Never throws.
+// Checks `node` for `backend` of `cluster`. Returns by `started` + backend.timeout less a
+// small reserve for the caller to report and exit, whatever the peers do: a step still blocked
+// then (a DNS lookup no library can bound, say) is abandoned and the check reported as a
+// timeout. `started` is when the caller began (before loading its config). Never throws.
 core::Report run_check(const config::Cluster& cluster, const config::Backend& backend,
-                       const util::HostPort& node);
+                       const util::HostPort& node, Clock::time_point started);
 
 } // namespace dbcheck::probe

@@ -13,14 +13,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from fixtures.dbcheck import write_check_wrapper, write_dbcheck_config
+from fixtures.dbcheck import write_check_wrapper, write_dbcheck_config, write_redis_config
 from fixtures.haproxy import HAPROXY, HAProxy
 from fixtures.patroni import ETCD, PATRONI, PATRONICTL, PG_BIN, PSQL, PatroniCluster
+from fixtures.redis import REDIS_BINARIES, RedisSentinelCluster
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_CFG = REPO_ROOT / "haproxy-examples" / "postgres-patroni.cfg"
 SERVER_BINARIES = [PG_BIN / "postgres", PG_BIN / "initdb", PATRONI, PATRONICTL, ETCD, HAPROXY, PSQL,
-                   "/usr/bin/setpriv"]
+                   "/usr/bin/setpriv", *REDIS_BINARIES]
 
 
 def require_servers():
@@ -105,6 +106,26 @@ def pg_cluster(request):
 
 
 @pytest.fixture(scope="session")
+def redis_cluster(request):
+    """Session-wide RedisSentinelCluster (2 data nodes + 3 Sentinels), started and
+    settled when handed out (the master may move: tests that fail over should end
+    with redis_cluster.wait_stable()). Stopped at the end of the session; its
+    workdir is kept if any test failed."""
+    require_servers()
+    path = make_workdir("dbcheck-it-redis.")
+    cluster = RedisSentinelCluster(path)
+    try:
+        cluster.start()
+    except BaseException:
+        finish_workdir(request.config, path, failed=True)
+        raise
+    _report(request.config, f"\n[dbcheck-it] Redis Sentinel cluster up in {cluster.up_seconds:.1f}s ({path})")
+    yield cluster
+    cluster.stop()
+    finish_workdir(request.config, path, failed=request.session.testsfailed > 0)
+
+
+@pytest.fixture(scope="session")
 def dbcheck_bin():
     """Path of the dbcheck binary: $DBCHECK_BIN or <repo>/build/external-check/dbcheck.
     Fails (does not skip) if it is not an executable file."""
@@ -121,6 +142,17 @@ def dbcheck_setup(workdir, pg_cluster, dbcheck_bin):
     config = write_dbcheck_config(workdir / "dbcheck", pg_cluster)
     wrapper = write_check_wrapper(workdir / "dbcheck" / "dbcheck-wrapper", dbcheck_bin, config)
     return SimpleNamespace(config=config, password_file=config.parent / "pg.password", wrapper=wrapper)
+
+
+@pytest.fixture
+def redis_dbcheck_setup(workdir, redis_cluster, dbcheck_bin):
+    """dbcheck.toml + 0600 password files (owner haproxy) for redis_cluster, and a
+    wrapper script to use as `external-check command`.
+    Namespace(config, password_file, sentinel_password_file, wrapper)."""
+    config = write_redis_config(workdir / "dbcheck", redis_cluster)
+    wrapper = write_check_wrapper(workdir / "dbcheck" / "dbcheck-wrapper", dbcheck_bin, config)
+    return SimpleNamespace(config=config, password_file=config.parent / "redis.password",
+                           sentinel_password_file=config.parent / "sentinel.password", wrapper=wrapper)
 
 
 @pytest.fixture

@@ -26,7 +26,16 @@ TEST_CASE("connection failures are classified from libpq's text", "[core][pg_err
        Failure::auth, "28000"},
       {"connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  database \"nope\" does "
        "not exist\n",
+       Failure::config, "3D000"},
+      {"connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  role \"nobody\" does "
+       "not exist\n",
        Failure::auth, "28000"},
+      {"connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  too many connections "
+       "for role \"healthcheck\"\n",
+       Failure::config, "53300"},
+      {"connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  too many connections "
+       "for database \"app\"\n",
+       Failure::saturated, "53300"},
       {"connection to server at \"127.0.0.1\", port 5432 failed: Connection refused\n\tIs the "
        "server running on that host and accepting TCP/IP connections?\n",
        Failure::network, ""},
@@ -45,6 +54,10 @@ TEST_CASE("one_line keeps what the server said on one line", "[core][pg_errors]"
         "connections?");
   CHECK(one_line("connection to server at \"h\", port 5432 failed: FATAL:  sorry, too many "
                  "clients already\n") == "FATAL: sorry, too many clients already");
+}
+
+TEST_CASE("one_line drops control characters a peer sent", "[core][pg_errors]") {
+  CHECK(one_line("FATAL:  bad\x1b[31m news\x07\n") == "FATAL: bad [31m news");
 }
 
 TEST_CASE("query failures are classified by SQLSTATE", "[core][pg_errors]") {

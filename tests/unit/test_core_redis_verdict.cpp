@@ -125,7 +125,7 @@ TEST_CASE("writer: Sentinel majority x node ROLE", "[core][verdict][redis]") {
        {says(0, k_other), says(1, k_other), says(2, k_node)},
        node_error(Failure::saturated, "ERR max number of clients reached"),
        State::down,
-       Failure::saturated},
+       Failure::role},
   };
   for (const auto& row : rows) {
     CAPTURE(row.name);

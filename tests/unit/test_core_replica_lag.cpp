@@ -51,8 +51,12 @@ TEST_CASE("nothing bounds the lag: unknown, never zero", "[core][lag]") {
         "primary not sampled (no leader known); no commit replayed since the replica started");
 }
 
-TEST_CASE("clock skew never yields a negative lag", "[core][lag]") {
+TEST_CASE("clock skew makes the fallback bound unknown, never zero", "[core][lag]") {
   LagEvidence e;
   e.since_last_replay_s = -0.05; // the primary's clock runs ahead of the replica's
-  CHECK(estimate_lag(e).seconds.value() == 0.0);
+  const LagEstimate l = estimate_lag(e);
+  CHECK_FALSE(l.seconds);
+  CHECK(l.derivation == "primary not sampled (no leader known); the last replayed commit is "
+                        "dated 0.050s in the replica's future (clock skew between primary and "
+                        "replica)");
 }
