@@ -154,11 +154,6 @@ std::optional<std::uint32_t> parse_timeline(const std::string& hex) {
   return v;
 }
 
-// What the replica's own query keeps for itself after the leader sample: a quarter of the
-// budget, at least 100 ms.
-Clock::duration sample_reserve(const Deadline& deadline) {
-  return std::max<Clock::duration>(100ms, deadline.remaining() / 4);
-}
 
 core::Step node_step(const std::string& opinion, const util::HostPort& addr, const char* sql) {
   core::Step s;
@@ -316,7 +311,7 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
   // sample gets an earlier deadline, so a hung leader cannot starve the replica's own query
   // (and take every healthy replica out of rotation with a reason that blames the replica).
   if (obs.manager && session) {
-    sample = sample_leader(cluster, *obs.manager, node, deadline.minus(sample_reserve(deadline)));
+    sample = sample_leader(cluster, *obs.manager, node, deadline.minus(reserve_for_last_step(deadline)));
     if (sample.step) {
       report.steps.push_back(*sample.step);
     }

@@ -255,7 +255,8 @@ core::Report check_replica(const config::RedisCluster& cluster, const config::Ba
   // Sample the majority's master first, then read the replica: the order makes the bound sound.
   OffsetSample sample;
   if (tally.majority && !util::same_endpoint(*tally.majority, node)) {
-    sample = sample_master(cluster, *tally.majority, deadline, report);
+    sample = sample_master(cluster, *tally.majority,
+                           deadline.minus(reserve_for_last_step(deadline)), report);
   } else {
     sample.problem = tally.majority ? "this node is the master" : "no Sentinel majority";
   }

@@ -13,6 +13,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from fixtures.heartbeat import Heartbeat
+from fixtures.procs import wait_until
 from fixtures.dbcheck import write_check_wrapper, write_dbcheck_config, write_redis_config
 from fixtures.haproxy import HAPROXY, HAProxy
 from fixtures.patroni import ETCD, PATRONI, PATRONICTL, PG_BIN, PSQL, PatroniCluster
@@ -200,3 +202,14 @@ def pytest_terminal_summary(terminalreporter):
         out.write_text("\n".join(lines) + "\n")
     except OSError:
         pass
+
+
+@pytest.fixture
+def heartbeat(pg_cluster):
+    """A running heartbeat writer; the replicas have seen at least one beat."""
+    pg_cluster.wait_healthy()
+    with Heartbeat(pg_cluster, interval=0.1) as hb:
+        for r in pg_cluster.replicas():
+            wait_until(lambda: hb.true_staleness(r) is not None and hb.true_staleness(r) < 1, 20,
+                       f"heartbeat visible on {r.name}")
+        yield hb

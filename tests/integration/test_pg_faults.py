@@ -173,3 +173,24 @@ def test_haproxy_invocation_of_an_unknown_backend_is_a_config_error(pg_cluster, 
     assert run.rc == 2, run
     env["HAPROXY_PROXY_NAME"] = "pg_write"
     assert run_dbcheck(dbcheck_bin, config, "NOT_USED", "NOT_USED", host, port, env=env).rc == 0
+
+
+def test_hung_leader_does_not_starve_healthy_replicas(pg_cluster, dbcheck_bin, config_for, heartbeat, figures):
+    """The leader's postmaster frozen (new connections hang; existing sessions, the heartbeat
+    writer's among them, keep committing): the replica check still gets its own answer in
+    time, and the reason names the leader, not the replica."""
+    config = config_for("ok")
+    leader = pg_cluster.leader()
+    replica = pg_cluster.replicas()[0]
+    pid = pg_cluster.postmaster_pid(leader)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        run = explain(dbcheck_bin, config, "pg_read", replica.pg_addr)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert run.seconds <= TIMEOUT + MARGIN, run
+    assert "PostgreSQL: timeout" not in run.reason, run
+    assert "primary not sampled (leader" in run.report["lag"]["derivation"], run
+    # The heartbeat still commits through its open session: the last replayed commit is fresh.
+    assert run.rc == 0, run
+    figures("hung leader", f"replica check {run.state.upper()} in {run.seconds * 1000:.0f} ms: {run.reason[:160]}")

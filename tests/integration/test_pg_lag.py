@@ -15,7 +15,6 @@ import time
 import pytest
 
 from fixtures.dbcheck import explain, write_dbcheck_config
-from fixtures.heartbeat import Heartbeat
 from fixtures.patroni import APP_DB, PG_BIN
 from fixtures.procs import run_as, wait_until
 
@@ -26,17 +25,6 @@ MAX_LAG = 1.0
 def lag_config(workdir, pg_cluster):
     """dbcheck.toml with pg_read max_lag = 1s (password file owned by root: we run it)."""
     return write_dbcheck_config(workdir / "dbcheck", pg_cluster, owner=None, max_lag=f"{MAX_LAG:g}s")
-
-
-@pytest.fixture
-def heartbeat(pg_cluster):
-    """A running heartbeat writer; the replicas have seen at least one beat."""
-    pg_cluster.wait_healthy()
-    with Heartbeat(pg_cluster, interval=0.1) as hb:
-        for r in pg_cluster.replicas():
-            wait_until(lambda: hb.true_staleness(r) is not None and hb.true_staleness(r) < 1, 20,
-                       f"heartbeat visible on {r.name}")
-        yield hb
 
 
 def sample(dbcheck_bin, config, hb, replica):

@@ -1,0 +1,140 @@
+"""Fault cases for the Redis/Sentinel check against real servers, and fake peers where a real
+one cannot be made to lie: each fails closed, in time, with a reason."""
+
+import pytest
+
+from fixtures.dbcheck import explain, run_dbcheck, write_redis_config
+from fixtures.fake_resp import FakeResp
+from fixtures.ports import free_ports
+from fixtures.redis import RedisSentinelCluster
+
+TIMEOUT = 0.8
+MARGIN = 0.1
+
+
+@pytest.fixture
+def redis_config(workdir, redis_cluster):
+    """redis_config(name, **kw) -> a dbcheck.toml for redis_cluster (password files owned by root)."""
+    def make(name, **kw):
+        return write_redis_config(workdir / name, redis_cluster, owner=None, **kw)
+    return make
+
+
+def test_sentinel_minority_is_outvoted(redis_cluster, dbcheck_bin, redis_config, figures):
+    """One of three configured Sentinels names another master: the majority decides. Two of
+    three naming another master: the real master fails closed."""
+    master = redis_cluster.wait_stable()
+    replica = next(n for n in redis_cluster.nodes() if n != master)
+    real = [s.addr for s in redis_cluster.sentinels()]
+    with FakeResp("sentinel", master=replica.addr) as liar1, FakeResp("sentinel", master=replica.addr) as liar2:
+        one_liar = redis_config("one-liar", sentinels=[real[0], real[1], liar1.addr])
+        two_liars = redis_config("two-liars", sentinels=[real[0], liar1.addr, liar2.addr])
+        ok = explain(dbcheck_bin, one_liar, "redis_write", master.addr)
+        not_replica = explain(dbcheck_bin, one_liar, "redis_write", replica.addr)
+        outvoted = explain(dbcheck_bin, two_liars, "redis_write", master.addr)
+        liars_pick = explain(dbcheck_bin, two_liars, "redis_write", replica.addr)
+    assert ok.rc == 0 and ok.reason.startswith("2 of 3 Sentinels name this node master"), ok
+    assert not_replica.rc == 1, not_replica
+    assert outvoted.rc == 1 and outvoted.failure == "role", outvoted
+    assert f"names {replica.addr} (epoch 99, flags master)" in outvoted.reason, outvoted
+    # The liars' choice is a replica by its own ROLE: the node's opinion vetoes it.
+    assert liars_pick.rc == 1 and "Redis ROLE says replica" in liars_pick.reason, liars_pick
+    figures("redis Sentinel disagreement", f"1 of 3 dissenting: UP ({ok.reason[:60]}...); 2 of 3 "
+            f"dissenting: DOWN ({outvoted.reason[:70]}...)")
+
+
+def test_restarted_stale_sentinel_is_outvoted(workdir, dbcheck_bin):
+    """A Sentinel stopped before a failover knows only the old master when it comes back.
+    A private cluster: a restarted Sentinel can later race the others in a failover (it may
+    convert a freshly promoted master at once), which must not disturb the shared one."""
+    with RedisSentinelCluster(workdir / "redis") as cluster:
+        old = cluster.wait_stable()
+        config = write_redis_config(workdir / "dbcheck", cluster, owner=None)
+        stale = cluster.sentinels()[2]
+        cluster.stop_sentinel(stale)
+        new = cluster.failover(sentinel=cluster.sentinels()[0])
+        cluster.start_sentinel(stale)
+        stale_view = cluster.sentinel_masters()[stale.name]
+        run_new = explain(dbcheck_bin, config, "redis_write", new.addr)
+        run_old = explain(dbcheck_bin, config, "redis_write", old.addr)
+    assert run_new.rc == 0, run_new  # 2 of 3 configured, whatever the third says
+    assert run_old.rc == 1, run_old
+    assert stale_view in (old.addr, new.addr, None)
+
+
+@pytest.mark.parametrize("how", ["refused", "frozen"])
+def test_all_sentinels_unusable_fails_closed_in_time(redis_cluster, dbcheck_bin, redis_config, how):
+    master = redis_cluster.wait_stable()
+    if how == "refused":
+        config = redis_config("refused", sentinels=[f"127.0.0.1:{p}" for p in free_ports(3)])
+        run = explain(dbcheck_bin, config, "redis_write", master.addr)
+    else:
+        config = redis_config("frozen")
+        for s in redis_cluster.sentinels():
+            redis_cluster.sigstop(s)
+        try:
+            run = explain(dbcheck_bin, config, "redis_write", master.addr)
+        finally:
+            for s in redis_cluster.sentinels():
+                redis_cluster.sigcont(s)
+    assert run.rc == 1, run
+    assert run.failure == ("network" if how == "refused" else "timeout"), run
+    assert run.reason.startswith("not the writer: Sentinels: 0 of 3 name this node master"), run
+    assert run.seconds <= TIMEOUT + MARGIN, run
+
+
+def test_wedged_node_and_trickling_peers_end_in_time(redis_cluster, dbcheck_bin, redis_config, figures):
+    master = redis_cluster.wait_stable()
+    replica = next(n for n in redis_cluster.nodes() if n != master)
+    config = redis_config("ok")
+    times = []
+    redis_cluster.sigstop(replica)
+    try:
+        for backend in ("redis_write", "redis_read"):
+            run = explain(dbcheck_bin, config, backend, replica.addr)
+            times.append(run.seconds)
+            assert run.rc == 1 and run.failure == "timeout", run
+            assert "Redis: timeout" in run.reason, run
+    finally:
+        redis_cluster.sigcont(replica)
+    with FakeResp("trickle") as t1, FakeResp("trickle") as t2, FakeResp("trickle") as t3, FakeResp("trickle") as node:
+        trickle = redis_config("trickle", sentinels=[t1.addr, t2.addr, t3.addr])
+        for backend in ("redis_write", "redis_read"):
+            run = explain(dbcheck_bin, trickle, backend, node.addr)
+            times.append(run.seconds)
+            assert run.rc == 1 and run.failure == "timeout", run
+    assert max(times) <= TIMEOUT + MARGIN, times
+    figures("redis wedged node / trickling peers", f"checks ended in {min(times) * 1000:.0f}-"
+            f"{max(times) * 1000:.0f} ms (timeout 800 ms), failing with timeout")
+
+
+def test_wrong_password_and_acl_denial(redis_cluster, dbcheck_bin, redis_config):
+    master = redis_cluster.wait_stable()
+    secret = "wrong-Redis-4711"
+    config = redis_config("badpw", password=secret)
+    for args in (("check", "redis_write", master.addr), ("explain", "redis_write", master.addr, "--json")):
+        run = run_dbcheck(dbcheck_bin, config, *args)
+        assert run.rc == 1, run
+        assert "WRONGPASS" in run.stdout, run
+        assert secret not in run.stdout + run.stderr
+    # A user that may PING but not ROLE: the ACL denial names the command.
+    for node in redis_cluster.nodes():
+        redis_cluster.admin(node, "ACL", "SETUSER", "pingonly", "on", ">pingonly-pw", "-@all", "+ping")
+    denied = explain(dbcheck_bin, redis_config("acl", user="pingonly", password="pingonly-pw"),
+                     "redis_write", master.addr)
+    assert denied.rc == 1 and denied.failure == "auth", denied
+    assert "NOPERM" in denied.reason and "role" in denied.reason, denied
+    assert denied.seconds <= TIMEOUT + MARGIN, denied
+
+
+def test_shipped_acl_cannot_write(redis_cluster):
+    """The check user from docs/redis/*-acl.conf can do nothing but what dbcheck needs."""
+    master = redis_cluster.wait_stable()
+    for cmd in (("SET", "k", "v"), ("GET", "k"), ("CONFIG", "GET", "maxmemory"), ("FLUSHALL",)):
+        with pytest.raises(Exception, match="NOPERM"):
+            redis_cluster.hc(master, *cmd)
+    s = redis_cluster.sentinels()[0]
+    for cmd in (("SENTINEL", "FAILOVER", "x"), ("SENTINEL", "SET", "x", "quorum", "1")):
+        with pytest.raises(Exception, match="NOPERM"):
+            redis_cluster.hc(s, *cmd)
+    assert redis_cluster.hc(master, "ROLE")[0] == "master"
