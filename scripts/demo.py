@@ -1,9 +1,10 @@
-"""dbcheck demo: a real lab on 127.0.0.1 (etcd, 3 Patroni members on PostgreSQL 15,
-HAProxy 2.6 using dbcheck as its external check), the verdicts for every node, and
-where HAProxy routes writes and reads. Run through ./scripts/demo (root, Debian's python3).
+"""dbcheck demo: a real lab on 127.0.0.1 (etcd, 3 Patroni members on PostgreSQL 15; 2 Redis
+nodes and 3 Sentinels; HAProxy 2.6 using dbcheck as its external check for both), the
+verdicts for every node, and where HAProxy routes writes and reads. Run through ./scripts/demo (root, Debian's python3).
 
   --keep        leave everything running; prints how to explore it and how to stop it
-  --switchover  also switch the leader over and show HAProxy following it
+  --switchover  also switch the Patroni leader and the Redis master over, and show HAProxy
+                following them
 """
 
 import argparse
@@ -21,8 +22,9 @@ sys.path.insert(0, str(REPO / "tests" / "integration"))
 
 import psycopg2  # noqa: E402
 
-from fixtures.dbcheck import write_check_wrapper, write_dbcheck_config  # noqa: E402
-from fixtures.haproxy import HAProxy, render_example_for  # noqa: E402
+from fixtures.dbcheck import write_check_wrapper, write_dbcheck_config, write_redis_config  # noqa: E402
+from fixtures.haproxy import HAProxy, render_example_for, render_redis_example_for  # noqa: E402
+from fixtures.redis import ADMIN_PASSWORD, RedisSentinelCluster, redis_pipeline  # noqa: E402
 from fixtures.patroni import APP_DB, APP_PASSWORD, APP_USER, PatroniCluster  # noqa: E402
 from fixtures.procs import wait_until  # noqa: E402
 
@@ -31,7 +33,8 @@ DBCHECK = REPO / "build" / "external-check" / "dbcheck"
 
 def explain(config, backend, member):
     """`dbcheck explain --json` for one node: (exit code, parsed report)."""
-    p = subprocess.run([str(DBCHECK), "--config", str(config), "explain", backend, member.pg_addr, "--json"],
+    addr = getattr(member, "pg_addr", None) or member.addr
+    p = subprocess.run([str(DBCHECK), "--config", str(config), "explain", backend, addr, "--json"],
                        capture_output=True, text=True, timeout=10)
     return p.returncode, json.loads(p.stdout)
 
@@ -51,6 +54,32 @@ def routed_to(port, cluster):
         conn.close()
     name = next((m.name for m in cluster.members() if m.pg_port == pg_port), f"port {pg_port}")
     return f"{name} ({'replica' if in_recovery else 'primary'})"
+
+
+def redis_routed_to(port, cluster):
+    """Which Redis node a new connection through HAProxy's `port` reaches, and its role."""
+    try:
+        info, role = redis_pipeline(port, [("INFO", "server"), ("ROLE",)], user="default",
+                                    password=ADMIN_PASSWORD, timeout=2)
+    except OSError as e:
+        return f"no server ({e})"
+    tcp_port = next(int(l.split(":")[1]) for l in info.splitlines() if l.startswith("tcp_port:"))
+    name = next((n.name for n in cluster.nodes() if n.port == tcp_port), f"port {tcp_port}")
+    return f"{name} ({role[0]})"
+
+
+def show_redis(cluster, config, hap, ports):
+    m = cluster.master()
+    print(f"\nSentinel majority names: {m.name if m else 'none'} (3 Sentinels, quorum 2)")
+    print(f"{'node':7} {'address':17} {'write':6} {'read':6} reason (redis_write | redis_read)")
+    for n in cluster.nodes():
+        rw, w = explain(config, "redis_write", n)
+        rr, r = explain(config, "redis_read", n)
+        print(f"{n.name:7} {n.addr:17} {'PASS' if rw == 0 else 'fail':6} {'PASS' if rr == 0 else 'fail':6} "
+              f"{w['verdict']['reason']} | {r['verdict']['reason']}")
+    print(f"HAProxy servers UP: redis_write={hap.servers_up('redis_write')} redis_read={hap.servers_up('redis_read')}")
+    print(f"a write connection (port {ports['redis_write']}) lands on: {redis_routed_to(ports['redis_write'], cluster)}")
+    print(f"a read connection (port {ports['redis_read']}) lands on: {redis_routed_to(ports['redis_read'], cluster)}")
 
 
 def show(cluster, config, hap, ports):
@@ -78,23 +107,33 @@ def main():
     work.chmod(0o755)
     print(f"lab directory: {work}")
     cluster = PatroniCluster(work / "pg")
-    hap = None
+    redis = RedisSentinelCluster(work / "redis")
+    hap = rhap = None
     try:
         print("starting etcd + 3 Patroni members (PostgreSQL 15) ...")
         cluster.start()
         print(f"cluster up in {cluster.up_seconds:.1f}s")
+        print("starting 2 Redis nodes + 3 Sentinels ...")
+        redis.start()
+        print(f"Redis up in {redis.up_seconds:.1f}s")
         config = write_dbcheck_config(work / "dbcheck", cluster)
         wrapper = write_check_wrapper(work / "dbcheck" / "dbcheck-wrapper", DBCHECK, config)
         cfg, ports = render_example_for(cluster, wrapper, work / "haproxy" / "admin.sock")
         hap = HAProxy(work / "haproxy", cfg).start()
-        hap.wait_until_checked("pg_write")
-        hap.wait_until_checked("pg_read")
+        rconfig = write_redis_config(work / "dbcheck-redis", redis)
+        rwrapper = write_check_wrapper(work / "dbcheck-redis" / "dbcheck-wrapper", DBCHECK, rconfig)
+        rcfg, rports = render_redis_example_for(redis, rwrapper, work / "haproxy-redis" / "admin.sock")
+        rhap = HAProxy(work / "haproxy-redis", rcfg).start()
         leader = cluster.leader()
-        # Wait for rise: the writer backend needs 3 passes before its server counts as UP again.
+        rmaster = redis.wait_stable()
+        # Wait for rise: the writer backends need 3 passes before their server counts as UP.
         wait_until(lambda: hap.servers_up("pg_write") == [leader.name], 20, "HAProxy routes writes to the leader")
         wait_until(lambda: len(hap.servers_up("pg_read")) == 2, 20, "HAProxy routes reads to both replicas")
-        print(f"dbcheck config: {config}\nHAProxy config: {work / 'haproxy' / 'haproxy.cfg'}")
+        wait_until(lambda: rhap.servers_up("redis_write") == [rmaster.name], 20, "HAProxy routes Redis writes")
+        print(f"dbcheck configs: {config}, {rconfig}")
+        print(f"HAProxy configs: {work / 'haproxy' / 'haproxy.cfg'}, {work / 'haproxy-redis' / 'haproxy.cfg'}")
         show(cluster, config, hap, ports)
+        show_redis(redis, rconfig, rhap, rports)
 
         if args.switchover:
             new = next(m for m in cluster.members() if m.name != leader.name)
@@ -106,6 +145,15 @@ def main():
             cluster.wait_healthy()
             wait_until(lambda: len(hap.servers_up("pg_read")) == 2, 60, "both replicas back in pg_read")
             show(cluster, config, hap, ports)
+            print(f"\nSENTINEL FAILOVER (master {rmaster.name}) ...")
+            t0 = time.monotonic()
+            rnew = redis.failover()
+            wait_until(lambda: rhap.servers_up("redis_write") == [rnew.name], 60, "HAProxy routes Redis writes to the new master")
+            print(f"HAProxy routes Redis writes to {rnew.name} {time.monotonic() - t0:.1f}s after the request "
+                  f"(the old master answers ROLE master until Sentinel converts it, ~10 s: it was out at once)")
+            redis.wait_stable(timeout=40)
+            wait_until(lambda: rhap.servers_up("redis_read") == [rmaster.name], 30, "the old master back as a reader")
+            show_redis(redis, rconfig, rhap, rports)
 
         if args.keep:
             print(f"""
@@ -113,6 +161,8 @@ The lab keeps running (--keep). In another shell, try:
   {DBCHECK} --config {config} explain pg_read {cluster.replicas()[0].pg_addr}
   echo 'show stat' | socat stdio UNIX-CONNECT:{work / 'haproxy' / 'admin.sock'} | cut -d, -f1,2,18
   PGPASSWORD={APP_PASSWORD} psql -h 127.0.0.1 -p {ports['pg_write']} -U {APP_USER} {APP_DB}
+  {DBCHECK} --config {rconfig} explain redis_write {rmaster.addr}
+  redis-cli -p {rports['redis_write']} --user default --pass {ADMIN_PASSWORD} --no-auth-warning ROLE
 Press Ctrl-C (or send SIGTERM to {os.getpid()}) to stop everything the demo started.""", flush=True)
             signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
             try:
@@ -122,11 +172,12 @@ Press Ctrl-C (or send SIGTERM to {os.getpid()}) to stop everything the demo star
                 print("\nstopping the lab ...")
         return 0
     finally:
-        if hap is not None:
-            hap.stop()
-        if cluster is not None:
-            cluster.stop()
-            subprocess.run(["rm", "-rf", str(work)], check=False)
+        for h in (hap, rhap):
+            if h is not None:
+                h.stop()
+        redis.stop()
+        cluster.stop()
+        subprocess.run(["rm", "-rf", str(work)], check=False)
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ std::string render_line(const Report& r);
 // Several lines for people: each opinion, the lag derivation, the verdict.
 std::string render_text(const Report& r);
 
-// The same as a JSON document (stable field names, see docs/explain.md).
+// The same as a JSON document (field names: docs/explain.md).
 std::string render_json(const Report& r);
 
 } // namespace dbcheck::core
