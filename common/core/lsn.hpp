@@ -8,6 +8,7 @@
 
 namespace dbcheck::core {
 
+// A WAL position: byte offset into the cluster's WAL stream.
 using Lsn = std::uint64_t;
 
 // --- Interface ---

@@ -11,6 +11,7 @@
 
 namespace dbcheck::core {
 
+// One member as GET /cluster lists it.
 struct PatroniMember {
   std::string name;
   std::string role;       // leader, replica, sync_standby, standby_leader (master/primary accepted)
@@ -19,6 +20,7 @@ struct PatroniMember {
   bool noloadbalance = false;
 };
 
+// The whole answer of GET /cluster: who is in the cluster, in which role.
 struct ClusterView {
   std::vector<PatroniMember> members;
   bool paused = false; // maintenance mode: Patroni will not fail over

@@ -29,6 +29,7 @@ struct NodeRole {
   bool read_only = true; // current_setting('transaction_read_only') = 'on'
 };
 
+// Everything the writer check saw: the manager's answer and the node's, or why each failed.
 struct WriterObservation {
   util::HostPort node;
   tl::expected<ClusterView, ProbeError> manager;
@@ -44,6 +45,7 @@ struct ReplicaStatus {
   std::optional<std::uint32_t> received_timeline; // pg_stat_wal_receiver.received_tli
 };
 
+// Everything the reader check saw, with the lag bound already derived.
 struct ReplicaObservation {
   util::HostPort node;
   tl::expected<ClusterView, ProbeError> manager;

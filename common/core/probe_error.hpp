@@ -7,6 +7,7 @@
 
 namespace dbcheck::core {
 
+// Why asking one peer failed.
 struct ProbeError {
   Failure kind = Failure::network; // network, timeout, protocol, auth, not_ready or saturated
   std::string detail;              // one line, no secrets: what the peer or the OS said

@@ -16,6 +16,7 @@
 
 namespace dbcheck::core {
 
+// Everything a Redis check saw: each Sentinel's answer and the node's.
 struct RedisObservation {
   util::HostPort node;
   std::vector<SentinelAnswer> sentinels;

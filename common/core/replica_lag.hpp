@@ -12,6 +12,7 @@
 
 namespace dbcheck::core {
 
+// The timed observations a lag bound is derived from.
 struct LagEvidence {
   // How the engine's positions read in the derivation text (PostgreSQL's by default).
   std::string caught_up_phrase = "replayed past the primary's WAL position";
@@ -30,6 +31,7 @@ struct LagEvidence {
   std::optional<double> since_last_replay_s;
 };
 
+// A replica's staleness bound and how it was obtained.
 struct LagEstimate {
   std::optional<double> seconds; // upper bound on staleness; nullopt when none can be given
   std::string derivation;        // how the figure was obtained, for explain and reasons

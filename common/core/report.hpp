@@ -19,6 +19,7 @@ struct Step {
   double latency_ms = 0;
 };
 
+// One check, complete: the verdict and every step that led to it.
 struct Report {
   std::string backend;
   std::string node;

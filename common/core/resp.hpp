@@ -6,6 +6,7 @@
 
 namespace dbcheck::core {
 
+// A RESP2 reply tree: one of string, status, error, integer, nil or array.
 struct RespValue {
   enum class Type { string, status, error, integer, nil, array };
   Type type = Type::nil;

@@ -18,11 +18,13 @@
 
 namespace dbcheck::core {
 
+// One configured Sentinel and what it said (or why it said nothing).
 struct SentinelAnswer {
   util::HostPort sentinel;
   tl::expected<SentinelView, ProbeError> view;
 };
 
+// The count over all configured Sentinels.
 struct SentinelTally {
   std::size_t configured = 0;
   std::size_t needed = 0;                 // configured / 2 + 1

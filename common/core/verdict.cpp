@@ -44,4 +44,8 @@ std::string_view to_string(Failure f) {
   return "protocol";
 }
 
+bool passes(const Verdict& v) {
+  return v.state == State::up;
+}
+
 } // namespace dbcheck::core

@@ -24,6 +24,7 @@ enum class Failure {
   config,    // dbcheck's own configuration is unusable
 };
 
+// A check's outcome: what HAProxy should do with the node, and why.
 struct Verdict {
   State state = State::down;
   Failure failure = Failure::none;
@@ -39,8 +40,6 @@ std::string_view to_string(State s);
 std::string_view to_string(Failure f);
 
 // True for a verdict that lets HAProxy send traffic (up).
-inline bool passes(const Verdict& v) {
-  return v.state == State::up;
-}
+bool passes(const Verdict& v);
 
 } // namespace dbcheck::core

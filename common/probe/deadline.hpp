@@ -10,13 +10,18 @@ namespace dbcheck::probe {
 
 using Clock = std::chrono::steady_clock;
 
+// An absolute time every step of one check must finish by.
 class Deadline {
 public:
+  // --- Interface ---
+
+  // A deadline at the absolute steady time `at`.
   explicit Deadline(Clock::time_point at) : m_at(at) {}
 
   // A deadline `budget` from now.
   static Deadline in(util::Duration budget) { return Deadline{Clock::now() + budget}; }
 
+  // The absolute time.
   Clock::time_point at() const { return m_at; }
 
   // Time left, never negative.
@@ -31,6 +36,7 @@ public:
     return static_cast<int>(std::min<long long>(ms, 24LL * 3600 * 1000));
   }
 
+  // True once the time has come.
   bool expired() const { return Clock::now() >= m_at; }
 
   // An earlier deadline: this one less `margin` (for a step that must leave time for another).

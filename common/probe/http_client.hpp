@@ -10,6 +10,7 @@
 
 namespace dbcheck::probe {
 
+// What happened to the GET of one URL.
 struct HttpAttempt {
   std::string url;   // without credentials
   long status = 0;   // HTTP status, 0 when no response
@@ -18,12 +19,14 @@ struct HttpAttempt {
   double latency_ms = 0;
 };
 
+// The result of asking all URLs: which answer was taken, and each attempt.
 struct HttpOutcome {
   std::optional<std::size_t> accepted; // index into attempts of the answer that was taken
   std::string body;                    // its body
   std::vector<HttpAttempt> attempts;   // one per URL, in the order given
 };
 
+// Transport settings shared by all the GETs of one call.
 struct HttpOptions {
   std::optional<std::string> cafile;      // CA bundle for https
   std::size_t max_body = 4 * 1024 * 1024; // an answer larger than this is refused, not buffered

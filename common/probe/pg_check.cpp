@@ -154,7 +154,6 @@ std::optional<std::uint32_t> parse_timeline(const std::string& hex) {
   return v;
 }
 
-
 core::Step node_step(const std::string& opinion, const util::HostPort& addr, const char* sql) {
   core::Step s;
   s.opinion = opinion;
@@ -311,7 +310,8 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
   // sample gets an earlier deadline, so a hung leader cannot starve the replica's own query
   // (and take every healthy replica out of rotation with a reason that blames the replica).
   if (obs.manager && session) {
-    sample = sample_leader(cluster, *obs.manager, node, deadline.minus(reserve_for_last_step(deadline)));
+    sample =
+        sample_leader(cluster, *obs.manager, node, deadline.minus(reserve_for_last_step(deadline)));
     if (sample.step) {
       report.steps.push_back(*sample.step);
     }

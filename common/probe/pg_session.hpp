@@ -17,6 +17,7 @@ struct pg_conn; // libpq's PGconn, kept out of this header
 
 namespace dbcheck::probe {
 
+// Where and as whom to connect; every libpq setting dbcheck relies on is named here.
 struct PgTarget {
   util::HostPort address;
   std::string dbname;
@@ -28,6 +29,7 @@ struct PgTarget {
 
 using PgRow = std::vector<std::optional<std::string>>; // text values, nullopt for NULL
 
+// An open connection (RAII: PQfinish on destruction); every call bounded by a Deadline.
 class PgSession {
 public:
   // Connects within `deadline`; the server is also told to cancel any statement that outlives

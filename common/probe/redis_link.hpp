@@ -23,6 +23,7 @@ namespace dbcheck::probe {
 
 using RedisCommand = std::vector<std::string>; // argv, binary-safe
 
+// An open connection (RAII: redisFree on destruction); every call bounded by a Deadline.
 class RedisLink {
 public:
   // Connects within `deadline`. Use an IP literal: hiredis resolves names without a timeout.

@@ -9,6 +9,7 @@
 
 namespace dbcheck::util {
 
+// A host (IP literal or name) and a TCP port.
 struct HostPort {
   std::string host; // an IP literal or a name, without brackets
   std::uint16_t port = 0;
