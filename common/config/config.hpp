@@ -55,11 +55,29 @@ struct Backend {
   core::SaturationPolicy on_saturation = core::SaturationPolicy::up;
 };
 
+// The [agent] section: how dbcheck-agent listens, probes and damps (ignored by dbcheck).
+struct AgentSettings {
+  util::HostPort listen{"0.0.0.0", 5555};      // agent-check port
+  util::HostPort http_listen{"0.0.0.0", 8091}; // HTTP endpoints and /metrics
+  util::Duration interval{1000};               // one probe round per cluster per interval
+  int fall = 2;                                // consecutive failures to go down
+  int rise = 3;                                // consecutive successes to come back
+  util::Duration lag_window{5000};             // max_lag exceeded this long before a replica leaves
+  util::Duration stale_after{3000};            // a verdict older than this is not trusted
+  util::Duration shutdown_grace{10000};        // answer "drain" this long after SIGTERM
+  util::Duration ready_window{10000};          // send "ready" this long after our own drain ends
+  std::optional<std::string> drain_file;       // while it exists, every backend answers drain
+  std::optional<std::string> default_backend;  // for pollers that send no agent-send line
+  std::size_t max_connections = 20000;         // agent port: open connections at most
+  std::map<std::string, util::HostPort> local; // [agent.local]: cluster -> this host's node
+};
+
 // The whole validated file.
 struct Config {
   std::string path;
   std::map<std::string, Cluster> clusters; // by name, each a PostgresCluster or a RedisCluster
   std::map<std::string, Backend> backends;
+  std::optional<AgentSettings> agent; // present when the file has an [agent] section
 };
 
 // --- Interface ---

@@ -325,6 +325,102 @@ const std::vector<KeySpec<RedisCluster>>& redis_keys() {
   return k;
 }
 
+template <class Target>
+void apply_keys(const toml::table& table, const std::vector<KeySpec<Target>>& specs,
+                const std::string& section, Target& target, Errors& e);
+
+std::optional<int> want_count(const toml::node& n, Errors& e, const std::string& key) {
+  const auto v = n.value<int64_t>();
+  if (!n.is_integer() || !v || *v < 1 || *v > 100) {
+    e.add(n.source(), key, "expected a whole number from 1 to 100");
+    return std::nullopt;
+  }
+  return static_cast<int>(*v);
+}
+
+const std::vector<KeySpec<AgentSettings>>& agent_keys() {
+  using A = AgentSettings;
+  const auto duration = [](util::Duration A::*field) {
+    return [field](A& a, const toml::node& n, Errors& e, const std::string& key) {
+      if (auto v = want_duration(n, e, key)) {
+        a.*field = *v;
+      }
+    };
+  };
+  const auto address = [](util::HostPort A::*field) {
+    return [field](A& a, const toml::node& n, Errors& e, const std::string& key) {
+      if (auto v = want_host_port(n, e, key)) {
+        a.*field = *v;
+      }
+    };
+  };
+  const auto count = [](int A::*field) {
+    return [field](A& a, const toml::node& n, Errors& e, const std::string& key) {
+      if (auto v = want_count(n, e, key)) {
+        a.*field = *v;
+      }
+    };
+  };
+  static const std::vector<KeySpec<A>> k = {
+      {"listen", address(&A::listen)},
+      {"http_listen", address(&A::http_listen)},
+      {"interval", duration(&A::interval)},
+      {"fall", count(&A::fall)},
+      {"rise", count(&A::rise)},
+      {"lag_window", duration(&A::lag_window)},
+      {"stale_after", duration(&A::stale_after)},
+      {"shutdown_grace", duration(&A::shutdown_grace)},
+      {"ready_window", duration(&A::ready_window)},
+      {"drain_file", [](A& a, const toml::node& n, Errors& e,
+                        const std::string& key) { a.drain_file = want_string(n, e, key); }},
+      {"default_backend",
+       [](A& a, const toml::node& n, Errors& e, const std::string& key) {
+         a.default_backend = want_string(n, e, key);
+       }},
+      {"max_connections",
+       [](A& a, const toml::node& n, Errors& e, const std::string& key) {
+         const auto v = n.value<int64_t>();
+         if (!n.is_integer() || !v || *v < 1 || *v > 1'000'000) {
+           e.add(n.source(), key, "expected a whole number from 1 to 1000000");
+           return;
+         }
+         a.max_connections = static_cast<std::size_t>(*v);
+       }},
+      // [agent.local] is a table of its own, read by parse_agent.
+      {"local", [](A&, const toml::node&, Errors&, const std::string&) {}},
+  };
+  return k;
+}
+
+// The [agent] section and its [agent.local] table of cluster -> this host's node.
+void parse_agent(const toml::node& node, const toml::source_region& where, Config& cfg, Errors& e) {
+  const toml::table* t = node.as_table();
+  if (t == nullptr) {
+    e.add(where, "agent", "expected a table [agent]");
+    return;
+  }
+  AgentSettings a;
+  apply_keys(*t, agent_keys(), "agent", a, e);
+  if (const toml::node* local = t->get("local")) {
+    const toml::table* lt = local->as_table();
+    if (lt == nullptr) {
+      e.add(local->source(), "agent.local",
+            "expected a table [agent.local] of cluster = \"host:port\"");
+    } else {
+      for (auto&& [k, v] : *lt) {
+        const std::string key = fmt::format("agent.local.{}", k.str());
+        if (auto hp = want_host_port(v, e, key)) {
+          a.local.emplace(std::string{k.str()}, *hp);
+        }
+      }
+    }
+  }
+  if (a.stale_after <= a.interval) {
+    e.add(where, "agent.stale_after", "must be longer than agent.interval");
+  }
+  cfg.agent = std::move(a);
+}
+
 const std::vector<KeySpec<BackendDraft>>& backend_keys() {
   static const std::vector<KeySpec<BackendDraft>> k = {
       {"cluster",
@@ -480,6 +576,8 @@ tl::expected<Config, ConfigError> parse_config(std::string_view text, const std:
           [&](const std::string& name, const toml::table& t, const toml::source_region& where) {
             parse_cluster(name, t, where, cfg, e);
           });
+    } else if (section == "agent") {
+      parse_agent(node, k.source(), cfg, e);
     } else if (section == "backend") {
       for_each_named_table(
           node, "backend", e,
@@ -492,8 +590,8 @@ tl::expected<Config, ConfigError> parse_config(std::string_view text, const std:
           });
     } else {
       e.add(k.source(), section,
-            fmt::format("unknown section [{}] (expected [defaults], [cluster.NAME] or "
-                        "[backend.NAME])",
+            fmt::format("unknown section [{}] (expected [defaults], [cluster.NAME], "
+                        "[backend.NAME] or [agent])",
                         section));
     }
   }
@@ -521,6 +619,20 @@ tl::expected<Config, ConfigError> parse_config(std::string_view text, const std:
     b.max_lag = d.max_lag.value_or(defaults.max_lag);
     b.on_saturation = d.on_saturation.value_or(defaults.on_saturation);
     cfg.backends.emplace(b.name, std::move(b));
+  }
+  if (cfg.agent) {
+    // Names in [agent] refer to the rest of the file: check them once everything is read.
+    for (const auto& [cluster, _] : cfg.agent->local) {
+      if (cfg.clusters.find(cluster) == cfg.clusters.end()) {
+        e.add_plain(
+            fmt::format("{}: agent.local.{}: no [cluster.{}] is defined", path, cluster, cluster));
+      }
+    }
+    if (cfg.agent->default_backend &&
+        cfg.backends.find(*cfg.agent->default_backend) == cfg.backends.end()) {
+      e.add_plain(fmt::format("{}: agent.default_backend: no [backend.{}] is defined", path,
+                              *cfg.agent->default_backend));
+    }
   }
   if (cfg.backends.empty() && !e.any()) {
     e.add_plain(fmt::format("{}: no [backend.NAME] is defined: HAProxy's backend names must "

@@ -142,7 +142,7 @@ TEST_CASE("errors name the file, line and key, and what was expected", "[config]
     const auto r = parse_config(base + "\n[backends.x]\ncluster = \"pg\"\n", "dbcheck.toml");
     REQUIRE_FALSE(r);
     CHECK(errors_of(r) == "dbcheck.toml:20: backends: unknown section [backends] (expected "
-                          "[defaults], [cluster.NAME] or [backend.NAME])\n");
+                          "[defaults], [cluster.NAME], [backend.NAME] or [agent])\n");
   }
 }
 
@@ -233,5 +233,67 @@ max_lag = "2s"
                           "defined\n"
                           "dbcheck.toml:15: backend.redis_read.cluster: no [cluster.cache] is "
                           "defined\n");
+  }
+}
+
+TEST_CASE("the [agent] section: defaults, values and references", "[config][agent]") {
+  TempDir dir;
+  const auto pw = dir.write("pg.password", "s3cret\n", 0600);
+  const std::string base = valid_config(pw);
+  SECTION("absent: no agent settings") {
+    CHECK_FALSE(parse_config(base, "dbcheck.toml")->agent);
+  }
+  SECTION("every key") {
+    const auto cfg = parse_config(base + R"(
+[agent]
+listen = "127.0.0.1:5555"
+http_listen = "127.0.0.1:8091"
+interval = "500ms"
+fall = 3
+rise = 4
+lag_window = "10s"
+stale_after = "2s"
+shutdown_grace = "3s"
+ready_window = "5s"
+drain_file = "/etc/dbcheck/drain"
+default_backend = "pg_write"
+max_connections = 500
+
+[agent.local]
+pg = "10.0.0.1:5432"
+)",
+                                  "dbcheck.toml");
+    REQUIRE(cfg);
+    const AgentSettings& a = *cfg->agent;
+    CHECK(a.listen == dbcheck::util::HostPort{"127.0.0.1", 5555});
+    CHECK(a.interval.count() == 500);
+    CHECK(a.fall == 3);
+    CHECK(a.rise == 4);
+    CHECK(a.lag_window.count() == 10000);
+    CHECK(a.drain_file == std::optional<std::string>{"/etc/dbcheck/drain"});
+    CHECK(a.default_backend == std::optional<std::string>{"pg_write"});
+    CHECK(a.max_connections == 500);
+    CHECK(a.local.at("pg") == dbcheck::util::HostPort{"10.0.0.1", 5432});
+  }
+  SECTION("errors") {
+    const auto r = parse_config(base + R"(
+[agent]
+fall = 0
+interval = "5s"
+default_backend = "nope"
+listen = "5555"
+
+[agent.local]
+cache = "10.0.0.1:6379"
+)",
+                                "dbcheck.toml");
+    REQUIRE_FALSE(r);
+    CHECK(errors_of(r) ==
+          "dbcheck.toml: agent.local.cache: no [cluster.cache] is defined\n"
+          "dbcheck.toml: agent.default_backend: no [backend.nope] is defined\n"
+          "dbcheck.toml:20: agent.stale_after: must be longer than agent.interval\n"
+          "dbcheck.toml:21: agent.fall: expected a whole number from 1 to 100\n"
+          "dbcheck.toml:24: agent.listen: \"5555\" is not HOST:PORT (e.g. 10.0.0.1:5432 or "
+          "[::1]:5432)\n");
   }
 }
