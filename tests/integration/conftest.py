@@ -137,6 +137,15 @@ def dbcheck_bin():
     return path.resolve()
 
 
+@pytest.fixture(scope="session")
+def agent_bin():
+    """Path of the dbcheck-agent binary: $DBCHECK_AGENT_BIN or <repo>/build/agent/dbcheck-agent."""
+    path = Path(os.environ.get("DBCHECK_AGENT_BIN") or REPO_ROOT / "build" / "agent" / "dbcheck-agent")
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        pytest.fail(f"dbcheck-agent binary not found at {path}: build it first", pytrace=False)
+    return path.resolve()
+
+
 @pytest.fixture
 def dbcheck_setup(workdir, pg_cluster, dbcheck_bin):
     """dbcheck.toml + 0600 password file (owner haproxy) for pg_cluster, and a wrapper

@@ -1,0 +1,345 @@
+#include "agent_app.hpp"
+
+#include "agent_reply.hpp"
+#include "agent_server.hpp"
+#include "http_server.hpp"
+#include "log_line.hpp"
+#include "prober.hpp"
+#include "status_render.hpp"
+#include "verdict_cache.hpp"
+
+#include <config/load_config.hpp>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+namespace dbcheck::agent {
+namespace {
+
+using probe::Clock;
+using namespace std::chrono_literals;
+
+// Everything the probers, the two servers and the signal loop share.
+class Agent {
+public:
+  explicit Agent(std::shared_ptr<const config::Config> cfg) : m_cfg(std::move(cfg)) {}
+
+  // Starts one prober per [agent.local] cluster and tracks its backends.
+  void start_probers() {
+    const auto cfg = config();
+    std::vector<std::string> tracked;
+    for (const auto& [cluster, node] : cfg->agent->local) {
+      for (const auto& [name, b] : cfg->backends) {
+        if (b.cluster == cluster) {
+          m_cache.track(b, node,
+                        core::TrackerPolicy{cfg->agent->rise, cfg->agent->fall,
+                                            cfg->agent->lag_window,
+                                            b.role == config::Role::primary});
+          tracked.push_back(name);
+        }
+      }
+      m_probers.push_back(std::make_unique<Prober>(cfg, cluster, node, m_cache));
+      m_probers.back()->start();
+    }
+    m_cache.retain(tracked);
+  }
+
+  void stop_probers() { m_probers.clear(); } // each destructor stops and joins
+
+  std::shared_ptr<const config::Config> config() const {
+    std::lock_guard lock(m_mutex);
+    return m_cfg;
+  }
+
+  // SIGHUP: a new config replaces the old only if it loads; the old keeps running otherwise.
+  void reload() {
+    const std::string path = config()->path;
+    auto fresh = config::load_config(path);
+    if (!fresh || !fresh->agent) {
+      ++m_reload_failures;
+      const std::string why = fresh ? "no [agent] section" : fresh.error().messages.front();
+      log_event("error", "reload failed, keeping the running configuration",
+                {{"config", path}, {"error", why}});
+      return;
+    }
+    stop_probers();
+    {
+      std::lock_guard lock(m_mutex);
+      m_cfg = std::make_shared<const config::Config>(std::move(*fresh));
+    }
+    start_probers();
+    ++m_reloads;
+    log_event("info", "configuration reloaded", {{"config", path}});
+  }
+
+  void begin_shutdown() {
+    std::lock_guard lock(m_mutex);
+    if (!m_shutdown_since) {
+      m_shutdown_since = Clock::now();
+    }
+  }
+
+  std::optional<Clock::time_point> shutdown_since() const {
+    std::lock_guard lock(m_mutex);
+    return m_shutdown_since;
+  }
+
+  // Whether every backend answers drain now, and why; also opens the "ready" window when a
+  // drain of our own ends (only then does the agent send "ready": an operator's drain set
+  // through HAProxy's runtime API survives).
+  std::pair<bool, std::string> drain_state(Clock::time_point now) {
+    std::string why;
+    if (shutdown_since()) {
+      why = "dbcheck-agent is shutting down";
+    } else if (const auto cfg = config(); cfg->agent->drain_file) {
+      struct stat st {};
+      if (::stat(cfg->agent->drain_file->c_str(), &st) == 0) {
+        why = fmt::format("drain file {} present", *cfg->agent->drain_file);
+      }
+    }
+    std::lock_guard lock(m_mutex);
+    const bool draining = !why.empty();
+    if (m_own_drain && !draining) {
+      m_ready_until = now + std::chrono::duration_cast<Clock::duration>(m_cfg->agent->ready_window);
+      log_event("info", "drain ended", {});
+    } else if (!m_own_drain && draining) {
+      log_event("info", "drain started", {{"reason", why}});
+    }
+    m_own_drain = draining;
+    return {draining, why};
+  }
+
+  bool send_ready(Clock::time_point now) const {
+    std::lock_guard lock(m_mutex);
+    return m_ready_until && now < *m_ready_until;
+  }
+
+  AgentStatus status(Clock::time_point now, bool draining, std::string why) const {
+    AgentStatus s;
+    s.draining = draining;
+    s.drain_reason = std::move(why);
+    s.uptime_s = std::chrono::duration<double>(now - m_started).count();
+    s.stale_after_s = std::chrono::duration<double>(config()->agent->stale_after).count();
+    s.reloads = m_reloads;
+    s.reload_failures = m_reload_failures;
+    if (m_agent_server) {
+      s.agent_connections_open = m_agent_server->open_connections();
+      s.agent_connections_refused = m_agent_server->refused_connections();
+    }
+    return s;
+  }
+
+  // The agent-check answer for `requested` ("" = no agent-send line).
+  std::string respond(std::string_view requested) {
+    const auto now = Clock::now();
+    const auto cfg = config();
+    const std::string name =
+        requested.empty() ? cfg->agent->default_backend.value_or("") : std::string{requested};
+    auto [draining, why] = drain_state(now);
+    ReplyInput in;
+    in.backend = name.empty() ? "(none sent, no default_backend)" : name;
+    const auto snap = m_cache.get(name);
+    in.known = snap.has_value();
+    if (!in.known && cfg->backends.count(name) != 0) {
+      // Configured, but this host has no node in its cluster ([agent.local]).
+      in.known = true;
+      in.reported = {
+          core::State::down, core::Failure::config,
+          fmt::format("no [agent.local] node for cluster {}", cfg->backends.at(name).cluster)};
+    } else if (snap) {
+      const AgentStatus st = status(now, draining, why);
+      in.reported = snap->reported;
+      in.stale = !fresh(*snap, st, now);
+      in.age_s = std::isfinite(age_seconds(*snap, now)) ? age_seconds(*snap, now) : 0.0;
+    }
+    in.draining = draining;
+    in.drain_reason = why;
+    in.send_ready = send_ready(now);
+    return agent_reply(in);
+  }
+
+  HttpAnswer http(std::string_view path) {
+    const auto now = Clock::now();
+    auto [draining, why] = drain_state(now);
+    const AgentStatus st = status(now, draining, why);
+    if (path == "/live") {
+      return {200, "text/plain; charset=utf-8", "alive\n"};
+    }
+    if (path == "/health") {
+      return {200, "application/json", render_health(m_cache.all(), st, now)};
+    }
+    if (path == "/metrics") {
+      return {200, "text/plain; version=0.0.4; charset=utf-8",
+              render_metrics(m_cache.all(), st, now)};
+    }
+    constexpr std::string_view prefix = "/backend/";
+    if (path.substr(0, prefix.size()) == prefix) {
+      const std::string name{path.substr(prefix.size())};
+      const auto snap = m_cache.get(name);
+      if (!snap) {
+        return {404, "text/plain; charset=utf-8", fmt::format("unknown backend {}\n", name)};
+      }
+      // A drain is not a failure: the regular check stays green while the agent drains.
+      const bool up = fresh(*snap, st, now) && snap->reported.state == core::State::up;
+      return {up ? 200 : 503, "text/plain; charset=utf-8", render_backend_line(*snap, st, now)};
+    }
+    return {404, "text/plain; charset=utf-8",
+            "not found: /backend/<name>, /health, /live, /metrics\n"};
+  }
+
+  // True while every tracked backend has a fresh verdict (the watchdog's health signal).
+  bool probers_alive(Clock::time_point now) const {
+    const AgentStatus st = status(now, false, "");
+    for (const auto& s : m_cache.all()) {
+      if (!fresh(s, st, now) &&
+          std::chrono::duration<double>(now - m_started).count() > 2 * st.stale_after_s) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  void set_agent_server(AgentServer* s) { m_agent_server = s; }
+
+private:
+  mutable std::mutex m_mutex;
+  std::shared_ptr<const config::Config> m_cfg;
+  VerdictCache m_cache;
+  std::vector<std::unique_ptr<Prober>> m_probers;
+  std::optional<Clock::time_point> m_shutdown_since;
+  bool m_own_drain = false;
+  std::optional<Clock::time_point> m_ready_until;
+  Clock::time_point m_started = Clock::now();
+  std::uint64_t m_reloads = 0;
+  std::uint64_t m_reload_failures = 0;
+  AgentServer* m_agent_server = nullptr;
+};
+
+// As many open files as the hard limit allows: each idle poller holds one for up to 100 ms.
+void raise_nofile_limit() {
+  rlimit r{};
+  if (::getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = r.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &r);
+  }
+}
+
+} // namespace
+
+int run(int argc, char** argv) {
+  CLI::App app{"dbcheck-agent: answers HAProxy's agent-check (and HTTP checks) from cached,\n"
+               "damped verdicts of this host's database nodes. Configuration: the [agent]\n"
+               "section of dbcheck's TOML file. SIGHUP reloads it, SIGTERM drains then exits.",
+               "dbcheck-agent"};
+  app.set_version_flag("--version", "dbcheck-agent 0.1.0");
+  std::string path;
+  app.add_option("--config", path,
+                 "configuration file (default: $DBCHECK_CONFIG, else "
+                 "/etc/dbcheck/dbcheck.toml)")
+      ->type_name("FILE");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (path.empty()) {
+    const char* env = std::getenv("DBCHECK_CONFIG");
+    path = env != nullptr && *env != '\0' ? env : std::string{config::k_default_config_path};
+  }
+
+  // Signals are taken synchronously by the main loop: block them before any thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  raise_nofile_limit();
+
+  auto loaded = config::load_config(path);
+  if (!loaded) {
+    for (const auto& m : loaded.error().messages) {
+      std::cerr << "configuration error: " << m << '\n';
+    }
+    return 2;
+  }
+  if (!loaded->agent) {
+    std::cerr << "configuration error: " << path << ": no [agent] section\n";
+    return 2;
+  }
+  if (loaded->agent->local.empty()) {
+    std::cerr << "configuration error: " << path
+              << ": [agent.local] names no node of this host (cluster = \"host:port\")\n";
+    return 2;
+  }
+  Agent agent(std::make_shared<const config::Config>(std::move(*loaded)));
+  const auto cfg = agent.config();
+
+  AgentServer agent_server(cfg->agent->listen, cfg->agent->max_connections,
+                           [&agent](std::string_view b) { return agent.respond(b); });
+  HttpServer http_server(cfg->agent->http_listen,
+                         [&agent](std::string_view p) { return agent.http(p); });
+  agent.start_probers();
+  if (auto r = agent_server.start(); !r) {
+    std::cerr << "dbcheck-agent: " << r.error() << '\n';
+    return 1;
+  }
+  agent.set_agent_server(&agent_server);
+  if (auto r = http_server.start(); !r) {
+    std::cerr << "dbcheck-agent: " << r.error() << '\n';
+    return 1;
+  }
+  log_event("info", "started",
+            {{"config", path},
+             {"agent_listen", util::to_string(cfg->agent->listen)},
+             {"http_listen", util::to_string(cfg->agent->http_listen)}});
+  sd_notify(0, "READY=1");
+  std::uint64_t watchdog_usec = 0;
+  const bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0;
+
+  const timespec tick{0, 200'000'000};
+  for (;;) {
+    const int sig = sigtimedwait(&signals, nullptr, &tick);
+    const auto now = Clock::now();
+    if (sig == SIGHUP) {
+      sd_notify(0, "RELOADING=1");
+      agent.reload();
+      sd_notify(0, "READY=1");
+    } else if (sig == SIGTERM || sig == SIGINT) {
+      if (agent.shutdown_since()) {
+        log_event("info", "second signal: stopping now", {});
+        break;
+      }
+      agent.begin_shutdown();
+      log_event("info", "draining before exit",
+                {{"grace", util::format_duration(agent.config()->agent->shutdown_grace)}});
+      sd_notify(0, "STOPPING=1");
+    }
+    if (const auto since = agent.shutdown_since();
+        since && now - *since >= agent.config()->agent->shutdown_grace) {
+      break;
+    }
+    if (watchdog && agent.probers_alive(now)) {
+      sd_notify(0, "WATCHDOG=1");
+    }
+  }
+  log_event("info", "stopped", {});
+  http_server.stop();
+  agent_server.stop();
+  agent.stop_probers();
+  return 0;
+}
+
+} // namespace dbcheck::agent

@@ -1,0 +1,51 @@
+#include "agent_reply.hpp"
+
+#include <fmt/format.h>
+
+namespace dbcheck::agent {
+namespace {
+
+// HAProxy reads up to the first CR/LF and keeps the text after '#' as a description: keep it
+// one printable line, and short (its buffer is 16 kB; a description is for people).
+std::string reason_text(const std::string& reason) {
+  constexpr std::size_t k_max = 200;
+  std::string out;
+  for (char c : reason) {
+    out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? ' ' : c;
+    if (out.size() >= k_max) {
+      out += "...";
+      break;
+    }
+  }
+  return out;
+}
+
+} // namespace
+
+std::string agent_reply(const ReplyInput& in) {
+  if (!in.known) {
+    return fmt::format("down #unknown backend {}\n", reason_text(in.backend));
+  }
+  if (in.draining) {
+    return fmt::format("drain #{}\n", reason_text(in.drain_reason));
+  }
+  const std::string ready = in.send_ready ? "ready " : "";
+  if (in.stale) {
+    // A prober that stopped answering proves nothing: fail closed.
+    return fmt::format("{}down #stale: no probe result for {:.1f}s\n", ready, in.age_s);
+  }
+  const core::Verdict& v = in.reported;
+  if (v.state == core::State::up) {
+    if (v.failure == core::Failure::saturated || v.failure == core::Failure::lag) {
+      // Degraded but serving: keep it in, with less of the traffic.
+      return fmt::format("{}up 50% #{}\n", ready, reason_text(v.reason));
+    }
+    if (v.failure != core::Failure::none) {
+      return fmt::format("{}up 100% #{}\n", ready, reason_text(v.reason));
+    }
+    return fmt::format("{}up 100%\n", ready);
+  }
+  return fmt::format("{}down #{}\n", ready, reason_text(v.reason));
+}
+
+} // namespace dbcheck::agent

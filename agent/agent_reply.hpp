@@ -1,0 +1,29 @@
+#pragma once
+// The one line the agent answers HAProxy's agent-check with (HAProxy 2.6 grammar, see
+// research/haproxy.md §2): pure, so every case is unit-tested.
+
+#include <core/verdict.hpp>
+
+#include <string>
+
+namespace dbcheck::agent {
+
+// What decides one reply.
+struct ReplyInput {
+  bool known = true;        // the backend exists in the configuration
+  std::string backend;      // as asked (for "unknown backend <name>")
+  core::Verdict reported;   // the damped verdict
+  bool stale = false;       // the prober has not refreshed it for longer than stale_after
+  double age_s = 0;         // seconds since the last round (for the stale reason)
+  bool draining = false;    // drain file present, or shutting down
+  std::string drain_reason; // why draining
+  bool send_ready = false;  // undo a drain this agent set itself (never an operator's)
+};
+
+// --- Interface ---
+
+// "up 100%\n", "up 50% #lag ...\n", "down #reason\n", "drain #reason\n", optionally led by
+// "ready". Reasons are cut to keep the line far below HAProxy's buffer and contain no newline.
+std::string agent_reply(const ReplyInput& in);
+
+} // namespace dbcheck::agent

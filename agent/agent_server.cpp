@@ -1,0 +1,213 @@
+// The only file that includes asio (a heavy header).
+#include "agent_server.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <asio.hpp>
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+namespace dbcheck::agent {
+namespace {
+
+using asio::ip::tcp;
+using namespace std::chrono_literals;
+
+// A poller that sends nothing (no agent-send) is answered after this; one that trickles its
+// line is answered (or dropped) then too, so a slow client holds a socket, never an answer.
+constexpr auto k_read_window = 100ms;
+constexpr auto k_write_timeout = 1s;
+constexpr std::size_t k_max_line = 512;
+
+struct Counters {
+  std::atomic<std::size_t> open{0};
+  std::atomic<std::uint64_t> refused{0};
+};
+
+class Session : public std::enable_shared_from_this<Session> {
+public:
+  Session(tcp::socket socket, const Responder& respond, Counters& counters)
+      : m_socket(std::move(socket)), m_timer(m_socket.get_executor()), m_respond(respond),
+        m_counters(counters) {
+    ++m_counters.open;
+  }
+  ~Session() { --m_counters.open; }
+
+  void start() {
+    m_timer.expires_after(k_read_window);
+    m_timer.async_wait([self = shared_from_this()](const asio::error_code& ec) {
+      if (!ec && !self->m_answered) {
+        self->answer(std::string_view{self->m_buf.data(), self->m_used});
+      }
+    });
+    read();
+  }
+
+private:
+  void read() {
+    m_socket.async_read_some(
+        asio::buffer(m_buf.data() + m_used, m_buf.size() - m_used),
+        [self = shared_from_this()](const asio::error_code& ec, std::size_t n) {
+          if (self->m_answered) {
+            return;
+          }
+          if (ec) {
+            // The poller closed its side: answer what it sent, if anything; else just close.
+            if (self->m_used > 0) {
+              self->answer(std::string_view{self->m_buf.data(), self->m_used});
+            } else {
+              self->close();
+            }
+            return;
+          }
+          self->m_used += n;
+          const std::string_view got{self->m_buf.data(), self->m_used};
+          if (got.find('\n') != std::string_view::npos) {
+            self->answer(got);
+          } else if (self->m_used == self->m_buf.size()) {
+            self->reply("down #request line too long\n");
+          } else {
+            self->read();
+          }
+        });
+  }
+
+  void answer(std::string_view request) { reply(m_respond(backend_from_request(request))); }
+
+  void reply(std::string line) {
+    m_answered = true;
+    m_reply = std::move(line);
+    m_timer.cancel();
+    m_timer.expires_after(k_write_timeout);
+    m_timer.async_wait([self = shared_from_this()](const asio::error_code& ec) {
+      if (!ec) {
+        self->close(); // a poller that does not read its answer loses it
+      }
+    });
+    asio::async_write(m_socket, asio::buffer(m_reply),
+                      [self = shared_from_this()](const asio::error_code&, std::size_t) {
+                        self->m_timer.cancel();
+                        self->close();
+                      });
+  }
+
+  void close() {
+    asio::error_code ignored;
+    m_socket.shutdown(tcp::socket::shutdown_both, ignored);
+    m_socket.close(ignored);
+  }
+
+  tcp::socket m_socket;
+  asio::steady_timer m_timer;
+  const Responder& m_respond;
+  Counters& m_counters;
+  std::array<char, k_max_line> m_buf{};
+  std::size_t m_used = 0;
+  bool m_answered = false;
+  std::string m_reply;
+};
+
+} // namespace
+
+struct AgentServer::Impl {
+  util::HostPort listen;
+  std::size_t max_connections;
+  Responder respond;
+  asio::io_context io{1};
+  tcp::acceptor acceptor{io};
+  Counters counters;
+  std::thread thread;
+
+  void accept() {
+    acceptor.async_accept([this](const asio::error_code& ec, tcp::socket socket) {
+      if (ec == asio::error::operation_aborted) {
+        return;
+      }
+      if (!ec) {
+        if (counters.open.load() >= max_connections) {
+          ++counters.refused;
+          asio::error_code ignored;
+          socket.close(ignored);
+        } else {
+          std::make_shared<Session>(std::move(socket), respond, counters)->start();
+        }
+      }
+      accept(); // EMFILE and the like: keep serving the connections that fit
+    });
+  }
+};
+
+AgentServer::AgentServer(util::HostPort listen, std::size_t max_connections, Responder respond)
+    : m_impl(std::make_unique<Impl>()) {
+  m_impl->listen = std::move(listen);
+  m_impl->max_connections = max_connections;
+  m_impl->respond = std::move(respond);
+}
+
+AgentServer::~AgentServer() {
+  stop();
+}
+
+tl::expected<void, std::string> AgentServer::start() {
+  Impl& s = *m_impl;
+  asio::error_code ec;
+  const auto address = asio::ip::make_address(s.listen.host, ec);
+  if (ec) {
+    return tl::make_unexpected(
+        fmt::format("agent listen address {}: {}", util::to_string(s.listen), ec.message()));
+  }
+  const tcp::endpoint endpoint{address, s.listen.port};
+  s.acceptor.open(endpoint.protocol(), ec);
+  if (!ec) {
+    s.acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+  }
+  if (!ec) {
+    s.acceptor.bind(endpoint, ec);
+  }
+  if (!ec) {
+    s.acceptor.listen(4096, ec);
+  }
+  if (ec) {
+    return tl::make_unexpected(
+        fmt::format("cannot listen on {}: {}", util::to_string(s.listen), ec.message()));
+  }
+  s.accept();
+  s.thread = std::thread([&s] { s.io.run(); });
+  return {};
+}
+
+void AgentServer::stop() {
+  if (!m_impl || !m_impl->thread.joinable()) {
+    return;
+  }
+  asio::post(m_impl->io, [this] {
+    asio::error_code ignored;
+    m_impl->acceptor.close(ignored);
+  });
+  m_impl->io.stop();
+  m_impl->thread.join();
+}
+
+std::size_t AgentServer::open_connections() const {
+  return m_impl->counters.open.load();
+}
+
+std::uint64_t AgentServer::refused_connections() const {
+  return m_impl->counters.refused.load();
+}
+
+std::string backend_from_request(std::string_view line) {
+  const auto end = line.find_first_of("/\r\n");
+  std::string_view name = line.substr(0, end);
+  while (!name.empty() && (name.front() == ' ' || name.front() == '\t')) {
+    name.remove_prefix(1);
+  }
+  while (!name.empty() && (name.back() == ' ' || name.back() == '\t')) {
+    name.remove_suffix(1);
+  }
+  return std::string{name};
+}
+
+} // namespace dbcheck::agent

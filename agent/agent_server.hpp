@@ -1,0 +1,49 @@
+#pragma once
+// The agent-check port (asio stays inside agent_server.cpp): read the optional agent-send
+// line, answer one line, close.
+
+#include <util/host_port.hpp>
+
+#include <tl/expected.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace dbcheck::agent {
+
+// Turns the requested backend name ("" when the poller sent none) into the reply line.
+using Responder = std::function<std::string(std::string_view backend)>;
+
+class AgentServer {
+public:
+  // --- Interface ---
+
+  // A server for `listen`, answering with `respond`; at most `max_connections` open at once.
+  AgentServer(util::HostPort listen, std::size_t max_connections, Responder respond);
+  AgentServer(const AgentServer&) = delete;
+  AgentServer& operator=(const AgentServer&) = delete;
+  // Stops the server.
+  ~AgentServer();
+
+  // Binds and starts serving on a thread of its own; an error names the address and cause.
+  tl::expected<void, std::string> start();
+
+  // Stops accepting, closes every connection, joins the thread.
+  void stop();
+
+  // Connections open right now, and refused for the limit since start (for /metrics).
+  std::size_t open_connections() const;
+  std::uint64_t refused_connections() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> m_impl;
+};
+
+// The backend name in an agent-send line: text before the first '/', '\r' or '\n', trimmed
+// ("pg_write/pg1\n" -> "pg_write").
+std::string backend_from_request(std::string_view line);
+
+} // namespace dbcheck::agent

@@ -1,0 +1,104 @@
+#include "prober.hpp"
+
+#include "log_line.hpp"
+
+#include <probe/async.hpp>
+#include <probe/run_check.hpp>
+
+#include <fmt/format.h>
+
+#include <vector>
+
+namespace dbcheck::agent {
+
+using namespace std::chrono_literals;
+
+Prober::Prober(std::shared_ptr<const config::Config> cfg, std::string cluster, util::HostPort node,
+               VerdictCache& cache)
+    : m_cfg(std::move(cfg)), m_cluster(std::move(cluster)), m_node(std::move(node)),
+      m_cache(cache) {}
+
+Prober::~Prober() {
+  stop();
+}
+
+void Prober::start() {
+  m_thread = std::thread([this] { loop(); });
+}
+
+void Prober::stop() {
+  {
+    std::lock_guard lock(m_mutex);
+    m_stop = true;
+  }
+  m_cv.notify_all();
+  if (m_thread.joinable()) {
+    m_thread.join();
+  }
+}
+
+void Prober::wake() {
+  {
+    std::lock_guard lock(m_mutex);
+    m_wake = true;
+  }
+  m_cv.notify_all();
+}
+
+void Prober::loop() {
+  const auto interval = std::chrono::duration_cast<probe::Clock::duration>(m_cfg->agent->interval);
+  auto next = probe::Clock::now();
+  for (;;) {
+    round();
+    next += interval;
+    const auto now = probe::Clock::now();
+    if (next < now) {
+      next = now; // a late round does not cause a burst of catch-up rounds
+    }
+    std::unique_lock lock(m_mutex);
+    m_cv.wait_until(lock, next, [this] { return m_stop || m_wake; });
+    if (m_stop) {
+      return;
+    }
+    if (m_wake) {
+      m_wake = false;
+      next = probe::Clock::now();
+    }
+  }
+}
+
+void Prober::round() {
+  const config::Config& cfg = *m_cfg;
+  const config::Cluster& cluster = cfg.clusters.at(m_cluster);
+  // Every check of a round must end well inside the interval: rounds never overlap.
+  const auto interval = cfg.agent->interval;
+  const util::Duration cap = interval - std::max(util::Duration{50}, interval / 10);
+  std::vector<std::future<core::Report>> running;
+  const auto started = probe::Clock::now();
+  for (const auto& [name, b] : cfg.backends) {
+    if (b.cluster != m_cluster) {
+      continue;
+    }
+    config::Backend backend = b;
+    backend.timeout = std::min(backend.timeout, cap);
+    running.push_back(probe::spawn([cluster, backend, node = m_node, started] {
+      return probe::run_check(cluster, backend, node, started);
+    }));
+  }
+  for (auto& f : running) {
+    core::Report report = f.get(); // run_check is bounded by its own deadline
+    const core::Transition t = m_cache.record(report, probe::Clock::now());
+    if (t.changed) {
+      const auto snap = m_cache.get(report.backend);
+      log_event("info", "transition",
+                {{"backend", report.backend},
+                 {"node", report.node},
+                 {"from", t.from ? std::string{core::to_string(*t.from)} : "none"},
+                 {"to", std::string{core::to_string(t.to)}},
+                 {"failure", snap ? std::string{core::to_string(snap->reported.failure)} : ""},
+                 {"reason", snap ? snap->reported.reason : report.verdict.reason}});
+    }
+  }
+}
+
+} // namespace dbcheck::agent

@@ -1,0 +1,53 @@
+#pragma once
+// One prober per (cluster, local node): a thread that checks every backend of the cluster
+// once per interval (rounds never overlap), and at once when woken by an event.
+
+#include "verdict_cache.hpp"
+
+#include <config/config.hpp>
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace dbcheck::agent {
+
+class Prober {
+public:
+  // --- Interface ---
+
+  // A prober for `node` of `cluster` in `cfg`, recording into `cache`; not running yet.
+  Prober(std::shared_ptr<const config::Config> cfg, std::string cluster, util::HostPort node,
+         VerdictCache& cache);
+  Prober(const Prober&) = delete;
+  Prober& operator=(const Prober&) = delete;
+  // Stops and joins the thread.
+  ~Prober();
+
+  // Starts the probing thread.
+  void start();
+
+  // Asks the thread to finish its round and stop; joins it.
+  void stop();
+
+  // Starts the next round now instead of at the next interval (e.g. on a failover event).
+  void wake();
+
+private:
+  void loop();
+  void round();
+
+  std::shared_ptr<const config::Config> m_cfg;
+  std::string m_cluster;
+  util::HostPort m_node;
+  VerdictCache& m_cache;
+  std::mutex m_mutex;
+  std::condition_variable m_cv;
+  bool m_stop = false;
+  bool m_wake = false;
+  std::thread m_thread;
+};
+
+} // namespace dbcheck::agent

@@ -1,0 +1,97 @@
+#include "verdict_cache.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+namespace dbcheck::agent {
+namespace {
+
+util::Duration since(probe::Clock::time_point origin, probe::Clock::time_point now) {
+  return std::chrono::duration_cast<util::Duration>(now - origin);
+}
+
+void fill_from_tracker(BackendSnapshot& s, const core::HealthTracker& t, util::Duration now_ms) {
+  s.started = t.started();
+  s.reported = t.reported();
+  s.raw = t.last_raw();
+  s.successes = t.successes();
+  s.failures = t.failures();
+  s.state_since_s = static_cast<double>((now_ms - t.changed_at()).count()) / 1000.0;
+}
+
+} // namespace
+
+void VerdictCache::track(const config::Backend& backend, const util::HostPort& node,
+                         core::TrackerPolicy policy) {
+  std::lock_guard lock(m_mutex);
+  if (m_entries.count(backend.name) != 0) {
+    return;
+  }
+  Entry e{BackendSnapshot{}, core::HealthTracker(policy), probe::Clock::now()};
+  e.snap.backend = backend.name;
+  e.snap.cluster = backend.cluster;
+  e.snap.node = util::to_string(node);
+  e.snap.role = backend.role;
+  m_entries.emplace(backend.name, std::move(e));
+}
+
+void VerdictCache::retain(const std::vector<std::string>& keep) {
+  std::lock_guard lock(m_mutex);
+  for (auto it = m_entries.begin(); it != m_entries.end();) {
+    it = std::find(keep.begin(), keep.end(), it->first) == keep.end() ? m_entries.erase(it)
+                                                                      : std::next(it);
+  }
+}
+
+core::Transition VerdictCache::record(const core::Report& report, probe::Clock::time_point now) {
+  std::lock_guard lock(m_mutex);
+  const auto it = m_entries.find(report.backend);
+  if (it == m_entries.end()) {
+    return {};
+  }
+  Entry& e = it->second;
+  const util::Duration now_ms = since(e.origin, now);
+  const core::Transition t = e.tracker.observe(report.verdict, now_ms);
+  BackendSnapshot& s = e.snap;
+  fill_from_tracker(s, e.tracker, now_ms);
+  s.last_report = report;
+  s.updated = now;
+  ++s.rounds;
+  if (!core::passes(report.verdict)) {
+    ++s.failures_by_kind[std::string{core::to_string(report.verdict.failure)}];
+  }
+  if (t.changed) {
+    ++s.transitions[std::string{core::to_string(t.to)} + "|" +
+                    std::string{core::to_string(s.reported.failure)}];
+  }
+  const double seconds = report.elapsed_ms / 1000.0;
+  const auto bucket = std::find_if(k_duration_buckets.begin(), k_duration_buckets.end(),
+                                   [&](double b) { return seconds <= b; });
+  ++s.duration_buckets[static_cast<std::size_t>(bucket - k_duration_buckets.begin())];
+  s.duration_sum_s += seconds;
+  return t;
+}
+
+std::optional<BackendSnapshot> VerdictCache::get(const std::string& backend) const {
+  std::lock_guard lock(m_mutex);
+  const auto it = m_entries.find(backend);
+  if (it == m_entries.end()) {
+    return std::nullopt;
+  }
+  BackendSnapshot s = it->second.snap;
+  fill_from_tracker(s, it->second.tracker, since(it->second.origin, probe::Clock::now()));
+  return s;
+}
+
+std::vector<BackendSnapshot> VerdictCache::all() const {
+  std::lock_guard lock(m_mutex);
+  std::vector<BackendSnapshot> out;
+  for (const auto& [name, e] : m_entries) {
+    BackendSnapshot s = e.snap;
+    fill_from_tracker(s, e.tracker, since(e.origin, probe::Clock::now()));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+} // namespace dbcheck::agent

@@ -1,0 +1,75 @@
+#pragma once
+// The agent's shared state: per backend, the damped verdict, the last full report and the
+// counters that /metrics exports. Written by the probers, read by the two servers.
+
+#include <config/config.hpp>
+#include <core/health_tracker.hpp>
+#include <core/report.hpp>
+#include <probe/deadline.hpp>
+
+#include <array>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dbcheck::agent {
+
+// Upper bounds (seconds) of the check-duration histogram buckets.
+inline constexpr std::array<double, 8> k_duration_buckets = {0.005, 0.01, 0.025, 0.05,
+                                                             0.1,   0.25, 0.5,   1.0};
+
+// Everything known about one backend, as a copy that can be read without the lock.
+struct BackendSnapshot {
+  std::string backend;
+  std::string cluster;
+  std::string node;
+  config::Role role = config::Role::primary;
+  bool started = false;   // at least one round done
+  core::Verdict reported; // damped
+  core::Verdict raw;      // last round, undamped
+  int successes = 0;
+  int failures = 0;
+  std::optional<core::Report> last_report;
+  probe::Clock::time_point updated{}; // when the last round finished
+  double state_since_s = 0;           // seconds the reported state has held
+  std::uint64_t rounds = 0;
+  std::map<std::string, std::uint64_t> failures_by_kind; // raw failing rounds
+  std::map<std::string, std::uint64_t> transitions;      // "to|failure" -> count
+  std::array<std::uint64_t, k_duration_buckets.size() + 1> duration_buckets{}; // last = +Inf
+  double duration_sum_s = 0;
+};
+
+// Thread-safe map of backend name -> state.
+class VerdictCache {
+public:
+  // --- Interface ---
+
+  // Starts tracking `backend` of `cluster` for `node` with `policy` (idempotent: keeps state).
+  void track(const config::Backend& backend, const util::HostPort& node,
+             core::TrackerPolicy policy);
+
+  // Forgets every backend not in `keep` (after a reload).
+  void retain(const std::vector<std::string>& keep);
+
+  // Records one round's report for its backend at `now`; returns the transition it caused.
+  core::Transition record(const core::Report& report, probe::Clock::time_point now);
+
+  // A copy of one backend's state, or nullopt if it is not tracked.
+  std::optional<BackendSnapshot> get(const std::string& backend) const;
+
+  // Copies of every backend's state, by name.
+  std::vector<BackendSnapshot> all() const;
+
+private:
+  struct Entry {
+    BackendSnapshot snap;
+    core::HealthTracker tracker;
+    probe::Clock::time_point origin;
+  };
+  mutable std::mutex m_mutex;
+  std::map<std::string, Entry> m_entries;
+};
+
+} // namespace dbcheck::agent

@@ -1,0 +1,78 @@
+#pragma once
+// The agent's own hysteresis (HAProxy's agent rise/fall is fixed at 1): pure, time passed in.
+//
+// Worked example, rise 3, fall 2, lag_window 5s, one round per second:
+//   t=0 up        -> UP (the first round sets the state)
+//   t=1 timeout   -> UP   (failing 1 of 2)
+//   t=2 timeout   -> DOWN (2 consecutive failures)
+//   t=3 up        -> DOWN (recovering 1 of 3)
+//   t=5 up        -> UP   (3 consecutive passes)
+// A replica over max_lag stays UP at reduced weight until the lag has lasted lag_window; a
+// writer that the manager or the node itself says is not the primary goes DOWN at once.
+
+#include "verdict.hpp"
+
+#include <util/duration.hpp>
+
+#include <optional>
+#include <string>
+
+namespace dbcheck::core {
+
+// How one backend's verdicts are damped.
+struct TrackerPolicy {
+  int rise = 3;                    // consecutive passing rounds to come back
+  int fall = 2;                    // consecutive failing rounds to go down
+  util::Duration lag_window{5000}; // lag failures this long before a replica leaves
+  bool writer = false;             // a definite "not the primary" takes a writer down at once
+};
+
+// What one observation did to the reported state.
+struct Transition {
+  bool changed = false;      // the reported state differs from before (or is the first one)
+  std::optional<State> from; // nullopt for the first observation
+  State to = State::down;
+};
+
+// Keeps the state reported for one backend from the raw verdict of each probe round.
+class HealthTracker {
+public:
+  // --- Interface ---
+
+  // A tracker with no state yet: the first observation sets it directly.
+  explicit HealthTracker(TrackerPolicy policy);
+
+  // Feeds the raw verdict of one round, observed at `now` (any monotonic origin); returns
+  // whether the reported state changed.
+  Transition observe(const Verdict& raw, util::Duration now);
+
+  // The verdict to report: its state is damped; its reason says why (and any pending change).
+  const Verdict& reported() const { return m_reported; }
+
+  // The last round's own verdict, undamped.
+  const Verdict& last_raw() const { return m_raw; }
+
+  // True once at least one round was observed.
+  bool started() const { return m_started; }
+
+  // Consecutive passing / failing rounds so far (for /health and metrics).
+  int successes() const { return m_successes; }
+  int failures() const { return m_failures; }
+
+  // When the reported state last changed (the `now` of that observation).
+  util::Duration changed_at() const { return m_changed_at; }
+
+private:
+  Transition set(State state, Failure failure, std::string reason, util::Duration now);
+
+  TrackerPolicy m_policy;
+  bool m_started = false;
+  Verdict m_reported;
+  Verdict m_raw;
+  int m_successes = 0;
+  int m_failures = 0;
+  std::optional<util::Duration> m_lag_bad_since;
+  util::Duration m_changed_at{0};
+};
+
+} // namespace dbcheck::core

@@ -1,0 +1,116 @@
+// The agent's hysteresis, driven by a fake clock (milliseconds passed in).
+#include <core/health_tracker.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+using namespace dbcheck::core;
+using dbcheck::util::Duration;
+
+namespace {
+
+const Verdict k_up{State::up, Failure::none, "ok"};
+const Verdict k_timeout{State::down, Failure::timeout, "PostgreSQL: timeout"};
+const Verdict k_not_primary{State::down, Failure::role, "Patroni names pg2 leader"};
+const Verdict k_lag{State::down, Failure::lag, "replica lag 2.000s > max_lag 1.000s"};
+const Verdict k_saturated{State::up, Failure::saturated, "saturated"};
+
+struct Step {
+  int t_ms;
+  Verdict raw;
+  State expect;
+  bool changed;
+};
+
+void run(const TrackerPolicy& policy, const std::vector<Step>& steps) {
+  HealthTracker tracker(policy);
+  for (const auto& s : steps) {
+    CAPTURE(s.t_ms, s.raw.reason);
+    const Transition t = tracker.observe(s.raw, Duration{s.t_ms});
+    CHECK(tracker.reported().state == s.expect);
+    CHECK(t.changed == s.changed);
+  }
+}
+
+} // namespace
+
+TEST_CASE("the first round sets the state; fall failures to go down, rise passes to come back",
+          "[core][tracker]") {
+  run(TrackerPolicy{3, 2, Duration{5000}, false},
+      {
+          {0, k_up, State::up, true},
+          {1000, k_timeout, State::up, false},
+          {2000, k_up, State::up, false}, // a single failure is forgotten
+          {3000, k_timeout, State::up, false},
+          {4000, k_timeout, State::down, true},
+          {5000, k_up, State::down, false},
+          {6000, k_up, State::down, false},
+          {7000, k_timeout, State::down, false}, // the count starts again
+          {8000, k_up, State::down, false},
+          {9000, k_up, State::down, false},
+          {10000, k_up, State::up, true},
+      });
+}
+
+TEST_CASE("a first failing round goes down at once", "[core][tracker]") {
+  run(TrackerPolicy{}, {{0, k_timeout, State::down, true}, {1000, k_up, State::down, false}});
+}
+
+TEST_CASE("a writer that is definitely not the primary goes down at once", "[core][tracker]") {
+  run(TrackerPolicy{3, 2, Duration{5000}, true},
+      {{0, k_up, State::up, true}, {1000, k_not_primary, State::down, true}});
+  // For a reader the same answer is an ordinary failure.
+  run(TrackerPolicy{3, 2, Duration{5000}, false},
+      {{0, k_up, State::up, true}, {1000, k_not_primary, State::up, false}});
+}
+
+TEST_CASE("lag must last lag_window before a replica leaves", "[core][tracker]") {
+  run(TrackerPolicy{3, 2, Duration{5000}, false},
+      {
+          {0, k_up, State::up, true},
+          {1000, k_lag, State::up, false}, // burst starts
+          {3000, k_lag, State::up, false},
+          {5999, k_lag, State::up, false}, // 4.999 s
+          {6000, k_up, State::up, false},  // burst over: stays in
+          {7000, k_lag, State::up, false}, // a new burst starts the window again
+          {11000, k_lag, State::up, false},
+          {12000, k_lag, State::down, true}, // 5 s: out
+          {13000, k_up, State::down, false},
+          {14000, k_up, State::down, false},
+          {15000, k_up, State::up, true}, // rise 3
+      });
+}
+
+TEST_CASE("reported reasons say what is pending", "[core][tracker]") {
+  HealthTracker t(TrackerPolicy{3, 2, Duration{5000}, false});
+  t.observe(k_up, Duration{0});
+  t.observe(k_timeout, Duration{1000});
+  CHECK(t.reported().reason == "failing, 1 of 2 rounds: PostgreSQL: timeout");
+  CHECK(t.reported().failure == Failure::timeout);
+  t.observe(k_timeout, Duration{2000});
+  CHECK(t.reported().reason == "PostgreSQL: timeout");
+  t.observe(k_up, Duration{3000});
+  CHECK(t.reported().reason == "recovering, 1 of 3 passing rounds: ok");
+  CHECK(t.successes() == 1);
+  CHECK(t.changed_at() == Duration{2000});
+
+  HealthTracker r(TrackerPolicy{3, 2, Duration{5000}, false});
+  r.observe(k_up, Duration{0});
+  r.observe(k_lag, Duration{1000});
+  r.observe(k_lag, Duration{2500});
+  CHECK(r.reported().state == State::up);
+  CHECK(r.reported().failure == Failure::lag);
+  CHECK(r.reported().reason ==
+        "lagging for 1.500s of lag_window 5.000s: replica lag 2.000s > max_lag 1.000s");
+}
+
+TEST_CASE("saturation passes (degraded), it is not a failure", "[core][tracker]") {
+  HealthTracker t(TrackerPolicy{});
+  t.observe(k_up, Duration{0});
+  for (int i = 1; i <= 5; ++i) {
+    t.observe(k_saturated, Duration{i * 1000});
+  }
+  CHECK(t.reported().state == State::up);
+  CHECK(t.reported().failure == Failure::saturated);
+}
