@@ -24,9 +24,29 @@ Prober::~Prober() {
 
 void Prober::start() {
   m_thread = std::thread([this] { loop(); });
+  if (const auto* redis = std::get_if<config::RedisCluster>(&m_cfg->clusters.at(m_cluster))) {
+    // A failover should reach the cached verdict at once, not at the next interval.
+    m_events = std::make_unique<probe::SentinelWatcher>(
+        *redis, [this](const std::string& sentinel, const std::string& event,
+                       const std::string& payload) {
+          if (event == "error") {
+            log_event("warn", "sentinel subscription failed",
+                      {{"cluster", m_cluster}, {"sentinel", sentinel}, {"error", payload}});
+            return;
+          }
+          log_event("info", "sentinel event",
+                    {{"cluster", m_cluster}, {"sentinel", sentinel}, {"event", event},
+                     {"payload", payload}});
+          wake();
+        });
+    m_events->start();
+  }
 }
 
 void Prober::stop() {
+  if (m_events) {
+    m_events->stop();
+  }
   {
     std::lock_guard lock(m_mutex);
     m_stop = true;

@@ -5,6 +5,7 @@
 #include "verdict_cache.hpp"
 
 #include <config/config.hpp>
+#include <probe/sentinel_events.hpp>
 
 #include <condition_variable>
 #include <memory>
@@ -48,6 +49,7 @@ private:
   bool m_stop = false;
   bool m_wake = false;
   std::thread m_thread;
+  std::unique_ptr<probe::SentinelWatcher> m_events; // Redis clusters only
 };
 
 } // namespace dbcheck::agent

@@ -153,6 +153,57 @@ RedisLink::pipeline(const std::vector<RedisCommand>& commands, const Deadline& d
   return replies;
 }
 
+tl::expected<void, core::ProbeError> RedisLink::send(const RedisCommand& command,
+                                                    const Deadline& deadline) {
+  redisContext* c = m_ctx.get();
+  std::vector<const char*> argv;
+  std::vector<std::size_t> lens;
+  for (const auto& a : command) {
+    argv.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  if (redisAppendCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data()) !=
+      REDIS_OK) {
+    return tl::make_unexpected(io_error(c, "queueing a command"));
+  }
+  int done = 0;
+  while (done == 0) {
+    if (redisBufferWrite(c, &done) != REDIS_OK) {
+      return tl::make_unexpected(io_error(c, "sending"));
+    }
+    if (done == 0) {
+      if (const Wait w = wait_fd(c->fd, POLLOUT, deadline); w != Wait::ready) {
+        return tl::make_unexpected(w == Wait::timeout ? timeout_error("sending")
+                                                      : io_error(c, "sending"));
+      }
+    }
+  }
+  return {};
+}
+
+tl::expected<std::optional<core::RespValue>, core::ProbeError>
+RedisLink::next(const Deadline& deadline) {
+  redisContext* c = m_ctx.get();
+  for (;;) {
+    void* reply = nullptr;
+    if (redisGetReply(c, &reply) != REDIS_OK) {
+      return tl::make_unexpected(io_error(c, "reading"));
+    }
+    if (reply != nullptr) {
+      std::unique_ptr<redisReply, decltype(&freeReplyObject)> guard(
+          static_cast<redisReply*>(reply), &freeReplyObject);
+      return std::optional<core::RespValue>{convert(guard.get())};
+    }
+    const Wait w = wait_fd(c->fd, POLLIN, deadline);
+    if (w == Wait::timeout) {
+      return std::optional<core::RespValue>{};
+    }
+    if (w == Wait::error || redisBufferRead(c) != REDIS_OK) {
+      return tl::make_unexpected(io_error(c, "reading"));
+    }
+  }
+}
+
 std::vector<RedisCommand> auth_command(const std::string& user, const std::string& password) {
   if (password.empty()) {
     return {};

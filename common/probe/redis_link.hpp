@@ -14,6 +14,7 @@
 #include <tl/expected.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,13 @@ public:
   // protocol and deadline problems.
   tl::expected<std::vector<core::RespValue>, core::ProbeError>
   pipeline(const std::vector<RedisCommand>& commands, const Deadline& deadline);
+
+  // Sends one command without waiting for its reply (SUBSCRIBE, PSUBSCRIBE).
+  tl::expected<void, core::ProbeError> send(const RedisCommand& command, const Deadline& deadline);
+
+  // The next reply or pushed message; nullopt when none arrived before `deadline` (not an
+  // error: a quiet pub/sub channel).
+  tl::expected<std::optional<core::RespValue>, core::ProbeError> next(const Deadline& deadline);
 
   RedisLink(RedisLink&&) noexcept = default;
   RedisLink& operator=(RedisLink&&) noexcept = default;

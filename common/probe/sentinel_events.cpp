@@ -1,0 +1,100 @@
+#include "sentinel_events.hpp"
+
+#include "redis_link.hpp"
+
+#include <chrono>
+
+namespace dbcheck::probe {
+namespace {
+
+using namespace std::chrono_literals;
+
+// The text of a bulk/status string element, or "".
+std::string text(const core::RespValue& v) {
+  return v.type == core::RespValue::Type::string || v.type == core::RespValue::Type::status
+             ? v.str
+             : std::string{};
+}
+
+} // namespace
+
+const std::vector<std::string>& sentinel_event_channels() {
+  static const std::vector<std::string> k = {"+switch-master", "+failover-state-*",
+                                             "+promoted-slave", "+sdown", "+odown"};
+  return k;
+}
+
+SentinelWatcher::SentinelWatcher(config::RedisCluster cluster, SentinelEventFn on_event)
+    : m_cluster(std::move(cluster)), m_on_event(std::move(on_event)) {}
+
+SentinelWatcher::~SentinelWatcher() { stop(); }
+
+void SentinelWatcher::start() {
+  for (const auto& s : m_cluster.sentinels) {
+    m_threads.emplace_back([this, s] { watch(s); });
+  }
+}
+
+void SentinelWatcher::stop() {
+  m_stop = true;
+  for (auto& t : m_threads) {
+    if (t.joinable()) {
+      t.join();
+    }
+  }
+  m_threads.clear();
+}
+
+void SentinelWatcher::watch(const util::HostPort& sentinel) {
+  const std::string who = util::to_string(sentinel);
+  while (!m_stop) {
+    auto link = RedisLink::connect(sentinel, Deadline::in(util::Duration{500}));
+    bool ok = link.has_value();
+    if (ok) {
+      // AUTH, then one PSUBSCRIBE for every channel (patterns and plain names alike).
+      std::vector<RedisCommand> cmds =
+          auth_command(m_cluster.sentinel_user.value_or(""), m_cluster.sentinel_password.reveal());
+      RedisCommand sub{"PSUBSCRIBE"};
+      sub.insert(sub.end(), sentinel_event_channels().begin(), sentinel_event_channels().end());
+      for (const auto& c : cmds) {
+        ok = ok && link->send(c, Deadline::in(util::Duration{500})).has_value();
+      }
+      ok = ok && link->send(sub, Deadline::in(util::Duration{500})).has_value();
+      if (ok) {
+        ++m_connects;
+      }
+    }
+    while (ok && !m_stop) {
+      auto msg = link->next(Deadline::in(util::Duration{250}));
+      if (!msg) {
+        m_on_event(who, "error", msg.error().detail);
+        ok = false;
+        break;
+      }
+      if (!*msg) {
+        continue; // quiet: check m_stop and wait again
+      }
+      const core::RespValue& m = **msg;
+      if (m.type == core::RespValue::Type::error) {
+        m_on_event(who, "error", m.str); // AUTH or ACL refused: say so, retry later
+        ok = false;
+        break;
+      }
+      // ["pmessage", pattern, channel, payload]; payload names the master first.
+      if (m.type == core::RespValue::Type::array && m.elements.size() == 4 &&
+          text(m.elements[0]) == "pmessage") {
+        const std::string channel = text(m.elements[2]);
+        const std::string payload = text(m.elements[3]);
+        if (payload.find(m_cluster.master_name) != std::string::npos) {
+          m_on_event(who, channel, payload);
+        }
+      }
+    }
+    // Reconnect after a pause that still notices stop() quickly.
+    for (int i = 0; i < 4 && !m_stop; ++i) {
+      std::this_thread::sleep_for(250ms);
+    }
+  }
+}
+
+} // namespace dbcheck::probe

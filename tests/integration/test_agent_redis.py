@@ -1,0 +1,48 @@
+"""dbcheck-agent on every Redis data node, behind a real HAProxy 2.6 loading
+haproxy-examples/redis-sentinel-agent.cfg; Sentinel events drive re-probes."""
+
+import time
+
+import pytest
+
+from fixtures.agent import render_redis_agent_example, start_redis_agents
+from fixtures.procs import wait_until
+from fixtures.sampler import Sampler
+
+
+@pytest.fixture
+def redis_agents(workdir, redis_cluster, agent_bin):
+    redis_cluster.wait_stable()
+    agents = start_redis_agents(workdir, redis_cluster, agent_bin, interval="1s")
+    yield agents
+    for a in agents:
+        a.stop()
+
+
+def test_failover_through_haproxy_with_agents(redis_cluster, redis_agents, haproxy_factory, workdir, figures):
+    old = redis_cluster.wait_stable()
+    cfg, _ = render_redis_agent_example(redis_cluster, redis_agents, workdir / "haproxy" / "admin.sock")
+    hap = haproxy_factory(cfg)
+    hap.wait_until_checked("redis_write")
+    wait_until(lambda: hap.servers_up("redis_write") == [old.name], 15, f"{old.name} alone UP")
+    old_agent = next(a for a in redis_agents if a.name == f"agent-{old.name}")
+    with Sampler(hap, "redis_write") as s:
+        time.sleep(1)
+        t0 = time.monotonic()
+        new = redis_cluster.failover()
+        # The old master's own agent drops it from its cached verdict on the Sentinels' event.
+        wait_until(lambda: old_agent.ask("redis_write").startswith("down"), 5, "the old master's agent says down")
+        t_agent = time.monotonic() - t0
+        wait_until(lambda: hap.servers_up("redis_write") == [new.name], 30, f"{new.name} alone UP")
+        t_routed = time.monotonic() - t0
+        time.sleep(1)
+    during = [up for t, up in s.samples if t >= t0]
+    double = [up for up in during if len(up) > 1]
+    t_out = s.first(lambda up: old.name not in up, since=t0)[0] - t0
+    assert double == [], s.transitions()
+    assert "sentinel event" in old_agent.log_text(), "no Sentinel event reached the agent"
+    figures("agent: Redis SENTINEL FAILOVER through HAProxy",
+            f"old master's agent answered down {t_agent * 1000:.0f} ms after the request (Sentinel "
+            f"events); HAProxy took it out at +{t_out:.1f}s and routed to the new master at "
+            f"+{t_routed:.1f}s; two writers UP in {len(double)} of {len(during)} samples")
+    redis_cluster.wait_stable(timeout=40)
