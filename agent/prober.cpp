@@ -26,19 +26,19 @@ void Prober::start() {
   m_thread = std::thread([this] { loop(); });
   if (const auto* redis = std::get_if<config::RedisCluster>(&m_cfg->clusters.at(m_cluster))) {
     // A failover should reach the cached verdict at once, not at the next interval.
-    m_events = std::make_unique<probe::SentinelWatcher>(
-        *redis, [this](const std::string& sentinel, const std::string& event,
-                       const std::string& payload) {
-          if (event == "error") {
-            log_event("warn", "sentinel subscription failed",
-                      {{"cluster", m_cluster}, {"sentinel", sentinel}, {"error", payload}});
-            return;
-          }
-          log_event("info", "sentinel event",
-                    {{"cluster", m_cluster}, {"sentinel", sentinel}, {"event", event},
-                     {"payload", payload}});
-          wake();
-        });
+    m_events = std::make_unique<probe::SentinelWatcher>(*redis, [this](const std::string& sentinel,
+                                                                       const std::string& event,
+                                                                       const std::string& payload) {
+      if (event == "error") {
+        log_event("warn", "sentinel subscription failed",
+                  {{"cluster", m_cluster}, {"sentinel", sentinel}, {"error", payload}});
+        return;
+      }
+      log_event(
+          "info", "sentinel event",
+          {{"cluster", m_cluster}, {"sentinel", sentinel}, {"event", event}, {"payload", payload}});
+      wake();
+    });
     m_events->start();
   }
 }
@@ -101,13 +101,18 @@ void Prober::round() {
     }
     config::Backend backend = b;
     backend.timeout = std::min(backend.timeout, cap);
-    running.push_back(probe::spawn([cluster, backend, node = m_node, started] {
-      return probe::run_check(cluster, backend, node, started);
+    auto& connections = m_connections[name];
+    if (!connections) {
+      connections = std::make_shared<probe::ConnectionCache>();
+    }
+    running.push_back(probe::spawn([cluster, backend, node = m_node, started, connections] {
+      return probe::run_check(cluster, backend, node, started, connections);
     }));
   }
   for (auto& f : running) {
     core::Report report = f.get(); // run_check is bounded by its own deadline
-    const core::Transition t = m_cache.record(report, probe::Clock::now());
+    const core::Transition t =
+        m_cache.record(report, probe::Clock::now(), m_connections[report.backend]->connects());
     if (t.changed) {
       const auto snap = m_cache.get(report.backend);
       log_event("info", "transition",

@@ -5,9 +5,11 @@
 #include "verdict_cache.hpp"
 
 #include <config/config.hpp>
+#include <probe/connection_cache.hpp>
 #include <probe/sentinel_events.hpp>
 
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -50,6 +52,9 @@ private:
   bool m_wake = false;
   std::thread m_thread;
   std::unique_ptr<probe::SentinelWatcher> m_events; // Redis clusters only
+  // Per backend: connections kept open between rounds (each backend's check runs on its own
+  // thread, so each has its own connections).
+  std::map<std::string, std::shared_ptr<probe::ConnectionCache>> m_connections;
 };
 
 } // namespace dbcheck::agent

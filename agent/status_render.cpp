@@ -173,6 +173,12 @@ std::string render_metrics(const std::vector<BackendSnapshot>& all, const AgentS
                          *s.last_report->lag->seconds);
     }
   }
+  head("dbcheck_probe_connects_total", "counter",
+       "Database connections the prober opened (the first ones and every reconnect)");
+  for (const auto& s : all) {
+    out += fmt::format("dbcheck_probe_connects_total{{backend=\"{}\"}} {}\n", label(s.backend),
+                       s.probe_connects);
+  }
   head("dbcheck_agent_draining", "gauge", "1 while every backend answers drain");
   out += fmt::format("dbcheck_agent_draining {}\n", agent.draining ? 1 : 0);
   head("dbcheck_agent_connections_open", "gauge", "Open agent-check connections");

@@ -43,7 +43,8 @@ void VerdictCache::retain(const std::vector<std::string>& keep) {
   }
 }
 
-core::Transition VerdictCache::record(const core::Report& report, probe::Clock::time_point now) {
+core::Transition VerdictCache::record(const core::Report& report, probe::Clock::time_point now,
+                                      std::uint64_t connects) {
   std::lock_guard lock(m_mutex);
   const auto it = m_entries.find(report.backend);
   if (it == m_entries.end()) {
@@ -56,6 +57,7 @@ core::Transition VerdictCache::record(const core::Report& report, probe::Clock::
   fill_from_tracker(s, e.tracker, now_ms);
   s.last_report = report;
   s.updated = now;
+  s.probe_connects = connects;
   ++s.rounds;
   if (!core::passes(report.verdict)) {
     ++s.failures_by_kind[std::string{core::to_string(report.verdict.failure)}];

@@ -39,6 +39,7 @@ struct BackendSnapshot {
   std::map<std::string, std::uint64_t> transitions;      // "to|failure" -> count
   std::array<std::uint64_t, k_duration_buckets.size() + 1> duration_buckets{}; // last = +Inf
   double duration_sum_s = 0;
+  std::uint64_t probe_connects = 0; // connections opened by the prober (first + reconnects)
 };
 
 // Thread-safe map of backend name -> state.
@@ -53,8 +54,10 @@ public:
   // Forgets every backend not in `keep` (after a reload).
   void retain(const std::vector<std::string>& keep);
 
-  // Records one round's report for its backend at `now`; returns the transition it caused.
-  core::Transition record(const core::Report& report, probe::Clock::time_point now);
+  // Records one round's report for its backend at `now` (with the prober's count of
+  // connections opened so far); returns the transition it caused.
+  core::Transition record(const core::Report& report, probe::Clock::time_point now,
+                          std::uint64_t connects = 0);
 
   // A copy of one backend's state, or nullopt if it is not tracked.
   std::optional<BackendSnapshot> get(const std::string& backend) const;

@@ -61,6 +61,14 @@ Opinion node_writer_opinion(const WriterObservation& obs) {
   if (obs.node_answer->read_only) {
     return {false, "PostgreSQL is read-only (transaction_read_only = on)", Failure::role};
   }
+  const NodeRole& n = *obs.node_answer;
+  if (n.connections && n.connection_limit && *n.connections >= *n.connection_limit) {
+    // Seen over a connection kept open (the agent): alive, but no one else gets in.
+    return {false,
+            fmt::format("PostgreSQL is read-write but full: {} of {} connections in use",
+                        *n.connections, *n.connection_limit),
+            Failure::saturated};
+  }
   return {true, "PostgreSQL is read-write, not in recovery", Failure::none};
 }
 

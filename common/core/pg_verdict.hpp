@@ -26,7 +26,9 @@ enum class SaturationPolicy {
 // The node's own answer to the writer query.
 struct NodeRole {
   bool in_recovery = true;
-  bool read_only = true; // current_setting('transaction_read_only') = 'on'
+  bool read_only = true;               // current_setting('transaction_read_only') = 'on'
+  std::optional<int> connections;      // client backends in use (pg_stat_activity)
+  std::optional<int> connection_limit; // max_connections - superuser_reserved_connections
 };
 
 // Everything the writer check saw: the manager's answer and the node's, or why each failed.
@@ -57,7 +59,8 @@ struct ReplicaObservation {
 // --- Interface ---
 
 // Writer: up only when Patroni names `node` leader AND PostgreSQL there is out of recovery and
-// read-write; anything unknown is down. 53300 with Patroni's agreement follows `saturation`.
+// read-write; anything unknown is down. A full server (53300 on connect, or, over a kept
+// connection, every slot in use) with Patroni's agreement follows `saturation`.
 Verdict evaluate_writer(const WriterObservation& obs, SaturationPolicy saturation);
 
 // Reader: up when in recovery, streaming, not Patroni's leader, not tagged noloadbalance, and the

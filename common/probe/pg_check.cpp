@@ -1,6 +1,7 @@
 #include "pg_check.hpp"
 
 #include "async.hpp"
+#include "connection_cache.hpp"
 #include "deadline.hpp"
 #include "http_client.hpp"
 #include "pg_session.hpp"
@@ -22,8 +23,14 @@ namespace {
 using core::ProbeError;
 using namespace std::chrono_literals;
 
+// The connection count matters to the agent, whose kept connection still works when the
+// server is full. PostgreSQL refuses a non-superuser once all client backends (superusers'
+// included) fill max_connections less the reserved slots: count them all.
 constexpr const char* k_writer_sql =
-    "SELECT pg_is_in_recovery(), current_setting('transaction_read_only')";
+    "SELECT pg_is_in_recovery(), current_setting('transaction_read_only'), "
+    "(SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'), "
+    "current_setting('max_connections')::int - "
+    "current_setting('superuser_reserved_connections')::int";
 // The timeline is the first 8 hex digits of the current WAL file's name.
 constexpr const char* k_sample_sql =
     "SELECT pg_current_wal_lsn(), substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8)";
@@ -165,7 +172,8 @@ core::Step node_step(const std::string& opinion, const util::HostPort& addr, con
 // ---------------------------------------------------------------- writer
 
 core::Report check_writer(const config::PostgresCluster& cluster, const config::Backend& backend,
-                          const util::HostPort& node, const Deadline& deadline) {
+                          const util::HostPort& node, const Deadline& deadline,
+                          ConnectionCache* cache) {
   auto manager = spawn([bases = cluster.patroni, cafile = cluster.patroni_cafile, deadline] {
     return ask_patroni(bases, cafile, deadline);
   });
@@ -173,22 +181,25 @@ core::Report check_writer(const config::PostgresCluster& cluster, const config::
   core::Step nstep = node_step("node", node, k_writer_sql);
   const auto t0 = Clock::now();
   tl::expected<core::NodeRole, ProbeError> role = tl::make_unexpected(ProbeError{});
-  auto session = PgSession::connect(target_for(cluster, node), deadline);
-  if (!session) {
-    role = tl::make_unexpected(session.error());
-  } else if (auto rows = session->query(k_writer_sql, {}, deadline); !rows) {
+  PgLease session(cache, target_for(cluster, node));
+  if (auto opened = session.open(deadline); !opened) {
+    role = tl::make_unexpected(opened.error());
+  } else if (auto rows = session.query(k_writer_sql, {}, deadline); !rows) {
     role = tl::make_unexpected(rows.error());
   } else {
-    const auto in_recovery =
-        rows->size() == 1 && (*rows)[0].size() == 2 ? parse_bool((*rows)[0][0]) : std::nullopt;
-    const auto read_only =
-        rows->size() == 1 && (*rows)[0].size() == 2 ? parse_bool((*rows)[0][1]) : std::nullopt;
-    if (!in_recovery || !read_only) {
+    const bool shaped = rows->size() == 1 && (*rows)[0].size() == 4;
+    const auto in_recovery = shaped ? parse_bool((*rows)[0][0]) : std::nullopt;
+    const auto read_only = shaped ? parse_bool((*rows)[0][1]) : std::nullopt;
+    const auto used = shaped && (*rows)[0][2] ? parse_finite(*(*rows)[0][2]) : std::nullopt;
+    const auto limit = shaped && (*rows)[0][3] ? parse_finite(*(*rows)[0][3]) : std::nullopt;
+    if (!in_recovery || !read_only || !used || !limit) {
       role = tl::make_unexpected(bad_rows("the writer query"));
     } else {
-      role = core::NodeRole{*in_recovery, *read_only};
-      nstep.answer = fmt::format("pg_is_in_recovery={}, transaction_read_only={}",
-                                 *in_recovery ? "t" : "f", *read_only ? "on" : "off");
+      role = core::NodeRole{*in_recovery, *read_only, static_cast<int>(*used),
+                            static_cast<int>(*limit)};
+      nstep.answer =
+          fmt::format("pg_is_in_recovery={}, transaction_read_only={}, connections {} of {}",
+                      *in_recovery ? "t" : "f", *read_only ? "on" : "off", *used, *limit);
     }
   }
   nstep.latency_ms = elapsed_ms(t0, Clock::now());
@@ -215,7 +226,8 @@ core::Report check_writer(const config::PostgresCluster& cluster, const config::
 
 // The leader's WAL position and timeline, and when they were asked for.
 SampleResult sample_leader(const config::PostgresCluster& cluster, const core::ClusterView& view,
-                           const util::HostPort& node, const Deadline& deadline) {
+                           const util::HostPort& node, const Deadline& deadline,
+                           ConnectionCache* cache) {
   SampleResult s;
   const core::PatroniMember* leader = core::find_leader(view);
   if (leader == nullptr) {
@@ -228,12 +240,12 @@ SampleResult sample_leader(const config::PostgresCluster& cluster, const core::C
   }
   core::Step step = node_step("primary_sample", leader->address, k_sample_sql);
   const auto t0 = Clock::now();
-  auto session = PgSession::connect(target_for(cluster, leader->address), deadline);
-  if (!session) {
-    s.problem = fmt::format("leader {}: {}", leader->name, session.error().detail);
+  PgLease session(cache, target_for(cluster, leader->address));
+  if (auto opened = session.open(deadline); !opened) {
+    s.problem = fmt::format("leader {}: {}", leader->name, opened.error().detail);
   } else {
     s.sent = Clock::now();
-    auto rows = session->query(k_sample_sql, {}, deadline);
+    auto rows = session.query(k_sample_sql, {}, deadline);
     const auto lsn = rows && rows->size() == 1 && (*rows)[0].size() == 2 && (*rows)[0][0]
                          ? core::parse_lsn(*(*rows)[0][0])
                          : std::nullopt;
@@ -286,13 +298,15 @@ tl::expected<ReplayReading, ProbeError> read_replay(const std::optional<std::str
 }
 
 core::Report check_replica(const config::PostgresCluster& cluster, const config::Backend& backend,
-                           const util::HostPort& node, const Deadline& deadline) {
+                           const util::HostPort& node, const Deadline& deadline,
+                           ConnectionCache* cache) {
   auto manager = spawn([bases = cluster.patroni, cafile = cluster.patroni_cafile, deadline] {
     return ask_patroni(bases, cafile, deadline);
   });
   core::Step nstep = node_step("node", node, k_replica_sql);
   const auto t0 = Clock::now();
-  auto session = PgSession::connect(target_for(cluster, node), deadline); // meanwhile Patroni
+  PgLease session(cache, target_for(cluster, node));
+  const auto opened = session.open(deadline); // meanwhile Patroni
 
   core::Report report;
   core::ReplicaObservation obs{
@@ -309,9 +323,9 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
   // Sample the leader first and read the replica after: the order makes the bound sound. The
   // sample gets an earlier deadline, so a hung leader cannot starve the replica's own query
   // (and take every healthy replica out of rotation with a reason that blames the replica).
-  if (obs.manager && session) {
-    sample =
-        sample_leader(cluster, *obs.manager, node, deadline.minus(reserve_for_last_step(deadline)));
+  if (obs.manager && opened) {
+    sample = sample_leader(cluster, *obs.manager, node,
+                           deadline.minus(reserve_for_last_step(deadline)), cache);
     if (sample.step) {
       report.steps.push_back(*sample.step);
     }
@@ -325,8 +339,8 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
   evidence.primary_problem = sample.problem;
   int polls = 0;
   auto rows =
-      session ? session->query(k_replica_sql, {}, deadline)
-              : tl::expected<std::vector<PgRow>, ProbeError>(tl::make_unexpected(session.error()));
+      opened ? session.query(k_replica_sql, {}, deadline)
+             : tl::expected<std::vector<PgRow>, ProbeError>(tl::make_unexpected(opened.error()));
   const bool shaped = rows && rows->size() == 1 && (*rows)[0].size() == 7 &&
                       parse_bool((*rows)[0][0]) && parse_bool((*rows)[0][1]) &&
                       parse_bool((*rows)[0][3]);
@@ -361,7 +375,7 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
     while (comparable && st.in_recovery && !st.replay_paused && reading->replay &&
            *reading->replay < *sample.lsn && !poll_until.expired()) {
       std::this_thread::sleep_for(std::min<Clock::duration>(5ms, poll_until.remaining()));
-      auto again = session->query(k_replay_sql, {}, deadline);
+      auto again = session.query(k_replay_sql, {}, deadline);
       if (!again || again->size() != 1 || (*again)[0].size() != 2) {
         break;
       }
@@ -407,9 +421,11 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
 } // namespace
 
 core::Report check_postgres(const config::PostgresCluster& cluster, const config::Backend& backend,
-                            const util::HostPort& node, const Deadline& deadline) {
-  return backend.role == config::Role::primary ? check_writer(cluster, backend, node, deadline)
-                                               : check_replica(cluster, backend, node, deadline);
+                            const util::HostPort& node, const Deadline& deadline,
+                            const std::shared_ptr<ConnectionCache>& cache) {
+  return backend.role == config::Role::primary
+             ? check_writer(cluster, backend, node, deadline, cache.get())
+             : check_replica(cluster, backend, node, deadline, cache.get());
 }
 
 } // namespace dbcheck::probe

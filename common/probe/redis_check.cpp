@@ -33,7 +33,7 @@ bool unknown_spelling(const RespValue& r) {
 // commands (GET-PRIMARY-ADDR-BY-NAME, PRIMARY); the old names still work there, and the new
 // ones are tried when a server rejects the old.
 SentinelResult ask_sentinel(const config::RedisCluster& cluster, const util::HostPort& sentinel,
-                            const Deadline& deadline) {
+                            const Deadline& deadline, ConnectionCache* cache) {
   SentinelResult r{{sentinel, tl::make_unexpected(ProbeError{})}, {}};
   r.step.opinion = "manager";
   r.step.peer = util::to_string(sentinel);
@@ -54,16 +54,16 @@ SentinelResult ask_sentinel(const config::RedisCluster& cluster, const util::Hos
     return r;
   };
 
-  auto link = RedisLink::connect(sentinel, deadline);
-  if (!link) {
-    return finish(tl::make_unexpected(link.error()));
+  RedisLease link(cache, sentinel);
+  if (auto opened = link.open(deadline); !opened) {
+    return finish(tl::make_unexpected(opened.error()));
   }
   std::vector<RedisCommand> cmds =
       auth_command(cluster.sentinel_user.value_or(""), cluster.sentinel_password.reveal());
   const std::size_t first = cmds.size();
   cmds.push_back({"SENTINEL", "GET-MASTER-ADDR-BY-NAME", cluster.master_name});
   cmds.push_back({"SENTINEL", "MASTER", cluster.master_name});
-  auto replies = link->pipeline(cmds, deadline);
+  auto replies = link.pipeline(cmds, deadline);
   if (!replies) {
     return finish(tl::make_unexpected(replies.error()));
   }
@@ -72,9 +72,9 @@ SentinelResult ask_sentinel(const config::RedisCluster& cluster, const util::Hos
   }
   if (unknown_spelling((*replies)[first])) {
     r.step.asked += " (then the PRIMARY spellings)";
-    auto again = link->pipeline({{"SENTINEL", "GET-PRIMARY-ADDR-BY-NAME", cluster.master_name},
-                                 {"SENTINEL", "PRIMARY", cluster.master_name}},
-                                deadline);
+    auto again = link.pipeline({{"SENTINEL", "GET-PRIMARY-ADDR-BY-NAME", cluster.master_name},
+                                {"SENTINEL", "PRIMARY", cluster.master_name}},
+                               deadline);
     if (!again) {
       return finish(tl::make_unexpected(again.error()));
     }
@@ -98,11 +98,14 @@ SentinelResult ask_sentinel(const config::RedisCluster& cluster, const util::Hos
   return finish(std::move(view));
 }
 
-std::vector<std::future<SentinelResult>> ask_all_sentinels(const config::RedisCluster& cluster,
-                                                           const Deadline& deadline) {
+std::vector<std::future<SentinelResult>>
+ask_all_sentinels(const config::RedisCluster& cluster, const Deadline& deadline,
+                  const std::shared_ptr<ConnectionCache>& cache) {
   std::vector<std::future<SentinelResult>> futures;
   for (const auto& s : cluster.sentinels) {
-    futures.push_back(spawn([cluster, s, deadline] { return ask_sentinel(cluster, s, deadline); }));
+    // Each thread holds the cache: one abandoned at the deadline may give its link back late.
+    futures.push_back(spawn(
+        [cluster, s, deadline, cache] { return ask_sentinel(cluster, s, deadline, cache.get()); }));
   }
   return futures;
 }
@@ -140,7 +143,7 @@ std::vector<RedisCommand> node_commands(const config::RedisCluster& cluster) {
   return cmds;
 }
 
-NodeAnswer ask_node(RedisLink& link, const std::vector<RedisCommand>& cmds,
+NodeAnswer ask_node(RedisLease& link, const std::vector<RedisCommand>& cmds,
                     const Deadline& deadline) {
   auto replies = link.pipeline(cmds, deadline);
   const auto at = Clock::now();
@@ -185,19 +188,20 @@ struct OffsetSample {
 };
 
 OffsetSample sample_master(const config::RedisCluster& cluster, const util::HostPort& master,
-                           const Deadline& deadline, core::Report& report) {
+                           const Deadline& deadline, core::Report& report, ConnectionCache* cache) {
   OffsetSample s;
   const auto cmds = node_commands(cluster);
   core::Step step = node_step(master, cmds);
   step.opinion = "primary_sample";
   const auto t0 = Clock::now();
-  auto link = RedisLink::connect(master, deadline);
+  RedisLease link(cache, master);
+  const auto opened = link.open(deadline);
   tl::expected<core::RedisRole, ProbeError> role = tl::make_unexpected(ProbeError{});
-  if (!link) {
-    role = tl::make_unexpected(link.error());
+  if (!opened) {
+    role = tl::make_unexpected(opened.error());
   } else {
     s.sent = Clock::now();
-    role = ask_node(*link, cmds, deadline).role;
+    role = ask_node(link, cmds, deadline).role;
   }
   if (role && role->master) {
     s.offset = role->offset;
@@ -213,14 +217,16 @@ OffsetSample sample_master(const config::RedisCluster& cluster, const util::Host
 // ---------------------------------------------------------------- writer
 
 core::Report check_writer(const config::RedisCluster& cluster, const config::Backend& backend,
-                          const util::HostPort& node, const Deadline& deadline) {
-  auto sentinels = ask_all_sentinels(cluster, deadline);
+                          const util::HostPort& node, const Deadline& deadline,
+                          const std::shared_ptr<ConnectionCache>& cache) {
+  auto sentinels = ask_all_sentinels(cluster, deadline, cache);
   const auto cmds = node_commands(cluster);
   core::Step nstep = node_step(node, cmds);
   const auto t0 = Clock::now();
-  auto link = RedisLink::connect(node, deadline);
+  RedisLease link(cache.get(), node);
+  const auto opened = link.open(deadline);
   tl::expected<core::RedisRole, ProbeError> role =
-      link ? ask_node(*link, cmds, deadline).role : tl::make_unexpected(link.error());
+      opened ? ask_node(link, cmds, deadline).role : tl::make_unexpected(opened.error());
   finish_node_step(nstep, role, t0);
 
   core::Report report;
@@ -237,12 +243,14 @@ core::Report check_writer(const config::RedisCluster& cluster, const config::Bac
 // ---------------------------------------------------------------- replica
 
 core::Report check_replica(const config::RedisCluster& cluster, const config::Backend& backend,
-                           const util::HostPort& node, const Deadline& deadline) {
-  auto sentinels = ask_all_sentinels(cluster, deadline);
+                           const util::HostPort& node, const Deadline& deadline,
+                           const std::shared_ptr<ConnectionCache>& cache) {
+  auto sentinels = ask_all_sentinels(cluster, deadline, cache);
   const auto cmds = node_commands(cluster);
   core::Step nstep = node_step(node, cmds);
   const auto t0 = Clock::now();
-  auto link = RedisLink::connect(node, deadline); // meanwhile the Sentinels answer
+  RedisLease link(cache.get(), node);
+  const auto opened = link.open(deadline); // meanwhile the Sentinels answer
 
   core::Report report;
   core::RedisObservation obs{node,
@@ -256,7 +264,7 @@ core::Report check_replica(const config::RedisCluster& cluster, const config::Ba
   OffsetSample sample;
   if (tally.majority && !util::same_endpoint(*tally.majority, node)) {
     sample = sample_master(cluster, *tally.majority,
-                           deadline.minus(reserve_for_last_step(deadline)), report);
+                           deadline.minus(reserve_for_last_step(deadline)), report, cache.get());
   } else {
     sample.problem = tally.majority ? "this node is the master" : "no Sentinel majority";
   }
@@ -268,10 +276,10 @@ core::Report check_replica(const config::RedisCluster& cluster, const config::Ba
   evidence.primary_sampled = sample.offset.has_value();
   evidence.primary_problem = sample.problem;
 
-  if (!link) {
-    obs.node_answer = tl::make_unexpected(link.error());
+  if (!opened) {
+    obs.node_answer = tl::make_unexpected(opened.error());
   } else {
-    NodeAnswer answer = ask_node(*link, cmds, deadline);
+    NodeAnswer answer = ask_node(link, cmds, deadline);
     int polls = 1;
     // Under writes the replica may be a few milliseconds behind the sample: watch it catch up
     // while that can still bound the lag under max_lag, leaving time to decide before the
@@ -284,7 +292,7 @@ core::Report check_replica(const config::RedisCluster& cluster, const config::Ba
            answer.role->link_state == "connected" && answer.role->offset < *sample.offset &&
            !poll_until.expired()) {
       std::this_thread::sleep_for(std::min<Clock::duration>(5ms, poll_until.remaining()));
-      auto replies = link->pipeline(role_only, deadline);
+      auto replies = link.pipeline(role_only, deadline);
       if (!replies) {
         break;
       }
@@ -323,9 +331,11 @@ core::Report check_replica(const config::RedisCluster& cluster, const config::Ba
 } // namespace
 
 core::Report check_redis(const config::RedisCluster& cluster, const config::Backend& backend,
-                         const util::HostPort& node, const Deadline& deadline) {
-  return backend.role == config::Role::primary ? check_writer(cluster, backend, node, deadline)
-                                               : check_replica(cluster, backend, node, deadline);
+                         const util::HostPort& node, const Deadline& deadline,
+                         const std::shared_ptr<ConnectionCache>& cache) {
+  return backend.role == config::Role::primary
+             ? check_writer(cluster, backend, node, deadline, cache)
+             : check_replica(cluster, backend, node, deadline, cache);
 }
 
 } // namespace dbcheck::probe

@@ -2,19 +2,24 @@
 // One Redis/Valkey + Sentinel check: every configured Sentinel and the node asked in parallel
 // under one deadline, the observations handed to the pure core (core/redis_verdict.hpp).
 
+#include "connection_cache.hpp"
 #include "deadline.hpp"
 
 #include <config/config.hpp>
 #include <core/report.hpp>
 #include <util/host_port.hpp>
 
+#include <memory>
+
 namespace dbcheck::probe {
 
 // --- Interface ---
 
 // Checks `node` for `backend` of `cluster`; every step honours `deadline`. Fills the verdict,
-// lag and steps of the report (run_check() fills the rest and bounds the whole).
+// lag and steps of the report (run_check() fills the rest and bounds the whole). Connections
+// come from and go back to `cache` when given (the agent), else they are opened and closed.
 core::Report check_redis(const config::RedisCluster& cluster, const config::Backend& backend,
-                         const util::HostPort& node, const Deadline& deadline);
+                         const util::HostPort& node, const Deadline& deadline,
+                         const std::shared_ptr<ConnectionCache>& cache = nullptr);
 
 } // namespace dbcheck::probe

@@ -154,7 +154,7 @@ RedisLink::pipeline(const std::vector<RedisCommand>& commands, const Deadline& d
 }
 
 tl::expected<void, core::ProbeError> RedisLink::send(const RedisCommand& command,
-                                                    const Deadline& deadline) {
+                                                     const Deadline& deadline) {
   redisContext* c = m_ctx.get();
   std::vector<const char*> argv;
   std::vector<std::size_t> lens;
@@ -190,8 +190,8 @@ RedisLink::next(const Deadline& deadline) {
       return tl::make_unexpected(io_error(c, "reading"));
     }
     if (reply != nullptr) {
-      std::unique_ptr<redisReply, decltype(&freeReplyObject)> guard(
-          static_cast<redisReply*>(reply), &freeReplyObject);
+      std::unique_ptr<redisReply, decltype(&freeReplyObject)> guard(static_cast<redisReply*>(reply),
+                                                                    &freeReplyObject);
       return std::optional<core::RespValue>{convert(guard.get())};
     }
     const Wait w = wait_fd(c->fd, POLLIN, deadline);

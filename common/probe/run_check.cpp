@@ -14,7 +14,8 @@
 namespace dbcheck::probe {
 
 core::Report run_check(const config::Cluster& cluster, const config::Backend& backend,
-                       const util::HostPort& node, Clock::time_point started) {
+                       const util::HostPort& node, Clock::time_point started,
+                       std::shared_ptr<ConnectionCache> cache) {
   // Leave the caller time to log and exit inside the configured timeout: the steps stop at
   // `deadline`, the wait for them at deadline + 2 x k_grace, which is still before the end.
   const auto timeout = std::chrono::duration_cast<Clock::duration>(backend.timeout);
@@ -22,13 +23,14 @@ core::Report run_check(const config::Cluster& cluster, const config::Backend& ba
   const Deadline deadline{started + timeout - reserve};
   core::Report report;
   try {
-    auto work = spawn([cluster, backend, node, deadline] {
+    // The worker holds the cache too: an abandoned step may give a connection back late.
+    auto work = spawn([cluster, backend, node, deadline, cache] {
       return std::visit(
           [&](const auto& c) {
             if constexpr (std::is_same_v<std::decay_t<decltype(c)>, config::PostgresCluster>) {
-              return check_postgres(c, backend, node, deadline);
+              return check_postgres(c, backend, node, deadline, cache);
             } else {
-              return check_redis(c, backend, node, deadline);
+              return check_redis(c, backend, node, deadline, cache);
             }
           },
           cluster);

@@ -1,11 +1,14 @@
 #pragma once
 // The one entry point binaries call: check a node for a backend, whatever the engine.
 
+#include "connection_cache.hpp"
 #include "deadline.hpp"
 
 #include <config/config.hpp>
 #include <core/report.hpp>
 #include <util/host_port.hpp>
+
+#include <memory>
 
 namespace dbcheck::probe {
 
@@ -14,8 +17,11 @@ namespace dbcheck::probe {
 // Checks `node` for `backend` of `cluster`. Returns by `started` + backend.timeout less a
 // small reserve for the caller to report and exit, whatever the peers do: a step still blocked
 // then (a DNS lookup no library can bound, say) is abandoned and the check reported as a
-// timeout. `started` is when the caller began (before loading its config). Never throws.
+// timeout. `started` is when the caller began (before loading its config). `cache`, when
+// given, keeps connections open between calls; it must outlive any call that timed out (its
+// abandoned step may still return a connection to it). Never throws.
 core::Report run_check(const config::Cluster& cluster, const config::Backend& backend,
-                       const util::HostPort& node, Clock::time_point started);
+                       const util::HostPort& node, Clock::time_point started,
+                       std::shared_ptr<ConnectionCache> cache = nullptr);
 
 } // namespace dbcheck::probe

@@ -27,7 +27,9 @@ const std::vector<std::string>& sentinel_event_channels() {
 SentinelWatcher::SentinelWatcher(config::RedisCluster cluster, SentinelEventFn on_event)
     : m_cluster(std::move(cluster)), m_on_event(std::move(on_event)) {}
 
-SentinelWatcher::~SentinelWatcher() { stop(); }
+SentinelWatcher::~SentinelWatcher() {
+  stop();
+}
 
 void SentinelWatcher::start() {
   for (const auto& s : m_cluster.sentinels) {

@@ -45,9 +45,9 @@ using Node = tl::expected<NodeRole, ProbeError>;
 
 std::map<std::string, Node> writer_nodes() {
   return {
-      {"rw", NodeRole{false, false}},
-      {"recovery", NodeRole{true, true}},
-      {"readonly", NodeRole{false, true}},
+      {"rw", NodeRole{false, false, 3, 47}},
+      {"recovery", NodeRole{true, true, 3, 47}},
+      {"readonly", NodeRole{false, true, 3, 47}},
       {"timeout",
        tl::make_unexpected(ProbeError{Failure::timeout,
                                       "timeout: no answer before the deadline (connecting)", ""})},
@@ -109,6 +109,23 @@ TEST_CASE("writer: every node answer x every manager answer", "[core][verdict][w
       CHECK_FALSE(v.reason.empty());
     }
   }
+}
+
+TEST_CASE("writer: a full server seen over a kept connection is saturated",
+          "[core][verdict][writer]") {
+  const WriterObservation full{k_self, managers().at("self"), NodeRole{false, false, 47, 47}};
+  const Verdict up = evaluate_writer(full, SaturationPolicy::up);
+  CHECK(up.state == State::up);
+  CHECK(up.failure == Failure::saturated);
+  CHECK(up.reason ==
+        "saturated: Patroni names this node (pg1) leader; PostgreSQL is read-write but "
+        "full: 47 of 47 connections in use; on_saturation=up keeps the sole writer in "
+        "rotation");
+  CHECK(evaluate_writer(full, SaturationPolicy::down).state == State::down);
+  const WriterObservation room{k_self, managers().at("self"), NodeRole{false, false, 46, 47}};
+  CHECK(evaluate_writer(room, SaturationPolicy::up).failure == Failure::none);
+  const WriterObservation other{k_self, managers().at("other"), NodeRole{false, false, 47, 47}};
+  CHECK(evaluate_writer(other, SaturationPolicy::up).state == State::down);
 }
 
 TEST_CASE("writer: on_saturation = down ejects a saturated leader", "[core][verdict][writer]") {

@@ -1,0 +1,151 @@
+#include "connection_cache.hpp"
+
+namespace dbcheck::probe {
+namespace {
+
+// Failures after which a connection is not worth keeping (a server error on a fine
+// connection, e.g. 57014 or a bad row, leaves it usable; these do not).
+bool breaks_connection(const core::ProbeError& e) {
+  return e.kind == core::Failure::network || e.kind == core::Failure::timeout ||
+         e.kind == core::Failure::not_ready || e.kind == core::Failure::protocol;
+}
+
+} // namespace
+
+std::optional<PgSession> ConnectionCache::take_pg(const std::string& key) {
+  std::lock_guard lock(m_mutex);
+  const auto it = m_pg.find(key);
+  if (it == m_pg.end()) {
+    return std::nullopt;
+  }
+  PgSession s = std::move(it->second);
+  m_pg.erase(it);
+  return s;
+}
+
+void ConnectionCache::put_pg(const std::string& key, PgSession s) {
+  std::lock_guard lock(m_mutex);
+  m_pg.emplace(key, std::move(s));
+}
+
+std::optional<RedisLink> ConnectionCache::take_redis(const std::string& key) {
+  std::lock_guard lock(m_mutex);
+  const auto it = m_redis.find(key);
+  if (it == m_redis.end()) {
+    return std::nullopt;
+  }
+  RedisLink l = std::move(it->second);
+  m_redis.erase(it);
+  return l;
+}
+
+void ConnectionCache::put_redis(const std::string& key, RedisLink l) {
+  std::lock_guard lock(m_mutex);
+  m_redis.emplace(key, std::move(l));
+}
+
+// ---------------------------------------------------------------- PostgreSQL
+
+PgLease::PgLease(ConnectionCache* cache, PgTarget target)
+    : m_cache(cache), m_target(std::move(target)),
+      m_key(util::to_string(m_target.address) + "/" + m_target.dbname + "/" + m_target.user) {}
+
+PgLease::~PgLease() {
+  if (m_cache != nullptr && m_session && m_healthy) {
+    m_cache->put_pg(m_key, std::move(*m_session));
+  }
+}
+
+tl::expected<void, core::ProbeError> PgLease::open(const Deadline& deadline) {
+  if (m_cache != nullptr) {
+    if (auto kept = m_cache->take_pg(m_key)) {
+      m_session = std::move(kept);
+      m_reused = true;
+      return {};
+    }
+    m_cache->count_connect();
+  }
+  auto s = PgSession::connect(m_target, deadline);
+  if (!s) {
+    m_healthy = false;
+    return tl::make_unexpected(s.error());
+  }
+  m_session = std::move(*s);
+  m_reused = false;
+  return {};
+}
+
+tl::expected<std::vector<PgRow>, core::ProbeError>
+PgLease::query(const std::string& sql, const std::vector<std::string>& params,
+               const Deadline& deadline) {
+  if (!m_session) {
+    return tl::make_unexpected(
+        core::ProbeError{core::Failure::network, "no connection (open() failed)", ""});
+  }
+  auto rows = m_session->query(sql, params, deadline);
+  if (!rows && m_reused && rows.error().kind == core::Failure::network && !deadline.expired()) {
+    // The kept connection died while idle: one fresh connection, one more try.
+    m_session.reset();
+    if (auto opened = open(deadline); !opened) {
+      return tl::make_unexpected(opened.error());
+    }
+    rows = m_session->query(sql, params, deadline);
+  }
+  if (!rows && breaks_connection(rows.error())) {
+    m_healthy = false;
+  }
+  return rows;
+}
+
+// ---------------------------------------------------------------- Redis
+
+RedisLease::RedisLease(ConnectionCache* cache, util::HostPort address)
+    : m_cache(cache), m_address(std::move(address)), m_key(util::to_string(m_address)) {}
+
+RedisLease::~RedisLease() {
+  if (m_cache != nullptr && m_link && m_healthy) {
+    m_cache->put_redis(m_key, std::move(*m_link));
+  }
+}
+
+tl::expected<void, core::ProbeError> RedisLease::open(const Deadline& deadline) {
+  if (m_cache != nullptr) {
+    if (auto kept = m_cache->take_redis(m_key)) {
+      m_link = std::move(kept);
+      m_reused = true;
+      return {};
+    }
+    m_cache->count_connect();
+  }
+  auto l = RedisLink::connect(m_address, deadline);
+  if (!l) {
+    m_healthy = false;
+    return tl::make_unexpected(l.error());
+  }
+  m_link = std::move(*l);
+  m_reused = false;
+  return {};
+}
+
+tl::expected<std::vector<core::RespValue>, core::ProbeError>
+RedisLease::pipeline(const std::vector<RedisCommand>& commands, const Deadline& deadline) {
+  if (!m_link) {
+    return tl::make_unexpected(
+        core::ProbeError{core::Failure::network, "no connection (open() failed)", ""});
+  }
+  auto replies = m_link->pipeline(commands, deadline);
+  if (!replies && m_reused && replies.error().kind == core::Failure::network &&
+      !deadline.expired()) {
+    m_link.reset();
+    if (auto opened = open(deadline); !opened) {
+      return tl::make_unexpected(opened.error());
+    }
+    replies = m_link->pipeline(commands, deadline);
+  }
+  if (!replies && breaks_connection(replies.error())) {
+    m_healthy = false;
+  }
+  return replies;
+}
+
+} // namespace dbcheck::probe

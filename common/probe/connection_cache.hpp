@@ -1,0 +1,106 @@
+#pragma once
+// Connections kept open between probe rounds (dbcheck-agent), and the leases checks take them
+// through. Kept connections cost the database nothing per poller, and one that is already open
+// still works when the server refuses new connections (max_connections reached).
+
+#include "deadline.hpp"
+#include "pg_session.hpp"
+#include "redis_link.hpp"
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dbcheck::probe {
+
+// Idle connections by address, for one prober. Thread-safe; a connection is used by one check
+// at a time (taken out while in use).
+class ConnectionCache {
+public:
+  // --- Interface ---
+
+  // An idle PostgreSQL session to `key`, or nullopt.
+  std::optional<PgSession> take_pg(const std::string& key);
+  // Keeps `s` for the next round.
+  void put_pg(const std::string& key, PgSession s);
+  // An idle Redis link to `key`, or nullopt.
+  std::optional<RedisLink> take_redis(const std::string& key);
+  // Keeps `l` for the next round.
+  void put_redis(const std::string& key, RedisLink l);
+
+  // New connections opened through this cache (first ones and reconnects), for /metrics.
+  std::uint64_t connects() const { return m_connects.load(); }
+  void count_connect() { ++m_connects; }
+
+private:
+  std::mutex m_mutex;
+  std::multimap<std::string, PgSession> m_pg;
+  std::multimap<std::string, RedisLink> m_redis;
+  std::atomic<std::uint64_t> m_connects{0};
+};
+
+// A PostgreSQL session for one check: reused from `cache` when one is kept (a null cache:
+// always new), given back at the end of the check if nothing went wrong on it.
+class PgLease {
+public:
+  // --- Interface ---
+
+  // A lease of a session to `target`; nothing is opened yet.
+  PgLease(ConnectionCache* cache, PgTarget target);
+  PgLease(const PgLease&) = delete;
+  PgLease& operator=(const PgLease&) = delete;
+  // Returns a healthy session to the cache.
+  ~PgLease();
+
+  // Reuses a kept session, or connects within `deadline`.
+  tl::expected<void, core::ProbeError> open(const Deadline& deadline);
+
+  // Runs a query. A kept session that fails at once (the server restarted, an idle timeout
+  // cut it) is replaced by a new connection and the query retried once.
+  tl::expected<std::vector<PgRow>, core::ProbeError>
+  query(const std::string& sql, const std::vector<std::string>& params, const Deadline& deadline);
+
+private:
+  ConnectionCache* m_cache;
+  PgTarget m_target;
+  std::string m_key;
+  std::optional<PgSession> m_session;
+  bool m_reused = false;
+  bool m_healthy = true;
+};
+
+// The same for Redis/Sentinel links.
+class RedisLease {
+public:
+  // --- Interface ---
+
+  // A lease of a link to `address`; nothing is opened yet.
+  RedisLease(ConnectionCache* cache, util::HostPort address);
+  RedisLease(const RedisLease&) = delete;
+  RedisLease& operator=(const RedisLease&) = delete;
+  // Returns a healthy link to the cache.
+  ~RedisLease();
+
+  // Reuses a kept link, or connects within `deadline`.
+  tl::expected<void, core::ProbeError> open(const Deadline& deadline);
+
+  // Pipelines `commands`; a kept link that fails at once is replaced and the batch retried.
+  tl::expected<std::vector<core::RespValue>, core::ProbeError>
+  pipeline(const std::vector<RedisCommand>& commands, const Deadline& deadline);
+
+  // True when the link came from the cache (it is already authenticated).
+  bool reused() const { return m_reused; }
+
+private:
+  ConnectionCache* m_cache;
+  util::HostPort m_address;
+  std::string m_key;
+  std::optional<RedisLink> m_link;
+  bool m_reused = false;
+  bool m_healthy = true;
+};
+
+} // namespace dbcheck::probe
