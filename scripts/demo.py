@@ -26,9 +26,12 @@ from fixtures.dbcheck import write_check_wrapper, write_dbcheck_config, write_re
 from fixtures.haproxy import HAProxy, render_example_for, render_redis_example_for  # noqa: E402
 from fixtures.redis import ADMIN_PASSWORD, RedisSentinelCluster, redis_pipeline  # noqa: E402
 from fixtures.patroni import APP_DB, APP_PASSWORD, APP_USER, PatroniCluster  # noqa: E402
+from fixtures.agent import (render_agent_example, render_redis_agent_example,  # noqa: E402
+                            start_pg_agents, start_redis_agents)
 from fixtures.procs import wait_until  # noqa: E402
 
 DBCHECK = REPO / "build" / "external-check" / "dbcheck"
+AGENT = REPO / "build" / "agent" / "dbcheck-agent"
 
 
 def explain(config, backend, member):
@@ -82,6 +85,16 @@ def show_redis(cluster, config, hap, ports):
     print(f"a read connection (port {ports['redis_read']}) lands on: {redis_routed_to(ports['redis_read'], cluster)}")
 
 
+def show_agents(title, agents, backends, hap):
+    """Each agent's answers (as HAProxy's agent-check gets them) and HAProxy's view."""
+    print(f"\n{title}: one dbcheck-agent per node; agent-check answers:")
+    for a in agents:
+        answers = "   ".join(f"{b}: {a.ask(b).strip()[:90]}" for b in backends)
+        print(f"  {a.name:14} {answers}")
+    print("  HAProxy (agent-check + httpchk to the agent) UP: " +
+          ", ".join(f"{b}={hap.servers_up(b)}" for b in backends))
+
+
 def show(cluster, config, hap, ports):
     leader = cluster.leader()
     print(f"\nPatroni leader: {leader.name if leader else 'none'}")
@@ -109,6 +122,7 @@ def main():
     cluster = PatroniCluster(work / "pg")
     redis = RedisSentinelCluster(work / "redis")
     hap = rhap = None
+    started_agents, started_haproxies = [], []
     try:
         print("starting etcd + 3 Patroni members (PostgreSQL 15) ...")
         cluster.start()
@@ -134,6 +148,25 @@ def main():
         print(f"HAProxy configs: {work / 'haproxy' / 'haproxy.cfg'}, {work / 'haproxy-redis' / 'haproxy.cfg'}")
         show(cluster, config, hap, ports)
         show_redis(redis, rconfig, rhap, rports)
+
+        # The same clusters through dbcheck-agent: cached verdicts, one probe round per second.
+        pg_agents = start_pg_agents(work / "agents", cluster, AGENT, interval="1s")
+        redis_agents = start_redis_agents(work / "agents", redis, AGENT, interval="1s")
+        started_agents.extend(pg_agents + redis_agents)
+        acfg, _ = render_agent_example(cluster, pg_agents, work / "haproxy-agent" / "admin.sock")
+        ahap = HAProxy(work / "haproxy-agent", acfg).start()
+        racfg, _ = render_redis_agent_example(redis, redis_agents, work / "haproxy-agent-redis" / "admin.sock")
+        rahap = HAProxy(work / "haproxy-agent-redis", racfg).start()
+        started_haproxies.extend([ahap, rahap])
+        wait_until(lambda: ahap.servers_up("pg_write") == [leader.name], 20, "agent-checked pg_write")
+        wait_until(lambda: rahap.servers_up("redis_write") == [rmaster.name], 20, "agent-checked redis_write")
+        # HAProxy starts every server UP until its first check: wait for the readers to settle.
+        wait_until(lambda: sorted(ahap.servers_up("pg_read")) == sorted(m.name for m in cluster.replicas()),
+                   20, "agent-checked pg_read")
+        wait_until(lambda: len(rahap.servers_up("redis_read")) == 1, 20, "agent-checked redis_read")
+        show_agents("PostgreSQL", pg_agents, ["pg_write", "pg_read"], ahap)
+        show_agents("Redis", redis_agents, ["redis_write", "redis_read"], rahap)
+        print(f"  e.g. curl http://127.0.0.1:{pg_agents[0].http_port}/health | /metrics | /backend/pg_write")
 
         if args.switchover:
             new = next(m for m in cluster.members() if m.name != leader.name)
@@ -172,9 +205,11 @@ Press Ctrl-C (or send SIGTERM to {os.getpid()}) to stop everything the demo star
                 print("\nstopping the lab ...")
         return 0
     finally:
-        for h in (hap, rhap):
+        for h in [hap, rhap, *started_haproxies]:
             if h is not None:
                 h.stop()
+        for a in started_agents:
+            a.stop()
         redis.stop()
         cluster.stop()
         subprocess.run(["rm", "-rf", str(work)], check=False)
