@@ -46,3 +46,49 @@ def test_failover_through_haproxy_with_agents(redis_cluster, redis_agents, hapro
             f"events); HAProxy took it out at +{t_out:.1f}s and routed to the new master at "
             f"+{t_routed:.1f}s; two writers UP in {len(double)} of {len(during)} samples")
     redis_cluster.wait_stable(timeout=40)
+
+
+def _check_commands(cluster, node):
+    """Calls of the commands dbcheck sends (ROLE, PING, AUTH) on `node`, from INFO commandstats."""
+    stats = cluster.admin(node, "INFO", "commandstats")
+    total = 0
+    for line in stats.splitlines():
+        if line.startswith(("cmdstat_role:", "cmdstat_ping:", "cmdstat_auth:")):
+            total += int(line.split("calls=")[1].split(",")[0])
+    return total
+
+
+def test_pollers_do_not_multiply_redis_commands(redis_cluster, redis_agents, figures):
+    import threading
+    from fixtures.agent import agent_ask
+    master = redis_cluster.wait_stable()
+    a = next(x for x in redis_agents if x.name == f"agent-{master.name}")
+    rates = {}
+    for pollers in (1, 100):
+        stop, answered = threading.Event(), []
+
+        def poll():
+            while not stop.is_set():
+                try:
+                    agent_ask(a.agent_port, b"redis_write\n", timeout=2)
+                    answered.append(1)
+                except OSError:
+                    pass
+                stop.wait(0.01)
+
+        threads = [threading.Thread(target=poll, daemon=True) for _ in range(pollers)]
+        for t in threads:
+            t.start()
+        time.sleep(1)
+        c0, t0 = _check_commands(redis_cluster, master), time.monotonic()
+        time.sleep(5)
+        c1, t1 = _check_commands(redis_cluster, master), time.monotonic()
+        stop.set()
+        for t in threads:
+            t.join(5)
+        rates[pollers] = ((c1 - c0) / (t1 - t0), len(answered) / 6)
+    assert rates[100][1] > 20 * rates[1][1], rates
+    assert rates[100][0] <= rates[1][0] * 1.5 + 1, rates
+    figures("agent pollers vs Redis commands",
+            f"1 poller ({rates[1][1]:.0f} answers/s): {rates[1][0]:.1f} ROLE/PING/AUTH calls/s on the master; "
+            f"100 pollers ({rates[100][1]:.0f} answers/s): {rates[100][0]:.1f} calls/s")
