@@ -7,13 +7,6 @@
 namespace dbcheck::core {
 namespace {
 
-// One opinion reduced to: does it agree, what it said, and how it failed if it did not.
-struct Opinion {
-  bool ok = false;
-  std::string text;
-  Failure kind = Failure::none;
-};
-
 std::string member_label(const PatroniMember& m) {
   return fmt::format("{} ({})", m.name.empty() ? "?" : m.name, util::to_string(m.address));
 }
@@ -75,32 +68,7 @@ Opinion node_writer_opinion(const WriterObservation& obs) {
 } // namespace
 
 Verdict evaluate_writer(const WriterObservation& obs, SaturationPolicy saturation) {
-  const Opinion manager = manager_writer_opinion(obs);
-  const Opinion node = node_writer_opinion(obs);
-
-  if (node.kind == Failure::saturated) {
-    const std::string what = fmt::format("saturated: {}; {}", manager.text, node.text);
-    if (!manager.ok) {
-      // Not the writer whatever its load: the manager's failure is the one to report.
-      return {State::down, manager.kind == Failure::none ? Failure::role : manager.kind, what};
-    }
-    if (saturation == SaturationPolicy::up) {
-      return {State::up, Failure::saturated,
-              fmt::format("{}; on_saturation=up keeps the sole writer in rotation", what)};
-    }
-    return {State::down, Failure::saturated, fmt::format("{}; on_saturation=down", what)};
-  }
-  if (manager.ok && node.ok) {
-    return {State::up, Failure::none, fmt::format("{}; {}", manager.text, node.text)};
-  }
-  // The node's own failure (timeout, refused, auth) is the more actionable kind to report first.
-  Failure kind = Failure::role;
-  if (!node.ok && node.kind != Failure::role) {
-    kind = node.kind;
-  } else if (!manager.ok && manager.kind != Failure::role) {
-    kind = manager.kind;
-  }
-  return {State::down, kind, fmt::format("not the writer: {}; {}", manager.text, node.text)};
+  return combine_writer_opinions(manager_writer_opinion(obs), node_writer_opinion(obs), saturation);
 }
 
 Verdict evaluate_replica(const ReplicaObservation& obs, double max_lag_s) {

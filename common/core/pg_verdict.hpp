@@ -6,6 +6,7 @@
 #include "probe_error.hpp"
 #include "replica_lag.hpp"
 #include "verdict.hpp"
+#include "writer_opinions.hpp"
 
 #include <util/host_port.hpp>
 
@@ -16,12 +17,6 @@
 #include <string>
 
 namespace dbcheck::core {
-
-// What to do with a leader that refuses new connections (SQLSTATE 53300) while Patroni names it.
-enum class SaturationPolicy {
-  up,  // keep it: ejecting the sole writer turns overload into a full outage (seed 000)
-  down // eject it
-};
 
 // The node's own answer to the writer query.
 struct NodeRole {

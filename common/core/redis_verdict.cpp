@@ -7,12 +7,6 @@
 namespace dbcheck::core {
 namespace {
 
-struct Opinion {
-  bool ok = false;
-  std::string text;
-  Failure kind = Failure::none;
-};
-
 Opinion sentinel_writer_opinion(const RedisObservation& obs) {
   const SentinelTally t = tally_sentinels(obs.sentinels, obs.configured_sentinels);
   const std::size_t yes = votes_for(obs.sentinels, obs.node);
@@ -43,30 +37,8 @@ Opinion node_writer_opinion(const RedisObservation& obs) {
 } // namespace
 
 Verdict evaluate_redis_writer(const RedisObservation& obs, SaturationPolicy saturation) {
-  const Opinion manager = sentinel_writer_opinion(obs);
-  const Opinion node = node_writer_opinion(obs);
-  if (node.kind == Failure::saturated) {
-    const std::string what = fmt::format("saturated: {}; {}", manager.text, node.text);
-    if (!manager.ok) {
-      // Not the writer whatever its load: the manager's failure is the one to report.
-      return {State::down, manager.kind == Failure::none ? Failure::role : manager.kind, what};
-    }
-    if (saturation == SaturationPolicy::up) {
-      return {State::up, Failure::saturated,
-              fmt::format("{}; on_saturation=up keeps the sole writer in rotation", what)};
-    }
-    return {State::down, Failure::saturated, fmt::format("{}; on_saturation=down", what)};
-  }
-  if (manager.ok && node.ok) {
-    return {State::up, Failure::none, fmt::format("{}; {}", manager.text, node.text)};
-  }
-  Failure kind = Failure::role;
-  if (!node.ok && node.kind != Failure::role) {
-    kind = node.kind;
-  } else if (!manager.ok && manager.kind != Failure::role) {
-    kind = manager.kind;
-  }
-  return {State::down, kind, fmt::format("not the writer: {}; {}", manager.text, node.text)};
+  return combine_writer_opinions(sentinel_writer_opinion(obs), node_writer_opinion(obs),
+                                 saturation);
 }
 
 Verdict evaluate_redis_replica(const RedisObservation& obs, double max_lag_s) {

@@ -1,6 +1,8 @@
 // The only file that includes libpq-fe.h.
 #include "pg_session.hpp"
 
+#include "wait_fd.hpp"
+
 #include <core/pg_errors.hpp>
 
 #include <fmt/format.h>
@@ -13,28 +15,6 @@
 
 namespace dbcheck::probe {
 namespace {
-
-enum class Wait { ready, timeout, error };
-
-// Waits for `events` on `fd` until the deadline, retrying on EINTR.
-Wait wait_fd(int fd, short events, const Deadline& deadline) {
-  for (;;) {
-    if (deadline.expired()) {
-      return Wait::timeout;
-    }
-    pollfd p{fd, events, 0};
-    const int rc = ::poll(&p, 1, deadline.remaining_ms());
-    if (rc > 0) {
-      return Wait::ready;
-    }
-    if (rc == 0) {
-      continue; // loop re-checks the deadline (poll may round down)
-    }
-    if (errno != EINTR) {
-      return Wait::error;
-    }
-  }
-}
 
 // A path that cannot exist: libpq reads it as "no such file", i.e. none.
 constexpr const char* k_no_file = "/nonexistent/dbcheck/none";

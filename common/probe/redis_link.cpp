@@ -1,6 +1,8 @@
 // The only file that includes hiredis.h.
 #include "redis_link.hpp"
 
+#include "wait_fd.hpp"
+
 #include <fmt/format.h>
 
 #include <hiredis/hiredis.h>
@@ -12,24 +14,6 @@
 
 namespace dbcheck::probe {
 namespace {
-
-enum class Wait { ready, timeout, error };
-
-Wait wait_fd(int fd, short events, const Deadline& deadline) {
-  for (;;) {
-    if (deadline.expired()) {
-      return Wait::timeout;
-    }
-    pollfd p{fd, events, 0};
-    const int rc = ::poll(&p, 1, deadline.remaining_ms());
-    if (rc > 0) {
-      return Wait::ready;
-    }
-    if (rc < 0 && errno != EINTR) {
-      return Wait::error;
-    }
-  }
-}
 
 core::ProbeError timeout_error(const char* during) {
   return {core::Failure::timeout,
@@ -64,6 +48,37 @@ core::RespValue convert(const redisReply* r) {
   default:
     return core::RespValue::nil();
   }
+}
+
+// Queues `commands` and writes them all within `deadline` (one write for a pipeline).
+tl::expected<void, core::ProbeError> write_commands(redisContext* c,
+                                                    const std::vector<RedisCommand>& commands,
+                                                    const Deadline& deadline) {
+  for (const RedisCommand& cmd : commands) {
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lens;
+    for (const auto& a : cmd) {
+      argv.push_back(a.data());
+      lens.push_back(a.size());
+    }
+    if (redisAppendCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data()) !=
+        REDIS_OK) {
+      return tl::make_unexpected(io_error(c, "queueing a command"));
+    }
+  }
+  int done = 0;
+  while (done == 0) {
+    if (redisBufferWrite(c, &done) != REDIS_OK) {
+      return tl::make_unexpected(io_error(c, "sending"));
+    }
+    if (done == 0) {
+      if (const Wait w = wait_fd(c->fd, POLLOUT, deadline); w != Wait::ready) {
+        return tl::make_unexpected(w == Wait::timeout ? timeout_error("sending")
+                                                      : io_error(c, "sending"));
+      }
+    }
+  }
+  return {};
 }
 
 } // namespace
@@ -104,81 +119,27 @@ tl::expected<RedisLink, core::ProbeError> RedisLink::connect(const util::HostPor
 tl::expected<std::vector<core::RespValue>, core::ProbeError>
 RedisLink::pipeline(const std::vector<RedisCommand>& commands, const Deadline& deadline) {
   redisContext* c = m_ctx.get();
-  for (const RedisCommand& cmd : commands) {
-    std::vector<const char*> argv;
-    std::vector<std::size_t> lens;
-    for (const auto& a : cmd) {
-      argv.push_back(a.data());
-      lens.push_back(a.size());
-    }
-    if (redisAppendCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data()) !=
-        REDIS_OK) {
-      return tl::make_unexpected(io_error(c, "queueing a command"));
-    }
-  }
-  int done = 0;
-  while (done == 0) {
-    if (redisBufferWrite(c, &done) != REDIS_OK) {
-      return tl::make_unexpected(io_error(c, "sending"));
-    }
-    if (done == 0) {
-      if (const Wait w = wait_fd(c->fd, POLLOUT, deadline); w != Wait::ready) {
-        return tl::make_unexpected(w == Wait::timeout ? timeout_error("sending")
-                                                      : io_error(c, "sending"));
-      }
-    }
+  if (auto written = write_commands(c, commands, deadline); !written) {
+    return tl::make_unexpected(written.error());
   }
   std::vector<core::RespValue> replies;
   replies.reserve(commands.size());
   while (replies.size() < commands.size()) {
-    void* reply = nullptr;
-    // Non-blocking context: redisGetReply only drains what redisBufferRead has parsed.
-    if (redisGetReply(c, &reply) != REDIS_OK) {
-      return tl::make_unexpected(io_error(c, "reading a reply"));
+    auto reply = next(deadline);
+    if (!reply) {
+      return tl::make_unexpected(reply.error());
     }
-    if (reply != nullptr) {
-      std::unique_ptr<redisReply, decltype(&freeReplyObject)> guard(static_cast<redisReply*>(reply),
-                                                                    &freeReplyObject);
-      replies.push_back(convert(guard.get()));
-      continue;
-    }
-    const Wait w = wait_fd(c->fd, POLLIN, deadline);
-    if (w == Wait::timeout) {
+    if (!*reply) {
       return tl::make_unexpected(timeout_error("waiting for a reply"));
     }
-    if (w == Wait::error || redisBufferRead(c) != REDIS_OK) {
-      return tl::make_unexpected(io_error(c, "reading a reply"));
-    }
+    replies.push_back(std::move(**reply));
   }
   return replies;
 }
 
 tl::expected<void, core::ProbeError> RedisLink::send(const RedisCommand& command,
                                                      const Deadline& deadline) {
-  redisContext* c = m_ctx.get();
-  std::vector<const char*> argv;
-  std::vector<std::size_t> lens;
-  for (const auto& a : command) {
-    argv.push_back(a.data());
-    lens.push_back(a.size());
-  }
-  if (redisAppendCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data()) !=
-      REDIS_OK) {
-    return tl::make_unexpected(io_error(c, "queueing a command"));
-  }
-  int done = 0;
-  while (done == 0) {
-    if (redisBufferWrite(c, &done) != REDIS_OK) {
-      return tl::make_unexpected(io_error(c, "sending"));
-    }
-    if (done == 0) {
-      if (const Wait w = wait_fd(c->fd, POLLOUT, deadline); w != Wait::ready) {
-        return tl::make_unexpected(w == Wait::timeout ? timeout_error("sending")
-                                                      : io_error(c, "sending"));
-      }
-    }
-  }
-  return {};
+  return write_commands(m_ctx.get(), {command}, deadline);
 }
 
 tl::expected<std::optional<core::RespValue>, core::ProbeError>
