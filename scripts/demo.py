@@ -34,10 +34,14 @@ DBCHECK = REPO / "build" / "external-check" / "dbcheck"
 AGENT = REPO / "build" / "agent" / "dbcheck-agent"
 
 
+def node_addr(node):
+    """host:port of a Patroni member (pg_addr) or of a Redis node (addr)."""
+    return getattr(node, "pg_addr", None) or node.addr
+
+
 def explain(config, backend, member):
     """`dbcheck explain --json` for one node: (exit code, parsed report)."""
-    addr = getattr(member, "pg_addr", None) or member.addr
-    p = subprocess.run([str(DBCHECK), "--config", str(config), "explain", backend, addr, "--json"],
+    p = subprocess.run([str(DBCHECK), "--config", str(config), "explain", backend, node_addr(member), "--json"],
                        capture_output=True, text=True, timeout=10)
     return p.returncode, json.loads(p.stdout)
 
@@ -72,16 +76,12 @@ def redis_routed_to(port, cluster):
 
 
 def show_redis(cluster, config, hap, ports):
+    """The Redis lab: the master the Sentinels name, the verdict table, and where HAProxy
+    sends a write and a read connection."""
     m = cluster.master()
     print(f"\nSentinel majority names: {m.name if m else 'none'} (3 Sentinels, quorum 2)")
-    print(f"{'node':7} {'address':17} {'write':6} {'read':6} reason (redis_write | redis_read)")
-    for n in cluster.nodes():
-        rw, w = explain(config, "redis_write", n)
-        rr, r = explain(config, "redis_read", n)
-        print(f"{n.name:7} {n.addr:17} {'PASS' if rw == 0 else 'fail':6} {'PASS' if rr == 0 else 'fail':6} "
-              f"{w['verdict']['reason']} | {r['verdict']['reason']}")
-    print(f"HAProxy servers UP: redis_write={hap.servers_up('redis_write')} redis_read={hap.servers_up('redis_read')}")
-    print(f"a write connection (port {ports['redis_write']}) lands on: {redis_routed_to(ports['redis_write'], cluster)}")
+    show_backends(cluster, cluster.nodes(), config, hap, ports, redis_routed_to, node_width=7,
+                  backends=("redis_write", "redis_read"), columns=("write", "read"))
     print(f"a read connection (port {ports['redis_read']}) lands on: {redis_routed_to(ports['redis_read'], cluster)}")
 
 
@@ -95,17 +95,31 @@ def show_agents(title, agents, backends, hap):
           ", ".join(f"{b}={hap.servers_up(b)}" for b in backends))
 
 
+def show_backends(cluster, nodes, config, hap, ports, route, node_width, backends, columns):
+    """The verdict table: a row per node of `nodes` (name, address, PASS/fail of
+    `dbcheck explain` for each of the write and read `backends`, headed `columns`, then
+    both reasons); HAProxy's UP servers per backend; and where route(port, cluster)
+    says a write connection through HAProxy lands."""
+    width = max(map(len, columns)) + 1
+    print(f"{'node':{node_width}} {'address':17} " + "".join(f"{c:{width}} " for c in columns) +
+          f"reason ({' | '.join(backends)})")
+    for n in nodes:
+        results = [explain(config, b, n) for b in backends]
+        print(f"{n.name:{node_width}} {node_addr(n):17} " +
+              "".join(f"{'PASS' if rc == 0 else 'fail':{width}} " for rc, _ in results) +
+              " | ".join(report['verdict']['reason'] for _, report in results))
+    print("HAProxy servers UP: " + " ".join(f"{b}={hap.servers_up(b)}" for b in backends))
+    write = backends[0]
+    print(f"a write connection (port {ports[write]}) lands on: {route(ports[write], cluster)}")
+
+
 def show(cluster, config, hap, ports):
+    """The PostgreSQL lab: the Patroni leader, the verdict table, and where HAProxy
+    sends a write connection and six read connections."""
     leader = cluster.leader()
     print(f"\nPatroni leader: {leader.name if leader else 'none'}")
-    print(f"{'node':6} {'address':17} {'pg_write':9} {'pg_read':9} reason (pg_write | pg_read)")
-    for m in cluster.members():
-        rw, w = explain(config, "pg_write", m)
-        rr, r = explain(config, "pg_read", m)
-        print(f"{m.name:6} {m.pg_addr:17} {'PASS' if rw == 0 else 'fail':9} {'PASS' if rr == 0 else 'fail':9} "
-              f"{w['verdict']['reason']} | {r['verdict']['reason']}")
-    print(f"HAProxy servers UP: pg_write={hap.servers_up('pg_write')} pg_read={hap.servers_up('pg_read')}")
-    print(f"a write connection (port {ports['pg_write']}) lands on: {routed_to(ports['pg_write'], cluster)}")
+    show_backends(cluster, cluster.members(), config, hap, ports, routed_to, node_width=6,
+                  backends=("pg_write", "pg_read"), columns=("pg_write", "pg_read"))
     reads = sorted({routed_to(ports['pg_read'], cluster) for _ in range(6)})
     print(f"read connections (port {ports['pg_read']}) land on: {', '.join(reads)}")
 

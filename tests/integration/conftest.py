@@ -89,22 +89,30 @@ def workdir(request):
     finish_workdir(request.config, path, _test_failed(request.node))
 
 
-@pytest.fixture(scope="session")
-def pg_cluster(request):
-    """Session-wide PatroniCluster (etcd + 3 members), healthy when handed out.
-    Stopped at the end of the session; its workdir is kept if any test failed."""
+def _session_cluster(request, cluster_class, prefix, label):
+    """Body of a session cluster fixture: require_servers(), then cluster_class(workdir)
+    in a new /tmp/<prefix>XXXXXX, started and reported as "<label> up in ..." before it is
+    yielded; stopped afterwards. The workdir is kept if starting fails or any test of
+    the session failed, removed otherwise."""
     require_servers()
-    path = make_workdir("dbcheck-it-pg.")
-    cluster = PatroniCluster(path)
+    path = make_workdir(prefix)
+    cluster = cluster_class(path)
     try:
         cluster.start()
     except BaseException:
         finish_workdir(request.config, path, failed=True)
         raise
-    _report(request.config, f"\n[dbcheck-it] Patroni cluster up in {cluster.up_seconds:.1f}s ({path})")
+    _report(request.config, f"\n[dbcheck-it] {label} up in {cluster.up_seconds:.1f}s ({path})")
     yield cluster
     cluster.stop()
     finish_workdir(request.config, path, failed=request.session.testsfailed > 0)
+
+
+@pytest.fixture(scope="session")
+def pg_cluster(request):
+    """Session-wide PatroniCluster (etcd + 3 members), healthy when handed out.
+    Stopped at the end of the session; its workdir is kept if any test failed."""
+    yield from _session_cluster(request, PatroniCluster, "dbcheck-it-pg.", "Patroni cluster")
 
 
 @pytest.fixture(scope="session")
@@ -113,18 +121,7 @@ def redis_cluster(request):
     settled when handed out (the master may move: tests that fail over should end
     with redis_cluster.wait_stable()). Stopped at the end of the session; its
     workdir is kept if any test failed."""
-    require_servers()
-    path = make_workdir("dbcheck-it-redis.")
-    cluster = RedisSentinelCluster(path)
-    try:
-        cluster.start()
-    except BaseException:
-        finish_workdir(request.config, path, failed=True)
-        raise
-    _report(request.config, f"\n[dbcheck-it] Redis Sentinel cluster up in {cluster.up_seconds:.1f}s ({path})")
-    yield cluster
-    cluster.stop()
-    finish_workdir(request.config, path, failed=request.session.testsfailed > 0)
+    yield from _session_cluster(request, RedisSentinelCluster, "dbcheck-it-redis.", "Redis Sentinel cluster")
 
 
 @pytest.fixture(scope="session")
