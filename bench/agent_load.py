@@ -7,6 +7,7 @@ commits/s at 1 and 100 pollers, and the agent's RSS. Prints one table; run via b
 
 import argparse
 import asyncio
+import shutil
 import statistics
 import sys
 import tempfile
@@ -98,6 +99,7 @@ def main():
         for a in agents:
             a.stop()
         cluster.stop()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
