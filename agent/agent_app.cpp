@@ -9,6 +9,7 @@
 #include "verdict_cache.hpp"
 
 #include <config/load_config.hpp>
+#include <probe/library_versions.hpp>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -242,7 +243,7 @@ int run(int argc, char** argv) {
                "damped verdicts of this host's database nodes. Configuration: the [agent]\n"
                "section of dbcheck's TOML file. SIGHUP reloads it, SIGTERM drains then exits.",
                "dbcheck-agent"};
-  app.set_version_flag("--version", "dbcheck-agent 0.1.0");
+  app.set_version_flag("--version", "dbcheck-agent 0.1.0 (" + probe::library_versions() + ")");
   std::string path;
   app.add_option("--config", path,
                  "configuration file (default: $DBCHECK_CONFIG, else "

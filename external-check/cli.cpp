@@ -6,6 +6,7 @@
 
 #include <config/load_config.hpp>
 #include <core/report.hpp>
+#include <probe/library_versions.hpp>
 #include <probe/run_check.hpp>
 
 #include <CLI/CLI.hpp>
@@ -91,7 +92,7 @@ int run(int argc, char** argv) {
                "<server_port>\n(backend from HAPROXY_PROXY_NAME). Exit 0 pass, 1 fail, 2 "
                "configuration error.",
                "dbcheck"};
-  app.set_version_flag("--version", "dbcheck 0.1.0");
+  app.set_version_flag("--version", "dbcheck 0.1.0 (" + probe::library_versions() + ")");
   std::optional<std::string> config_flag;
   app.add_option("--config", config_flag,
                  "configuration file (default: $DBCHECK_CONFIG, else /etc/dbcheck/dbcheck.toml)")
