@@ -18,17 +18,28 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 namespace dbcheck::agent {
 namespace {
 
 using probe::Clock;
+
+// The file that says "this agent had drained its servers" (survives a restart).
+std::string drain_marker(const config::Config& cfg) {
+  return cfg.agent->state_dir + "/drained";
+}
 using namespace std::chrono_literals;
 
 // Everything the probers, the two servers and the signal loop share.
@@ -96,29 +107,69 @@ public:
     return m_shutdown_since;
   }
 
-  // Whether every backend answers drain now, and why; also opens the "ready" window when a
-  // drain of our own ends (only then does the agent send "ready": an operator's drain set
-  // through HAProxy's runtime API survives).
-  std::pair<bool, std::string> drain_state(Clock::time_point now) {
+  // Re-reads the drain state (shutdown, drain file) on the main loop's tick, so the answering
+  // threads never stat() a file (a hung mount would freeze them) and transitions are decided
+  // in one place. When a drain of our own ends it opens the "ready" window: only then does
+  // the agent send "ready", so an operator's drain set through HAProxy's runtime API survives.
+  // A marker in state_dir remembers our drain across a restart.
+  void update_drain(Clock::time_point now) {
+    const auto cfg = config();
     std::string why;
     if (shutdown_since()) {
       why = "dbcheck-agent is shutting down";
-    } else if (const auto cfg = config(); cfg->agent->drain_file) {
+    } else if (cfg->agent->drain_file) {
       struct stat st {};
       if (::stat(cfg->agent->drain_file->c_str(), &st) == 0) {
         why = fmt::format("drain file {} present", *cfg->agent->drain_file);
       }
     }
-    std::lock_guard lock(m_mutex);
     const bool draining = !why.empty();
-    if (m_own_drain && !draining) {
-      m_ready_until = now + std::chrono::duration_cast<Clock::duration>(m_cfg->agent->ready_window);
-      log_event("info", "drain ended", {});
-    } else if (!m_own_drain && draining) {
-      log_event("info", "drain started", {{"reason", why}});
+    const std::string marker = drain_marker(*cfg);
+    bool started = false;
+    bool ended = false;
+    {
+      std::lock_guard lock(m_mutex);
+      ended = m_own_drain && !draining;
+      started = !m_own_drain && draining;
+      if (ended) {
+        m_ready_until = now + std::chrono::duration_cast<Clock::duration>(cfg->agent->ready_window);
+      }
+      if (m_ready_until && now >= *m_ready_until) {
+        m_ready_until.reset();
+        ::unlink(marker.c_str()); // ready has been said long enough: forget our drain
+      }
+      m_own_drain = draining;
+      m_drain_reason = why;
     }
-    m_own_drain = draining;
-    return {draining, why};
+    m_draining = draining;
+    if (started) {
+      if (FILE* f = std::fopen(marker.c_str(), "w")) {
+        std::fclose(f);
+      }
+      log_event("info", "drain started", {{"reason", why}});
+    } else if (ended) {
+      log_event("info", "drain ended", {});
+    }
+  }
+
+  // At start-up: a drain this agent set before a restart is still in HAProxy; undo it.
+  void resume_after_restart(Clock::time_point now) {
+    const auto cfg = config();
+    if (::mkdir(cfg->agent->state_dir.c_str(), 0755) != 0 && errno != EEXIST) {
+      log_event("warn", "state_dir unusable: a drain will not be undone after a restart",
+                {{"state_dir", cfg->agent->state_dir}, {"error", std::strerror(errno)}});
+    }
+    struct stat st {};
+    if (::stat(drain_marker(*cfg).c_str(), &st) == 0) {
+      std::lock_guard lock(m_mutex);
+      m_ready_until = now + std::chrono::duration_cast<Clock::duration>(cfg->agent->ready_window);
+      log_event("info", "resuming after our own drain: sending ready", {});
+    }
+  }
+
+  std::pair<bool, std::string> drain_state(Clock::time_point /*now*/) const {
+    std::lock_guard lock(m_mutex);
+    return {m_draining.load(), m_drain_reason};
   }
 
   bool send_ready(Clock::time_point now) const {
@@ -134,9 +185,9 @@ public:
     s.stale_after_s = std::chrono::duration<double>(config()->agent->stale_after).count();
     s.reloads = m_reloads;
     s.reload_failures = m_reload_failures;
-    if (m_agent_server) {
-      s.agent_connections_open = m_agent_server->open_connections();
-      s.agent_connections_refused = m_agent_server->refused_connections();
+    if (AgentServer* server = m_agent_server.load()) {
+      s.agent_connections_open = server->open_connections();
+      s.agent_connections_refused = server->refused_connections();
     }
     return s;
   }
@@ -200,6 +251,16 @@ public:
   }
 
   // True while every tracked backend has a fresh verdict (the watchdog's health signal).
+  // True once every tracked backend has finished its first round.
+  bool all_probed() const {
+    for (const auto& s : m_cache.all()) {
+      if (!s.started) {
+        return false;
+      }
+    }
+    return true;
+  }
+
   bool probers_alive(Clock::time_point now) const {
     const AgentStatus st = status(now, false, "");
     for (const auto& s : m_cache.all()) {
@@ -220,21 +281,32 @@ private:
   std::vector<std::unique_ptr<Prober>> m_probers;
   std::optional<Clock::time_point> m_shutdown_since;
   bool m_own_drain = false;
+  std::atomic<bool> m_draining{false};
+  std::string m_drain_reason;
   std::optional<Clock::time_point> m_ready_until;
   Clock::time_point m_started = Clock::now();
-  std::uint64_t m_reloads = 0;
-  std::uint64_t m_reload_failures = 0;
-  AgentServer* m_agent_server = nullptr;
+  std::atomic<std::uint64_t> m_reloads{0};
+  std::atomic<std::uint64_t> m_reload_failures{0};
+  std::atomic<AgentServer*> m_agent_server{nullptr};
 };
 
 // As many open files as the hard limit allows: each idle poller holds one for up to 100 ms.
-void raise_nofile_limit() {
+// Returns the soft limit in force afterwards.
+std::size_t raise_nofile_limit() {
   rlimit r{};
-  if (::getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+  if (::getrlimit(RLIMIT_NOFILE, &r) != 0) {
+    return 1024;
+  }
+  if (r.rlim_cur < r.rlim_max) {
     r.rlim_cur = r.rlim_max;
     ::setrlimit(RLIMIT_NOFILE, &r);
+    ::getrlimit(RLIMIT_NOFILE, &r);
   }
+  return static_cast<std::size_t>(r.rlim_cur);
 }
+
+// Keeps descriptors for the probers' database connections whatever the pollers do.
+constexpr std::size_t k_fd_reserve = 512;
 
 } // namespace
 
@@ -267,7 +339,7 @@ int run(int argc, char** argv) {
   sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
-  raise_nofile_limit();
+  const std::size_t fd_limit = raise_nofile_limit();
 
   auto loaded = config::load_config(path);
   if (!loaded) {
@@ -288,16 +360,32 @@ int run(int argc, char** argv) {
   Agent agent(std::make_shared<const config::Config>(std::move(*loaded)));
   const auto cfg = agent.config();
 
-  AgentServer agent_server(cfg->agent->listen, cfg->agent->max_connections,
+  std::size_t max_connections = cfg->agent->max_connections;
+  if (fd_limit > k_fd_reserve && max_connections > fd_limit - k_fd_reserve) {
+    max_connections = fd_limit - k_fd_reserve;
+    log_event("warn", "agent max_connections lowered to fit the open-file limit",
+              {{"max_connections", std::to_string(max_connections)},
+               {"nofile", std::to_string(fd_limit)}});
+  }
+  AgentServer agent_server(cfg->agent->listen, max_connections,
                            [&agent](std::string_view b) { return agent.respond(b); });
   HttpServer http_server(cfg->agent->http_listen,
                          [&agent](std::string_view p) { return agent.http(p); });
   agent.start_probers();
+  // Open the ports only once every backend has a verdict (at most two intervals): before that
+  // the only honest answer is "no result yet", and HAProxy's agent, with rise/fall fixed at
+  // 1, would take every server down on it. A refused connection changes nothing in HAProxy.
+  const auto first_round_by = Clock::now() + 2 * cfg->agent->interval;
+  while (!agent.all_probed() && Clock::now() < first_round_by) {
+    std::this_thread::sleep_for(20ms);
+  }
+  agent.resume_after_restart(Clock::now());
+  agent.update_drain(Clock::now());
+  agent.set_agent_server(&agent_server);
   if (auto r = agent_server.start(); !r) {
     std::cerr << "dbcheck-agent: " << r.error() << '\n';
     return 1;
   }
-  agent.set_agent_server(&agent_server);
   if (auto r = http_server.start(); !r) {
     std::cerr << "dbcheck-agent: " << r.error() << '\n';
     return 1;
@@ -314,6 +402,7 @@ int run(int argc, char** argv) {
   for (;;) {
     const int sig = sigtimedwait(&signals, nullptr, &tick);
     const auto now = Clock::now();
+    agent.update_drain(now);
     if (sig == SIGHUP) {
       sd_notify(0, "RELOADING=1");
       agent.reload();
@@ -324,6 +413,7 @@ int run(int argc, char** argv) {
         break;
       }
       agent.begin_shutdown();
+      agent.update_drain(Clock::now());
       log_event("info", "draining before exit",
                 {{"grace", util::format_duration(agent.config()->agent->shutdown_grace)}});
       sd_notify(0, "STOPPING=1");

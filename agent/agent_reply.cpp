@@ -26,15 +26,18 @@ std::string agent_reply(const ReplyInput& in) {
   if (!in.known) {
     return fmt::format("down #unknown backend {}\n", reason_text(in.backend));
   }
+  const core::Verdict& v = in.reported;
   if (in.draining) {
-    return fmt::format("drain #{}\n", reason_text(in.drain_reason));
+    // The full state on one line: a drained server still gets sticky traffic, so HAProxy must
+    // keep hearing whether it is up.
+    const bool up = !in.stale && v.state == core::State::up;
+    return fmt::format("drain {} #{}\n", up ? "up" : "down", reason_text(in.drain_reason));
   }
   const std::string ready = in.send_ready ? "ready " : "";
   if (in.stale) {
     // A prober that stopped answering proves nothing: fail closed.
     return fmt::format("{}down #stale: no probe result for {:.1f}s\n", ready, in.age_s);
   }
-  const core::Verdict& v = in.reported;
   if (v.state == core::State::up) {
     if (v.failure == core::Failure::saturated || v.failure == core::Failure::lag) {
       // Degraded but serving: keep it in, with less of the traffic.

@@ -22,7 +22,7 @@ struct ReplyInput {
 
 // --- Interface ---
 
-// "up 100%\n", "up 50% #lag ...\n", "down #reason\n", "drain #reason\n", optionally led by
+// "up 100%\n", "up 50% #lag ...\n", "down #reason\n", "drain up|down #reason\n", optionally led by
 // "ready". Reasons are cut to keep the line far below HAProxy's buffer and contain no newline.
 std::string agent_reply(const ReplyInput& in);
 

@@ -94,6 +94,8 @@ private:
   }
 
   void close() {
+    m_answered = true; // a poller that left gets no late answer computed for it
+    m_timer.cancel();
     asio::error_code ignored;
     m_socket.shutdown(tcp::socket::shutdown_both, ignored);
     m_socket.close(ignored);
@@ -115,9 +117,10 @@ struct AgentServer::Impl {
   util::HostPort listen;
   std::size_t max_connections;
   Responder respond;
+  Counters counters; // before io: sessions destroyed with io still count down into it
   asio::io_context io{1};
   tcp::acceptor acceptor{io};
-  Counters counters;
+  asio::steady_timer backoff{io};
   std::thread thread;
 
   void accept() {
@@ -125,16 +128,25 @@ struct AgentServer::Impl {
       if (ec == asio::error::operation_aborted) {
         return;
       }
-      if (!ec) {
-        if (counters.open.load() >= max_connections) {
-          ++counters.refused;
-          asio::error_code ignored;
-          socket.close(ignored);
-        } else {
-          std::make_shared<Session>(std::move(socket), respond, counters)->start();
-        }
+      if (ec) {
+        // Out of file descriptors (EMFILE/ENFILE) or the like: pause instead of spinning,
+        // which would starve the probers of CPU (and they share the fd table).
+        backoff.expires_after(50ms);
+        backoff.async_wait([this](const asio::error_code& e) {
+          if (!e) {
+            accept();
+          }
+        });
+        return;
       }
-      accept(); // EMFILE and the like: keep serving the connections that fit
+      if (counters.open.load() >= max_connections) {
+        ++counters.refused;
+        asio::error_code ignored;
+        socket.close(ignored);
+      } else {
+        std::make_shared<Session>(std::move(socket), respond, counters)->start();
+      }
+      accept();
     });
   }
 };
@@ -182,12 +194,10 @@ void AgentServer::stop() {
   if (!m_impl || !m_impl->thread.joinable()) {
     return;
   }
-  asio::post(m_impl->io, [this] {
-    asio::error_code ignored;
-    m_impl->acceptor.close(ignored);
-  });
   m_impl->io.stop();
   m_impl->thread.join();
+  asio::error_code ignored;
+  m_impl->acceptor.close(ignored); // the thread is gone: safe to close here, and it happens
 }
 
 std::size_t AgentServer::open_connections() const {

@@ -69,6 +69,7 @@ void Prober::loop() {
   const auto interval = std::chrono::duration_cast<probe::Clock::duration>(m_cfg->agent->interval);
   auto next = probe::Clock::now();
   for (;;) {
+    const auto last_start = probe::Clock::now();
     round();
     next += interval;
     const auto now = probe::Clock::now();
@@ -81,8 +82,12 @@ void Prober::loop() {
       return;
     }
     if (m_wake) {
+      // An event (failover) asks for a round now; a burst of events must not squeeze the
+      // fall/rise rounds into milliseconds, so rounds stay at least interval/4 apart.
       m_wake = false;
-      next = probe::Clock::now();
+      next = std::max(probe::Clock::now(), last_start + interval / 4);
+      lock.unlock();
+      std::this_thread::sleep_until(next);
     }
   }
 }

@@ -24,10 +24,17 @@ void fill_from_tracker(BackendSnapshot& s, const core::HealthTracker& t, util::D
 void VerdictCache::track(const config::Backend& backend, const util::HostPort& node,
                          core::TrackerPolicy policy) {
   std::lock_guard lock(m_mutex);
-  if (m_entries.count(backend.name) != 0) {
-    return;
+  if (const auto it = m_entries.find(backend.name); it != m_entries.end()) {
+    const BackendSnapshot& s = it->second.snap;
+    const core::TrackerPolicy& p = it->second.policy;
+    if (s.cluster == backend.cluster && s.node == util::to_string(node) && s.role == backend.role &&
+        p.rise == policy.rise && p.fall == policy.fall && p.lag_window == policy.lag_window &&
+        p.writer == policy.writer) {
+      return; // unchanged by a reload: keep the state and counters
+    }
+    m_entries.erase(it); // another node, role or damping: start afresh (not fresh until probed)
   }
-  Entry e{BackendSnapshot{}, core::HealthTracker(policy), probe::Clock::now()};
+  Entry e{BackendSnapshot{}, core::HealthTracker(policy), probe::Clock::now(), policy};
   e.snap.backend = backend.name;
   e.snap.cluster = backend.cluster;
   e.snap.node = util::to_string(node);

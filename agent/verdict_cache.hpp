@@ -47,7 +47,8 @@ class VerdictCache {
 public:
   // --- Interface ---
 
-  // Starts tracking `backend` of `cluster` for `node` with `policy` (idempotent: keeps state).
+  // Starts tracking `backend` for `node` with `policy`; an unchanged backend keeps its state,
+  // one whose cluster, node, role or policy changed (a reload) starts afresh.
   void track(const config::Backend& backend, const util::HostPort& node,
              core::TrackerPolicy policy);
 
@@ -70,6 +71,7 @@ private:
     BackendSnapshot snap;
     core::HealthTracker tracker;
     probe::Clock::time_point origin;
+    core::TrackerPolicy policy;
   };
   mutable std::mutex m_mutex;
   std::map<std::string, Entry> m_entries;

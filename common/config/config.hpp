@@ -67,9 +67,10 @@ struct AgentSettings {
   util::Duration shutdown_grace{10000};        // answer "drain" this long after SIGTERM
   util::Duration ready_window{10000};          // send "ready" this long after our own drain ends
   std::optional<std::string> drain_file;       // while it exists, every backend answers drain
-  std::optional<std::string> default_backend;  // for pollers that send no agent-send line
-  std::size_t max_connections = 20000;         // agent port: open connections at most
-  std::map<std::string, util::HostPort> local; // [agent.local]: cluster -> this host's node
+  std::string state_dir = "/var/lib/dbcheck-agent"; // our own drain, across restarts
+  std::optional<std::string> default_backend;       // for pollers that send no agent-send line
+  std::size_t max_connections = 20000;              // agent port: open connections at most
+  std::map<std::string, util::HostPort> local;      // [agent.local]: cluster -> this host's node
 };
 
 // The whole validated file.

@@ -373,6 +373,12 @@ const std::vector<KeySpec<AgentSettings>>& agent_keys() {
       {"ready_window", duration(&A::ready_window)},
       {"drain_file", [](A& a, const toml::node& n, Errors& e,
                         const std::string& key) { a.drain_file = want_string(n, e, key); }},
+      {"state_dir",
+       [](A& a, const toml::node& n, Errors& e, const std::string& key) {
+         if (auto v = want_string(n, e, key)) {
+           a.state_dir = *v;
+         }
+       }},
       {"default_backend",
        [](A& a, const toml::node& n, Errors& e, const std::string& key) {
          a.default_backend = want_string(n, e, key);
@@ -415,8 +421,9 @@ void parse_agent(const toml::node& node, const toml::source_region& where, Confi
       }
     }
   }
-  if (a.stale_after <= a.interval) {
-    e.add(where, "agent.stale_after", "must be longer than agent.interval");
+  // Two rounds can be up to interval + one check (< interval) apart.
+  if (a.stale_after < 2 * a.interval) {
+    e.add(where, "agent.stale_after", "must be at least twice agent.interval");
   }
   cfg.agent = std::move(a);
 }

@@ -99,10 +99,11 @@ def test_drain_file_sigterm_grace_and_operator_drain(pg_cluster, pg_agents, hapr
     # The drain file: every backend of that agent answers drain; HAProxy drains the server.
     drain = workdir / "drain"
     drain.write_text("maintenance\n")
-    assert a.ask("pg_read").startswith("drain #drain file")
+    # The agent re-reads the drain file every 200 ms (never on the answering path).
+    wait_until(lambda: a.ask("pg_read").startswith("drain up #drain file"), 2, "the agent drains")
     wait_until(lambda: status("pg_read", replica.name).startswith("DRAIN"), 5, f"{replica.name} DRAIN in HAProxy")
     drain.unlink()
-    assert a.ask("pg_read").startswith("ready up"), "the agent undoes its own drain"
+    wait_until(lambda: a.ask("pg_read").startswith("ready up"), 2, "the agent undoes its own drain")
     wait_until(lambda: status("pg_read", replica.name) == "UP", 5, f"{replica.name} back UP")
     # After the ready window the agent stops sending ready: an operator's drain survives.
     wait_until(lambda: not a.ask("pg_read").startswith("ready"), 10, "ready window over")
@@ -112,10 +113,20 @@ def test_drain_file_sigterm_grace_and_operator_drain(pg_cluster, pg_agents, hapr
     hap.command(f"set server pg_read/{replica.name} state ready")
     wait_until(lambda: status("pg_read", replica.name) == "UP", 5, "operator's ready")
 
+    # Restarted while its drain is in force: the new process undoes the old one's drain.
+    drain.write_text("maintenance\n")
+    wait_until(lambda: status("pg_read", replica.name).startswith("DRAIN"), 5, "drained again")
+    a.stop()
+    drain.unlink()
+    a.start()
+    assert a.ask("pg_read").startswith("ready up"), "a restarted agent must undo its own drain"
+    wait_until(lambda: status("pg_read", replica.name) == "UP", 5, "UP after the restart")
+
     # SIGTERM: drain for shutdown_grace (2s here), then exit.
     a.daemon.signal_stop()
     t0 = time.monotonic()
-    assert a.ask("pg_read").startswith("drain #dbcheck-agent is shutting down")
+    wait_until(lambda: a.ask("pg_read").startswith("drain up #dbcheck-agent is shutting down"), 1,
+               "drain while shutting down")
     a.daemon.popen.wait(10)
     figures("agent SIGTERM", f"answered drain, exited {time.monotonic() - t0:.1f}s after SIGTERM "
             f"(shutdown_grace 2s)")

@@ -37,7 +37,9 @@ TEST_CASE("agent replies: health, weight, drain, ready, stale, unknown", "[agent
   ReplyInput drain = with({State::up, Failure::none, "ok"});
   drain.draining = true;
   drain.drain_reason = "drain file /etc/dbcheck/drain present";
-  CHECK(agent_reply(drain) == "drain #drain file /etc/dbcheck/drain present\n");
+  CHECK(agent_reply(drain) == "drain up #drain file /etc/dbcheck/drain present\n");
+  drain.reported = {State::down, Failure::role, "not the writer"};
+  CHECK(agent_reply(drain) == "drain down #drain file /etc/dbcheck/drain present\n");
 
   ReplyInput stale = with({State::up, Failure::none, "ok"});
   stale.stale = true;
