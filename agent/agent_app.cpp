@@ -78,12 +78,21 @@ public:
   void reload() {
     const std::string path = config()->path;
     auto fresh = config::load_config(path);
-    if (!fresh || !fresh->agent) {
+    if (!fresh || !fresh->agent || fresh->agent->local.empty()) {
       ++m_reload_failures;
-      const std::string why = fresh ? "no [agent] section" : fresh.error().messages.front();
+      // The same rules as at start-up: a file the agent could not start with is refused.
+      const std::string why = !fresh          ? fresh.error().messages.front()
+                              : !fresh->agent ? "no [agent] section"
+                                              : "[agent.local] names no node";
       log_event("error", "reload failed, keeping the running configuration",
                 {{"config", path}, {"error", why}});
       return;
+    }
+    const auto old = config();
+    if (old->agent->listen != fresh->agent->listen ||
+        old->agent->http_listen != fresh->agent->http_listen ||
+        old->agent->max_connections != fresh->agent->max_connections) {
+      log_event("warn", "listen, http_listen and max_connections change only on a restart", {});
     }
     stop_probers();
     {

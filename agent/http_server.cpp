@@ -63,10 +63,12 @@ tl::expected<void, std::string> HttpServer::start() {
     return tl::make_unexpected(
         fmt::format("http_listen {}: not an IP address", util::to_string(m_listen)));
   }
-  m_daemon = MHD_start_daemon(flags, m_listen.port, nullptr, nullptr, &handle, &m_handler,
-                              MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_CONNECTION_LIMIT, 1000U,
-                              MHD_OPTION_CONNECTION_TIMEOUT, 5U, MHD_OPTION_LISTEN_BACKLOG_SIZE,
-                              1024U, MHD_OPTION_END);
+  m_daemon =
+      MHD_start_daemon(flags, m_listen.port, nullptr, nullptr, &handle, &m_handler,
+                       MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_CONNECTION_LIMIT, 1000U,
+                       // One client cannot hold every slot and fail the httpchk backstop.
+                       MHD_OPTION_PER_IP_CONNECTION_LIMIT, 64U, MHD_OPTION_CONNECTION_TIMEOUT, 2U,
+                       MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024U, MHD_OPTION_END);
   if (m_daemon == nullptr) {
     return tl::make_unexpected(fmt::format("cannot serve HTTP on {}: {}", util::to_string(m_listen),
                                            std::strerror(errno)));

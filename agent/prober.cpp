@@ -110,9 +110,19 @@ void Prober::round() {
     if (!connections) {
       connections = std::make_shared<probe::ConnectionCache>();
     }
-    running.push_back(probe::spawn([cluster, backend, node = m_node, started, connections] {
-      return probe::run_check(cluster, backend, node, started, connections);
-    }));
+    try {
+      running.push_back(probe::spawn([cluster, backend, node = m_node, started, connections] {
+        return probe::run_check(cluster, backend, node, started, connections);
+      }));
+    } catch (const std::exception& e) {
+      // No thread to be had: record a failing round rather than die (fail closed).
+      core::Report r;
+      r.backend = name;
+      r.node = util::to_string(m_node);
+      r.verdict = {core::State::down, core::Failure::config,
+                   fmt::format("internal error: cannot start the check: {}", e.what())};
+      m_cache.record(r, probe::Clock::now());
+    }
   }
   for (auto& f : running) {
     core::Report report = f.get(); // run_check is bounded by its own deadline
