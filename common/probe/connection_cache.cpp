@@ -12,20 +12,32 @@ bool breaks_connection(const core::ProbeError& e) {
 
 } // namespace
 
+template <class Conn>
+void ConnectionCache::keep(std::multimap<std::string, Idle<Conn>>& pool, const std::string& key,
+                           Conn c) {
+  const auto now = Clock::now();
+  for (auto it = pool.begin(); it != pool.end();) {
+    it = now - it->second.since > k_idle_limit ? pool.erase(it) : std::next(it);
+  }
+  if (pool.count(key) == 0) {
+    pool.emplace(key, Idle<Conn>{now, std::move(c)});
+  } // else: one idle connection per peer is enough; this one closes here
+}
+
 std::optional<PgSession> ConnectionCache::take_pg(const std::string& key) {
   std::lock_guard lock(m_mutex);
   const auto it = m_pg.find(key);
   if (it == m_pg.end()) {
     return std::nullopt;
   }
-  PgSession s = std::move(it->second);
+  PgSession s = std::move(it->second.conn);
   m_pg.erase(it);
   return s;
 }
 
 void ConnectionCache::put_pg(const std::string& key, PgSession s) {
   std::lock_guard lock(m_mutex);
-  m_pg.emplace(key, std::move(s));
+  keep(m_pg, key, std::move(s));
 }
 
 std::optional<RedisLink> ConnectionCache::take_redis(const std::string& key) {
@@ -34,14 +46,14 @@ std::optional<RedisLink> ConnectionCache::take_redis(const std::string& key) {
   if (it == m_redis.end()) {
     return std::nullopt;
   }
-  RedisLink l = std::move(it->second);
+  RedisLink l = std::move(it->second.conn);
   m_redis.erase(it);
   return l;
 }
 
 void ConnectionCache::put_redis(const std::string& key, RedisLink l) {
   std::lock_guard lock(m_mutex);
-  m_redis.emplace(key, std::move(l));
+  keep(m_redis, key, std::move(l));
 }
 
 // ---------------------------------------------------------------- PostgreSQL

@@ -33,12 +33,26 @@ public:
 
   // New connections opened through this cache (first ones and reconnects), for /metrics.
   std::uint64_t connects() const { return m_connects.load(); }
+  // Counts one new connection (called by the leases).
   void count_connect() { ++m_connects; }
 
+  // A connection not taken again within this long is closed (an old leader's, after a
+  // switchover; one an abandoned step gave back late).
+  static constexpr auto k_idle_limit = std::chrono::seconds{30};
+
 private:
+  template <class Conn>
+  struct Idle {
+    Clock::time_point since;
+    Conn conn;
+  };
+  // Keeps at most one idle connection per key and drops those idle too long.
+  template <class Conn>
+  static void keep(std::multimap<std::string, Idle<Conn>>& pool, const std::string& key, Conn c);
+
   std::mutex m_mutex;
-  std::multimap<std::string, PgSession> m_pg;
-  std::multimap<std::string, RedisLink> m_redis;
+  std::multimap<std::string, Idle<PgSession>> m_pg;
+  std::multimap<std::string, Idle<RedisLink>> m_redis;
   std::atomic<std::uint64_t> m_connects{0};
 };
 
