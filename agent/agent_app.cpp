@@ -176,7 +176,7 @@ public:
     }
   }
 
-  std::pair<bool, std::string> drain_state(Clock::time_point /*now*/) const {
+  std::pair<bool, std::string> drain_state() const {
     std::lock_guard lock(m_mutex);
     return {m_draining.load(), m_drain_reason};
   }
@@ -207,7 +207,7 @@ public:
     const auto cfg = config();
     const std::string name =
         requested.empty() ? cfg->agent->default_backend.value_or("") : std::string{requested};
-    auto [draining, why] = drain_state(now);
+    auto [draining, why] = drain_state();
     ReplyInput in;
     in.backend = name.empty() ? "(none sent, no default_backend)" : name;
     const auto snap = m_cache.get(name);
@@ -232,7 +232,7 @@ public:
 
   HttpAnswer http(std::string_view path) {
     const auto now = Clock::now();
-    auto [draining, why] = drain_state(now);
+    auto [draining, why] = drain_state();
     const AgentStatus st = status(now, draining, why);
     if (path == "/live") {
       return {200, "text/plain; charset=utf-8", "alive\n"};

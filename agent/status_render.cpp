@@ -3,19 +3,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
-#include <cctype>
 #include <limits>
 
 namespace dbcheck::agent {
 namespace {
-
-std::string upper(std::string_view s) {
-  std::string out{s};
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  return out;
-}
 
 // A Prometheus label value: backslash, quote and newline escaped.
 std::string label(std::string_view v) {
@@ -52,7 +43,7 @@ std::string render_backend_line(const BackendSnapshot& s, const AgentStatus& age
     return fmt::format("{} {} DOWN: stale: no probe result for {:.1f}s\n", s.backend, s.node,
                        age_seconds(s, now));
   }
-  return fmt::format("{} {} {}: {}\n", s.backend, s.node, upper(core::to_string(s.reported.state)),
+  return fmt::format("{} {} {}: {}\n", s.backend, s.node, core::to_label(s.reported.state),
                      s.reported.reason);
 }
 

@@ -3,24 +3,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
-#include <cctype>
 #include <string>
 
 namespace dbcheck::core {
-namespace {
-
-std::string upper(std::string_view s) {
-  std::string out{s};
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  return out;
-}
-
-} // namespace
-
 std::string render_line(const Report& r) {
-  return fmt::format("{} {} {}: {}", r.backend, r.node, upper(to_string(r.verdict.state)),
+  return fmt::format("{} {} {}: {}", r.backend, r.node, to_label(r.verdict.state),
                      r.verdict.reason);
 }
 
@@ -36,7 +23,7 @@ std::string render_text(const Report& r) {
                        r.lag->derivation);
   }
   out += fmt::format("verdict: {} (failure: {}) in {:.1f} ms of {:.0f} ms: {}\n",
-                     upper(to_string(r.verdict.state)), to_string(r.verdict.failure), r.elapsed_ms,
+                     to_label(r.verdict.state), to_string(r.verdict.failure), r.elapsed_ms,
                      r.deadline_ms, r.verdict.reason);
   return out;
 }

@@ -16,6 +16,20 @@ std::string_view to_string(State s) {
   return "down";
 }
 
+std::string_view to_label(State s) {
+  switch (s) {
+  case State::up:
+    return "UP";
+  case State::down:
+    return "DOWN";
+  case State::drain:
+    return "DRAIN";
+  case State::maint:
+    return "MAINT";
+  }
+  return "DOWN";
+}
+
 std::string_view to_string(Failure f) {
   switch (f) {
   case Failure::none:

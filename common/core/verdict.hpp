@@ -36,6 +36,9 @@ struct Verdict {
 // "up", "down", "drain", "maint".
 std::string_view to_string(State s);
 
+// "UP", "DOWN", "DRAIN", "MAINT": the state as one-line reports and logs show it.
+std::string_view to_label(State s);
+
 // "none", "network", "timeout", ...; stable names used in JSON, logs and metrics.
 std::string_view to_string(Failure f);
 
