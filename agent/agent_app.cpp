@@ -2,6 +2,7 @@
 
 #include "agent_reply.hpp"
 #include "agent_server.hpp"
+#include "http_routes.hpp"
 #include "http_server.hpp"
 #include "log_line.hpp"
 #include "prober.hpp"
@@ -234,29 +235,17 @@ public:
     const auto now = Clock::now();
     auto [draining, why] = drain_state();
     const AgentStatus st = status(now, draining, why);
-    if (path == "/live") {
-      return {200, "text/plain; charset=utf-8", "alive\n"};
-    }
-    if (path == "/health") {
-      return {200, "application/json", render_health(m_cache.all(), st, now)};
-    }
-    if (path == "/metrics") {
-      return {200, "text/plain; version=0.0.4; charset=utf-8",
-              render_metrics(m_cache.all(), st, now)};
-    }
-    constexpr std::string_view prefix = "/backend/";
-    if (path.substr(0, prefix.size()) == prefix) {
-      const std::string name{path.substr(prefix.size())};
-      const auto snap = m_cache.get(name);
-      if (!snap) {
-        return {404, "text/plain; charset=utf-8", fmt::format("unknown backend {}\n", name)};
+    const HttpRoute route = route_http_path(path);
+    // Copy only what the page shows: one snapshot for /backend/<name>, none for /live.
+    std::vector<BackendSnapshot> shown;
+    if (route.page == HttpRoute::Page::backend) {
+      if (auto snap = m_cache.get(route.backend)) {
+        shown.push_back(std::move(*snap));
       }
-      // A drain is not a failure: the regular check stays green while the agent drains.
-      const bool up = fresh(*snap, st, now) && snap->reported.state == core::State::up;
-      return {up ? 200 : 503, "text/plain; charset=utf-8", render_backend_line(*snap, st, now)};
+    } else if (route.page == HttpRoute::Page::health || route.page == HttpRoute::Page::metrics) {
+      shown = m_cache.all();
     }
-    return {404, "text/plain; charset=utf-8",
-            "not found: /backend/<name>, /health, /live, /metrics\n"};
+    return answer_http(route, shown, st, now);
   }
 
   // True while every tracked backend has a fresh verdict (the watchdog's health signal).

@@ -1,0 +1,47 @@
+// The HTTP port's routing: request path -> page -> status and body.
+#include "http_routes.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace dbcheck;
+using namespace dbcheck::agent;
+
+TEST_CASE("request paths map to pages", "[agent][http]") {
+  CHECK(route_http_path("/live").page == HttpRoute::Page::live);
+  CHECK(route_http_path("/health").page == HttpRoute::Page::health);
+  CHECK(route_http_path("/metrics").page == HttpRoute::Page::metrics);
+  CHECK(route_http_path("/metrics/").page == HttpRoute::Page::not_found);
+  CHECK(route_http_path("/backend").page == HttpRoute::Page::not_found);
+  CHECK(route_http_path("").page == HttpRoute::Page::not_found);
+  const HttpRoute b = route_http_path("/backend/pg_write");
+  CHECK(b.page == HttpRoute::Page::backend);
+  CHECK(b.backend == "pg_write");
+  CHECK(route_http_path("/backend/").backend.empty());
+}
+
+TEST_CASE("pages answer with the status HAProxy's http-check expects", "[agent][http]") {
+  const auto now = probe::Clock::now();
+  BackendSnapshot up;
+  up.backend = "pg_write";
+  up.node = "10.0.0.1:5432";
+  up.started = true;
+  up.updated = now;
+  up.reported = {core::State::up, core::Failure::none, "leader"};
+  BackendSnapshot never = up;
+  never.backend = "pg_read";
+  never.started = false;
+  const std::vector<BackendSnapshot> all{up, never};
+  const AgentStatus agent;
+
+  CHECK(answer_http(route_http_path("/live"), {}, agent, now).body == "alive\n");
+  const HttpAnswer w = answer_http(route_http_path("/backend/pg_write"), all, agent, now);
+  CHECK(w.status == 200);
+  CHECK(w.body == "pg_write 10.0.0.1:5432 UP: leader\n");
+  CHECK(answer_http(route_http_path("/backend/pg_read"), all, agent, now).status == 503);
+  const HttpAnswer unknown = answer_http(route_http_path("/backend/nope"), all, agent, now);
+  CHECK(unknown.status == 404);
+  CHECK(unknown.body == "unknown backend nope\n");
+  CHECK(answer_http(route_http_path("/x"), all, agent, now).status == 404);
+  CHECK(answer_http(route_http_path("/health"), all, agent, now).content_type ==
+        "application/json");
+}
