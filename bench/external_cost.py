@@ -1,0 +1,154 @@
+"""The cost of one external check: dbcheck beside its I/O floor (bench/floor/, the same
+questions asked by a minimal C program) and beside the hand-rolled script an operator would
+write (bench/scripts/), all three run N times round-robin against the same live lab, so that
+drift on the shared machine hits every variant alike.
+
+Wall time is measured around fork+exec+wait from Python (the same overhead for all three);
+CPU time is the child's user+sys from os.wait4(), which includes the children it waited for
+(the script's psql, curl and redis-cli).
+"""
+
+import os
+import select
+import shlex
+import statistics
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+FLOOR_SRC = REPO / "bench" / "floor"
+SCRIPTS = REPO / "bench" / "scripts"
+FLOORS = {"pg_floor": ["libpq", "libcurl"], "redis_floor": ["hiredis"]}
+
+
+class CheckFailed(RuntimeError):
+    """A variant did not say "writer" (exit code not 0) for the node that is the writer."""
+
+
+def build_floors(out_dir):
+    """Compile bench/floor/<name>.c with `cc -O2` into out_dir (not part of the CMake build);
+    returns {name: path}. Raises CalledProcessError with the compiler's message on failure."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    built = {}
+    for name, libs in FLOORS.items():
+        flags = subprocess.run(["pkg-config", "--cflags", "--libs", *libs], check=True, capture_output=True,
+                               text=True).stdout.split()
+        out = out_dir / name
+        subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-o", str(out), str(FLOOR_SRC / f"{name}.c"), *flags,
+                        "-lpthread"], check=True)
+        built[name] = out
+    return built
+
+
+@dataclass
+class Variant:
+    """One way of checking the writer: its argv and its whole environment (nothing inherited,
+    as under HAProxy). Secrets travel in `env` or in files it names, never in argv."""
+
+    name: str
+    argv: list
+    env: dict
+    walls: list = field(default_factory=list)
+    cpus: list = field(default_factory=list)
+
+    def run_once(self, timeout=10):
+        """Run it once; record and return (wall s, CPU s). CheckFailed (with its output) unless
+        it exits 0 within `timeout`."""
+        t0 = time.perf_counter()
+        p = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             env=self.env, cwd="/")
+        try:
+            out = _read_bounded(p, t0 + timeout)
+        finally:
+            _, status, usage = os.wait4(p.pid, 0)
+            p.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+        wall = time.perf_counter() - t0
+        if p.returncode != 0:
+            raise CheckFailed(f"{self.name}: exit {p.returncode} for the writer: {out.strip()[:300]!r} "
+                              f"({shlex.join(map(str, self.argv))})")
+        self.walls.append(wall)
+        self.cpus.append(usage.ru_utime + usage.ru_stime)
+        return wall, self.cpus[-1]
+
+
+def _read_bounded(p, deadline):
+    """All of p's output (until it closes its stdout); p is killed (by its PID) when that has not
+    happened by `deadline`. The caller reaps p: communicate() would, and lose its rusage."""
+    chunks = []
+    with p.stdout:
+        while True:
+            ready, _, _ = select.select([p.stdout], [], [], max(0.0, deadline - time.perf_counter()))
+            if not ready:
+                p.kill()
+                chunks.append(b"[killed at the deadline]")
+                break
+            chunk = os.read(p.stdout.fileno(), 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    return b"".join(chunks).decode(errors="replace")
+
+
+def measure(variants, rounds):
+    """One untimed warm-up round (page cache, connection setup on the servers), then `rounds`
+    rounds; each round runs every variant once, starting one later in the list each time.
+    The first CheckFailed is raised."""
+    for v in variants:
+        v.run_once()
+        v.walls.clear()
+        v.cpus.clear()
+    for r in range(rounds):
+        for i in range(len(variants)):
+            variants[(r + i) % len(variants)].run_once()
+    return variants
+
+
+def pg_variants(dbcheck_bin, config, floor_bin, pgpass, leader):
+    """dbcheck (as HAProxy runs it), pg_floor and bench/scripts/pg_check.sh, each asking whether
+    Patroni member `leader` is the writer. `config` is a dbcheck.toml with backend pg_write,
+    `pgpass` a 0600 libpq password file for the check user."""
+    host, port = leader.pg_addr.split(":")
+    base = {"PATH": "/usr/bin:/bin"}
+    haproxy_env = {**base, "HAPROXY_PROXY_NAME": "pg_write", "HAPROXY_SERVER_ADDR": host, "HAPROXY_SERVER_PORT": port}
+    return [
+        Variant("dbcheck", [str(dbcheck_bin), "--config", str(config), "NOT_USED", "NOT_USED", host, port],
+                haproxy_env),
+        Variant("floor", [str(floor_bin), host, port, "appdb", "healthcheck", f"{leader.rest_url}/cluster"],
+                {**base, "PGPASSFILE": str(pgpass)}),
+        Variant("script", [str(SCRIPTS / "pg_check.sh"), "NOT_USED", "NOT_USED", host, port],
+                {**base, "PGPASSFILE": str(pgpass), "PATRONI_URL": leader.rest_url}),
+    ]
+
+
+def redis_variants(dbcheck_bin, config, floor_bin, cluster, master, user, password, master_name):
+    """dbcheck (as HAProxy runs it), redis_floor and bench/scripts/redis_check.sh, each asking
+    whether data node `master` of RedisSentinelCluster `cluster` is the writer. `config` is a
+    dbcheck.toml with backend redis_write."""
+    host, port = master.addr.split(":")
+    base = {"PATH": "/usr/bin:/bin"}
+    haproxy_env = {**base, "HAPROXY_PROXY_NAME": "redis_write", "HAPROXY_SERVER_ADDR": host,
+                   "HAPROXY_SERVER_PORT": port}
+    sentinels = cluster.sentinels()
+    return [
+        Variant("dbcheck", [str(dbcheck_bin), "--config", str(config), "NOT_USED", "NOT_USED", host, port],
+                haproxy_env),
+        Variant("floor", [str(floor_bin), user, master_name, port, *(str(s.port) for s in sentinels)],
+                {**base, "REDISCLI_AUTH": password}),
+        Variant("script", [str(SCRIPTS / "redis_check.sh"), "NOT_USED", "NOT_USED", host, port],
+                {**base, "REDISCLI_AUTH": password, "MASTER_NAME": master_name,
+                 "SENTINELS": " ".join(s.addr for s in sentinels)}),
+    ]
+
+
+def p90(values):
+    """90th percentile (inclusive method: defined for 2+ values, exact at the ends)."""
+    return statistics.quantiles(values, n=10, method="inclusive")[8] if len(values) > 1 else values[0]
+
+
+def summarize(variants):
+    """{name: (wall p50, wall p90, CPU p50, CPU p90)} in milliseconds."""
+    return {v.name: tuple(1000 * f(x) for x in (v.walls, v.cpus) for f in (statistics.median, p90))
+            for v in variants}

@@ -1,0 +1,287 @@
+"""dbcheck benchmarks, side by side in one run on a real local lab (run via bench/run):
+
+1. External check cost: dbcheck doing one writer check, its I/O floor (bench/floor/) and the
+   hand-rolled script (bench/scripts/), interleaved, for PostgreSQL/Patroni and Redis/Sentinel.
+2. dbcheck-agent under polling: answers/s and latency at 1, 100 and 1,000 concurrent pollers on
+   the agent-check port and the HTTP endpoint, beside Patroni's own GET /primary; the check
+   statements/commands the databases see; the agent's CPU and RSS.
+
+Prints the tables and writes them into docs/results.md (section "bench"). Exits 1 if anything
+failed: a check that did not pass the writer, a wrong or missing answer, wrk failing.
+
+  bench/run [--smoke]      # smoke: few invocations, 2 s windows (CI keeps it working)
+"""
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "integration"))
+sys.path.insert(0, str(REPO / "bench"))
+
+import agent_load as load  # noqa: E402
+import external_cost as ext  # noqa: E402
+from fixtures import redis as redis_fx  # noqa: E402
+from fixtures.agent import start_pg_agents, start_redis_agents  # noqa: E402
+from fixtures.dbcheck import write_dbcheck_config, write_redis_config  # noqa: E402
+from fixtures.patroni import HC_PASSWORD, HC_USER, PatroniCluster  # noqa: E402
+from fixtures.redis import RedisSentinelCluster  # noqa: E402
+from results import write_section  # noqa: E402
+
+DBCHECK = REPO / "build" / "external-check" / "dbcheck"
+AGENT = REPO / "build" / "agent" / "dbcheck-agent"
+BUILD_BENCH = REPO / "build-bench"
+HTTP_PER_IP_LIMIT = 64  # agent/http_server.cpp: MHD_OPTION_PER_IP_CONNECTION_LIMIT
+MODES = {
+    # invocations per variant, seconds per polling window, poller counts
+    "full": dict(rounds=50, seconds=10, pollers=(1, 100, 1000), redis_pollers=(1, 100)),
+    "smoke": dict(rounds=5, seconds=2, pollers=(1, 100), redis_pollers=(1, 100)),
+}
+
+
+class Bench:
+    """Runs the parts, keeps their tables and every failure (a failure ends a part, not the run)."""
+
+    def __init__(self, mode, work):
+        self.mode, self.work = mode, work
+        self.cfg = MODES[mode]
+        self.failures = []
+        self.ext_rows = {}  # engine -> ext.summarize() result
+        self.poll_rows = []  # (pollers, target, Load, stmts/s | None, cpu % | None, rss MiB | None)
+        self.redis_rows = []  # (pollers, Load, commands/s, cpu %, rss MiB)
+        self.floors = None
+
+    def fail(self, what):
+        print(f"FAILED: {what}", flush=True)
+        self.failures.append(what)
+
+    def part(self, name, fn, *args):
+        """fn(*args); an exception is recorded as a failure of part `name`."""
+        t0 = time.monotonic()
+        try:
+            fn(*args)
+        except Exception as e:  # noqa: BLE001 - reported, and the run exits 1
+            traceback.print_exc()
+            self.fail(f"{name}: {e}")
+        print(f"== {name}: {time.monotonic() - t0:.0f}s", flush=True)
+
+    # ------------------------------------------------------------------ PostgreSQL
+    def lab(self, name, cluster, writer_of, start_agents, external, polling):
+        """Start `cluster`, then run external(cluster, writer) and, with one agent per node
+        started by start_agents(workdir, cluster, agent_bin, ...), polling(cluster, writer,
+        the writer's agent); everything is stopped (by PID) at the end."""
+        agents = []
+        try:
+            cluster.start()
+            writer = writer_of(cluster)
+            self.part(f"external check, {name}", external, cluster, writer)
+            agents = start_agents(self.work / f"{name}-agents", cluster, AGENT, interval="1s")
+            agent = next(a for a in agents if a.name == f"agent-{writer.name}")
+            self.part(f"agent polling, {name}", polling, cluster, writer, agent)
+        finally:
+            for a in agents:
+                a.stop()
+            cluster.stop()
+
+    def postgres(self):
+        self.lab("PostgreSQL", PatroniCluster(self.work / "pg"), PatroniCluster.leader, start_pg_agents,
+                 self.pg_external, self.pg_polling)
+
+    def pg_external(self, cluster, leader):
+        config = write_dbcheck_config(self.work / "pg-dbcheck", cluster, owner=None)
+        pgpass = config.parent / "pgpass"
+        pgpass.write_text(f"127.0.0.1:*:*:{HC_USER}:{HC_PASSWORD}\n")
+        pgpass.chmod(0o600)
+        variants = ext.pg_variants(DBCHECK, config, self.floors["pg_floor"], pgpass, leader)
+        self.ext_rows["PostgreSQL"] = ext.summarize(ext.measure(variants, self.cfg["rounds"]))
+
+    def pg_polling(self, cluster, leader, agent):
+        agent_url = f"http://127.0.0.1:{agent.http_port}/backend/pg_write"
+        patroni_url = f"{leader.rest_url}/primary"
+        s = self.cfg["seconds"]
+        for n in self.cfg["pollers"]:
+            targets = [
+                ("agent-check port", lambda: load.poll_agent_port(agent.agent_port, "pg_write", n, s)),
+                ("agent HTTP, keep-alive", lambda: load.wrk(agent_url, n, s)),
+                ("agent HTTP, Connection: close", lambda: load.wrk(agent_url, n, s, close=True)),
+                ("Patroni /primary, keep-alive", lambda: load.wrk(patroni_url, n, s)),
+                ("Patroni /primary, Connection: close", lambda: load.wrk(patroni_url, n, s, close=True)),
+            ]
+            for name, run in targets:
+                is_agent = name.startswith("agent")
+                c0, cpu0, t0 = load.pg_check_statements(cluster), load.cpu_seconds(agent.pid), time.monotonic()
+                result = run()
+                c1, cpu1, t1 = load.pg_check_statements(cluster), load.cpu_seconds(agent.pid), time.monotonic()
+                extra = ((c1 - c0) / (t1 - t0), 100 * (cpu1 - cpu0) / (t1 - t0), load.rss_mib(agent.pid)) \
+                    if is_agent else (None, None, None)
+                self.poll_rows.append((n, name, result, *extra))
+                self.judge(f"{name} at {n} pollers", result, n, is_agent)
+                print(f"  {n:>5} {name:<38} {result.rate:>8.0f}/s p50 {result.p50_ms:.2f} ms "
+                      f"p99 {result.p99_ms:.2f} ms errors {result.errors or 0}", flush=True)
+
+    def judge(self, what, result, pollers, is_agent):
+        """Record a failure for a missing or wrong answer. Patroni ends every answer by closing
+        (wrk counts a read error each time); the agent's HTTP port refuses a client's
+        connections beyond its per-IP limit: both are results, not failures."""
+        if result.answers == 0:
+            self.fail(f"{what}: no answer")
+        if result.unexpected or result.errors.get("status"):
+            self.fail(f"{what}: unexpected answers {result.errors} {result.unexpected}")
+        elif is_agent and (pollers <= HTTP_PER_IP_LIMIT or "HTTP" not in what) and result.error_count():
+            self.fail(f"{what}: errors {result.errors}")
+
+    # ------------------------------------------------------------------ Redis
+    def redis(self):
+        self.lab("Redis", RedisSentinelCluster(self.work / "redis"), RedisSentinelCluster.wait_stable,
+                 start_redis_agents, self.redis_external, self.redis_polling)
+
+    def redis_external(self, cluster, master):
+        config = write_redis_config(self.work / "redis-dbcheck", cluster, owner=None)
+        variants = ext.redis_variants(DBCHECK, config, self.floors["redis_floor"], cluster, master,
+                                      redis_fx.HC_USER, redis_fx.HC_PASSWORD, redis_fx.MASTER_NAME)
+        self.ext_rows["Redis"] = ext.summarize(ext.measure(variants, self.cfg["rounds"]))
+
+    def redis_polling(self, cluster, master, agent):
+        for n in self.cfg["redis_pollers"]:
+            c0, cpu0, t0 = load.redis_commands(cluster, master), load.cpu_seconds(agent.pid), time.monotonic()
+            result = load.poll_agent_port(agent.agent_port, "redis_write", n, self.cfg["seconds"])
+            c1, cpu1, t1 = load.redis_commands(cluster, master), load.cpu_seconds(agent.pid), time.monotonic()
+            self.redis_rows.append((n, result, (c1 - c0) / (t1 - t0), 100 * (cpu1 - cpu0) / (t1 - t0),
+                                    load.rss_mib(agent.pid)))
+            self.judge(f"Redis agent-check port at {n} pollers", result, n, True)
+
+    # ------------------------------------------------------------------ report
+    def markdown(self, command, elapsed):
+        c = self.cfg
+        out = [
+            f"Command: `{command}` ({self.mode} mode: {c['rounds']} invocations per variant, {c['seconds']} s per "
+            f"polling window; took {elapsed:.0f} s including lab start and stop). Measured on a **shared 2-core "
+            "machine** (other engineers' builds and tests ran at the same time): absolute times move from run to "
+            "run; the ratios, measured side by side and interleaved, are the figures to quote.",
+            "",
+            "### External check: one writer check per process",
+            "",
+            "Each variant ran round-robin (one untimed warm-up round first) against the same live lab, as HAProxy "
+            "would start it: a fresh process with a clean environment. Wall = fork to reaped exit; CPU = user+sys "
+            "of the process and the children it waited for (`os.wait4`).",
+            "",
+            "- **dbcheck**: `dbcheck --config FILE NOT_USED NOT_USED HOST PORT` with `HAPROXY_PROXY_NAME`, as "
+            "`external-check command` runs it (config and password file read, both opinions asked in parallel: "
+            "Patroni `GET /cluster` from every member, or the three Sentinels; the full writer query; verdict).",
+            "- **floor** (`bench/floor/*.c`, `cc -O2`): the same I/O and nothing else. PostgreSQL: one libpq "
+            "connect+auth+`SELECT pg_is_in_recovery()` and, in parallel, one libcurl `GET /cluster`. Redis: "
+            "hiredis AUTH+ROLE on the node and AUTH+`SENTINEL GET-MASTER-ADDR-BY-NAME` on each of three "
+            "Sentinels, in parallel.",
+            "- **script** (`bench/scripts/*.sh`): what an operator writes: `psql -tAc 'select "
+            "pg_is_in_recovery()'` then `curl` Patroni `/primary`; `redis-cli ROLE` then `redis-cli` to each "
+            "Sentinel, one after another.",
+            "",
+            "| engine | variant | wall p50 ms | wall p90 ms | CPU p50 ms | CPU p90 ms |",
+            "| --- | --- | ---: | ---: | ---: | ---: |",
+        ]
+        for engine, rows in self.ext_rows.items():
+            for name in ("dbcheck", "floor", "script"):
+                w50, w90, c50, c90 = rows[name]
+                out.append(f"| {engine} | {name} | {w50:.2f} | {w90:.2f} | {c50:.2f} | {c90:.2f} |")
+        out += ["", "Ratios of the medians:", "",
+                "| engine | dbcheck / floor, wall | dbcheck / floor, CPU | script / dbcheck, wall | "
+                "script / dbcheck, CPU |", "| --- | ---: | ---: | ---: | ---: |"]
+        for engine, rows in self.ext_rows.items():
+            d, f, s = rows["dbcheck"], rows["floor"], rows["script"]
+            out.append(f"| {engine} | {d[0] / f[0]:.2f}× | {d[2] / f[2]:.2f}× | {s[0] / d[0]:.2f}× | "
+                       f"{s[2] / d[2]:.2f}× |")
+        out += self._polling_markdown()
+        return "\n".join(out) + "\n"
+
+    def _polling_markdown(self):
+        c = self.cfg
+        out = [
+            "",
+            f"### dbcheck-agent under polling (PostgreSQL: {c['seconds']} s per row)",
+            "",
+            "Lab: etcd + 3 Patroni members, one agent per member (`interval = 1s`); the pollers ask the leader's "
+            "agent for `pg_write` and Patroni's REST API on the leader for `/primary`. Agent-check port: our "
+            "asyncio client (`bench/agent_load.py`, one TCP connection per answer, as HAProxy's agent-check). "
+            "HTTP: `wrk -c N -t 2 -d S --latency` on `/backend/pg_write` and on Patroni `/primary`. The agent "
+            "answers HTTP with `Connection: close`, and Patroni 3.0.2 answers HTTP/1.0 and closes, so with wrk's "
+            "keep-alive every answer still costs a new connection; the `Connection: close` rows make that "
+            "explicit for both. The load clients share the same 2 cores with the agent, Patroni and "
+            "PostgreSQL. Errors: Patroni's closes (one wrk read error per answer) are not counted; the agent's "
+            f"HTTP port accepts at most {HTTP_PER_IP_LIMIT} connections from one IP address (all of wrk's come "
+            "from 127.0.0.1), so beyond that wrk sees refused connections (counted). PG stmts/s: statements of "
+            "the check role on all three members (pg_stat_statements), i.e. all three agents' rounds.",
+            "",
+            "| pollers | endpoint | answers/s | vs Patroni (close) | p50 ms | p99 ms | errors | PG stmts/s | "
+            "agent CPU % | agent RSS MiB |",
+            "| ---: | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |",
+        ]
+        patroni = {n: r for n, name, r, *_ in self.poll_rows if name == "Patroni /primary, Connection: close"}
+        for n, name, r, stmts, cpu, rss in self.poll_rows:
+            ref = patroni.get(n)
+            ratio = f"{r.rate / ref.rate:.1f}×" if ref and ref.rate else "—"
+            errors = r.errors if not name.startswith("Patroni") else {k: v for k, v in r.errors.items() if k != "read"}
+            out.append(f"| {n} | {name} | {r.rate:.0f} | {ratio} | {r.p50_ms:.2f} | {r.p99_ms:.2f} | "
+                       f"{_errors(errors)} | {_opt(stmts, '.1f')} | {_opt(cpu, '.0f')} | {_opt(rss, '.1f')} |")
+        out += [
+            "",
+            f"### dbcheck-agent under polling (Redis: {c['seconds']} s per row)",
+            "",
+            "Lab: master + replica + 3 Sentinels, one agent per data node (`interval = 1s`, Sentinel events "
+            "subscribed); the pollers ask the master's agent for `redis_write` on the agent-check port. Redis "
+            "cmds/s: `total_commands_processed` on the master, which also counts the Sentinels' and the "
+            "replica's own traffic.",
+            "",
+            "| pollers | answers/s | p50 ms | p99 ms | errors | Redis cmds/s on the master | agent CPU % | "
+            "agent RSS MiB |",
+            "| ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |",
+        ]
+        for n, r, cmds, cpu, rss in self.redis_rows:
+            out.append(f"| {n} | {r.rate:.0f} | {r.p50_ms:.2f} | {r.p99_ms:.2f} | {_errors(r.errors)} | "
+                       f"{cmds:.1f} | {cpu:.0f} | {rss:.1f} |")
+        return out
+
+
+def _opt(value, fmt):
+    return "—" if value is None else format(value, fmt)
+
+
+def _errors(errors):
+    return ", ".join(f"{k} {v}" for k, v in errors.items()) or "0"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--smoke", action="store_true", help="short run that keeps the benchmarks working (CI)")
+    args = ap.parse_args()
+    mode = "smoke" if args.smoke else "full"
+    command = "bench/run --smoke" if args.smoke else "bench/run"
+    t0 = time.monotonic()
+    work = Path(tempfile.mkdtemp(prefix="dbcheck-bench.", dir="/tmp"))
+    work.chmod(0o755)
+    bench = Bench(mode, work)
+    try:
+        bench.floors = ext.build_floors(BUILD_BENCH)
+        bench.part("PostgreSQL lab", bench.postgres)
+        bench.part("Redis lab", bench.redis)
+    finally:
+        if bench.failures:
+            print(f"keeping {work} (logs)")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    text = bench.markdown(command, time.monotonic() - t0)
+    print("\n" + text)
+    if bench.failures:
+        print(f"{len(bench.failures)} failure(s); docs/results.md not written:\n  " + "\n  ".join(bench.failures))
+        return 1
+    write_section("bench", text)
+    print(f"written to docs/results.md (section bench) in {time.monotonic() - t0:.0f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
