@@ -2,10 +2,16 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
-#include <cmath>
+#include <algorithm>
+#include <cstdint>
 
 namespace dbcheck::util {
+namespace {
+
+// The longest duration accepted: a day, in milliseconds.
+constexpr std::int64_t k_day_ms = 86'400'000;
+
+} // namespace
 
 tl::expected<Duration, std::string> parse_duration(std::string_view text) {
   const auto expected_form = [&] {
@@ -20,15 +26,14 @@ tl::expected<Duration, std::string> parse_duration(std::string_view text) {
   }
   const std::string_view number = text.substr(0, unit_pos);
   const std::string_view unit = text.substr(unit_pos);
-  if (number.empty() || unit.empty()) {
+  const std::size_t dot = number.find('.');
+  const std::string_view whole = number.substr(0, dot);
+  std::string_view fraction = dot == std::string_view::npos ? "" : number.substr(dot + 1);
+  if ((whole.empty() && fraction.empty()) || fraction.find('.') != std::string_view::npos ||
+      unit.empty()) {
     return tl::make_unexpected(expected_form());
   }
-  double value = 0;
-  const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
-  if (ec != std::errc{} || end != number.data() + number.size() || !std::isfinite(value)) {
-    return tl::make_unexpected(expected_form());
-  }
-  double ms_per_unit = 0;
+  std::int64_t ms_per_unit = 0;
   if (unit == "ms") {
     ms_per_unit = 1;
   } else if (unit == "s") {
@@ -38,15 +43,39 @@ tl::expected<Duration, std::string> parse_duration(std::string_view text) {
   } else {
     return tl::make_unexpected(expected_form());
   }
-  const double ms = value * ms_per_unit;
-  if (ms > 86'400'000.0) {
+  // Decimal arithmetic, not binary floating point: 67041.32 * 1000 is 67041319.999999993 as
+  // a double, which read as "finer than 1ms" although the text is whole milliseconds.
+  std::int64_t units = 0; // saturates just past a day: the exact figure no longer matters
+  for (const char c : whole) {
+    units = std::min<std::int64_t>(units * 10 + (c - '0'), k_day_ms + 1);
+  }
+  while (!fraction.empty() && fraction.back() == '0') {
+    fraction.remove_suffix(1);
+  }
+  const std::int64_t whole_ms = units * ms_per_unit;
+  // Six significant decimals are finer than 1ms in every unit (1e-6 m = 0.06ms).
+  constexpr std::size_t k_max_fraction = 6;
+  std::int64_t fraction_ms = 0; // the fraction's share, truncated
+  bool exact = fraction.size() <= k_max_fraction;
+  if (exact) {
+    std::int64_t value = 0;
+    std::int64_t scale = 1;
+    for (const char c : fraction) {
+      value = value * 10 + (c - '0');
+      scale *= 10;
+    }
+    fraction_ms = value * ms_per_unit / scale;
+    exact = value * ms_per_unit % scale == 0;
+  }
+  const std::int64_t ms = whole_ms + fraction_ms;
+  if (ms > k_day_ms || (ms == k_day_ms && !fraction.empty())) {
     return tl::make_unexpected(fmt::format("\"{}\" is longer than a day", text));
   }
-  if (std::abs(ms - std::round(ms)) > 1e-9) {
+  if (!exact) {
     return tl::make_unexpected(
         fmt::format("\"{}\" is finer than the supported resolution of 1ms", text));
   }
-  return Duration{static_cast<Duration::rep>(std::llround(ms))};
+  return Duration{static_cast<Duration::rep>(ms)};
 }
 
 std::string format_duration(Duration d) {
