@@ -27,29 +27,6 @@ core::ProbeError io_error(const redisContext* c, const char* during) {
   return {kind, fmt::format("{} ({})", what, during), ""};
 }
 
-core::RespValue convert(const redisReply* r) {
-  switch (r->type) {
-  case REDIS_REPLY_STRING:
-    return core::RespValue::string(std::string(r->str, r->len));
-  case REDIS_REPLY_STATUS:
-    return core::RespValue::status(std::string(r->str, r->len));
-  case REDIS_REPLY_ERROR:
-    return core::RespValue::error(std::string(r->str, r->len));
-  case REDIS_REPLY_INTEGER:
-    return core::RespValue::number(r->integer);
-  case REDIS_REPLY_ARRAY: {
-    std::vector<core::RespValue> items;
-    items.reserve(r->elements);
-    for (std::size_t i = 0; i < r->elements; ++i) {
-      items.push_back(convert(r->element[i]));
-    }
-    return core::RespValue::array(std::move(items));
-  }
-  default:
-    return core::RespValue::nil();
-  }
-}
-
 // Queues `commands` and writes them all within `deadline` (one write for a pipeline).
 tl::expected<void, core::ProbeError> write_commands(redisContext* c,
                                                     const std::vector<RedisCommand>& commands,
@@ -82,6 +59,29 @@ tl::expected<void, core::ProbeError> write_commands(redisContext* c,
 }
 
 } // namespace
+
+core::RespValue to_resp_value(const redisReply& reply) {
+  switch (reply.type) {
+  case REDIS_REPLY_STRING:
+    return core::RespValue::string(std::string(reply.str, reply.len));
+  case REDIS_REPLY_STATUS:
+    return core::RespValue::status(std::string(reply.str, reply.len));
+  case REDIS_REPLY_ERROR:
+    return core::RespValue::error(std::string(reply.str, reply.len));
+  case REDIS_REPLY_INTEGER:
+    return core::RespValue::number(reply.integer);
+  case REDIS_REPLY_ARRAY: {
+    std::vector<core::RespValue> items;
+    items.reserve(reply.elements);
+    for (std::size_t i = 0; i < reply.elements; ++i) {
+      items.push_back(to_resp_value(*reply.element[i]));
+    }
+    return core::RespValue::array(std::move(items));
+  }
+  default:
+    return core::RespValue::nil();
+  }
+}
 
 void RedisLink::Closer::operator()(redisContext* c) const {
   redisFree(c);
@@ -153,7 +153,7 @@ RedisLink::next(const Deadline& deadline) {
     if (reply != nullptr) {
       std::unique_ptr<redisReply, decltype(&freeReplyObject)> guard(static_cast<redisReply*>(reply),
                                                                     &freeReplyObject);
-      return std::optional<core::RespValue>{convert(guard.get())};
+      return std::optional<core::RespValue>{to_resp_value(*guard.get())};
     }
     const Wait w = wait_fd(c->fd, POLLIN, deadline);
     if (w == Wait::timeout) {

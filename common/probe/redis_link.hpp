@@ -19,6 +19,7 @@
 #include <vector>
 
 struct redisContext; // hiredis, kept out of this header
+struct redisReply;
 
 namespace dbcheck::probe {
 
@@ -59,6 +60,10 @@ private:
 // The AUTH command for `user` (may be empty: password-only AUTH) and `password`; no command
 // when both are empty.
 std::vector<RedisCommand> auth_command(const std::string& user, const std::string& password);
+
+// A hiredis reply tree as plain data: what pipeline() and next() return (and what the
+// redis_reply fuzz target feeds to the parsers).
+core::RespValue to_resp_value(const redisReply& reply);
 
 // A command as text for logs and explain, with AUTH's password replaced by ***.
 std::string redacted(const RedisCommand& command);
