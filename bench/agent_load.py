@@ -1,13 +1,12 @@
 """Load clients and counters for the agent benchmark: many concurrent pollers on the agent-check
-port (our own asyncio client: one TCP connection per answer, as HAProxy's agent-check), wrk on
+port (our own C client, bench/load/agent_poll.c: one TCP connection per answer, as HAProxy's
+agent-check), wrk on
 HTTP endpoints, the agent's CPU and RSS from /proc, and the check statements/commands the
 databases see.
 """
 
-import asyncio
 import json
 import os
-import statistics
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,8 +17,8 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 @dataclass
 class Load:
-    """What one load window measured: answers, their latencies (seconds; wrk gives only its
-    percentiles), errors by kind, and answers that were not the expected one."""
+    """What one load window measured: answers, their latency percentiles, errors by kind, and
+    a sample of the answers that were not the expected one."""
 
     answers: int
     seconds: float
@@ -37,47 +36,19 @@ class Load:
 
 
 # ------------------------------------------------------------------ agent-check port
-async def _poller(port, request, expect, stop_at, latencies, errors, unexpected):
-    """Ask `request` again and again until stop_at, one connection per answer; a reply that
-    does not start with `expect` is kept in `unexpected` (the first 5)."""
-    loop = asyncio.get_running_loop()
-    while loop.time() < stop_at:
-        t0 = loop.time()
-        writer = None
-        try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), 2)
-            writer.write(request)
-            line = await asyncio.wait_for(reader.readline(), 2)
-            if not line.endswith(b"\n"):
-                errors["short reply"] = errors.get("short reply", 0) + 1
-            elif not line.startswith(expect):
-                if len(unexpected) < 5:
-                    unexpected.append(line.decode(errors="replace").strip())
-                errors["unexpected"] = errors.get("unexpected", 0) + 1
-            else:
-                latencies.append(loop.time() - t0)
-        except (OSError, asyncio.TimeoutError) as e:
-            errors[type(e).__name__] = errors.get(type(e).__name__, 0) + 1
-        finally:
-            if writer is not None:
-                writer.close()
-
-
-async def _poll(port, request, expect, pollers, seconds):
-    latencies, errors, unexpected = [], {}, []
-    loop = asyncio.get_running_loop()
-    t0 = loop.time()
-    await asyncio.gather(*(_poller(port, request, expect, t0 + seconds, latencies, errors, unexpected)
-                           for _ in range(pollers)))
-    return latencies, errors, unexpected, loop.time() - t0
-
-
-def poll_agent_port(port, backend, pollers, seconds, expect=b"up"):
-    """`pollers` concurrent clients asking the agent-check port for `backend` for `seconds`."""
-    latencies, errors, unexpected, took = asyncio.run(
-        _poll(port, f"{backend}\n".encode(), expect, pollers, seconds))
-    q = statistics.quantiles(latencies, n=100, method="inclusive") if len(latencies) > 1 else [0.0] * 99
-    return Load(len(latencies), took, q[49] * 1000, q[98] * 1000, errors, unexpected)
+def poll_agent_port(client, port, backend, pollers, seconds, expect="up"):
+    """`pollers` concurrent clients asking the agent-check port for `backend` for `seconds`,
+    with bench/load/agent_poll.c (built at `client`): epoll in C, so that the client's lag is
+    not mistaken for the agent's (the agent answers a line that has not arrived within 100 ms
+    with its default). A reply not starting with `expect` counts as "unexpected"."""
+    res = subprocess.run([str(client), str(port), backend, str(pollers), str(seconds), expect],
+                         capture_output=True, text=True, timeout=seconds + 30)
+    if res.returncode != 0:
+        raise RuntimeError(f"agent_poll failed ({res.returncode}): {res.stderr.strip()}")
+    r = json.loads(res.stdout)
+    errors = {k: r[k] for k in ("connect", "timeout", "short", "unexpected") if r[k]}
+    return Load(r["answers"], r["seconds"], r["p50_us"] / 1000, r["p99_us"] / 1000, errors,
+                [r["sample"]] if r["sample"] else [])
 
 
 # ------------------------------------------------------------------ HTTP (wrk)

@@ -18,29 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-FLOOR_SRC = REPO / "bench" / "floor"
 SCRIPTS = REPO / "bench" / "scripts"
-FLOORS = {"pg_floor": ["libpq", "libcurl"], "redis_floor": ["hiredis"]}
 
 
 class CheckFailed(RuntimeError):
     """A variant did not say "writer" (exit code not 0) for the node that is the writer."""
-
-
-def build_floors(out_dir):
-    """Compile bench/floor/<name>.c with `cc -O2` into out_dir (not part of the CMake build);
-    returns {name: path}. Raises CalledProcessError with the compiler's message on failure."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    built = {}
-    for name, libs in FLOORS.items():
-        flags = subprocess.run(["pkg-config", "--cflags", "--libs", *libs], check=True, capture_output=True,
-                               text=True).stdout.split()
-        out = out_dir / name
-        subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-o", str(out), str(FLOOR_SRC / f"{name}.c"), *flags,
-                        "-lpthread"], check=True)
-        built[name] = out
-    return built
 
 
 @dataclass

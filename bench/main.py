@@ -14,6 +14,7 @@ failed: a check that did not pass the writer, a wrong or missing answer, wrk fai
 
 import argparse
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -36,6 +37,12 @@ from results import write_section  # noqa: E402
 DBCHECK = REPO / "build" / "external-check" / "dbcheck"
 AGENT = REPO / "build" / "agent" / "dbcheck-agent"
 BUILD_BENCH = REPO / "build-bench"
+# The C programs of bench/ (not part of the CMake build): name -> (source, pkg-config packages).
+TOOLS = {
+    "pg_floor": ("floor/pg_floor.c", ["libpq", "libcurl"]),
+    "redis_floor": ("floor/redis_floor.c", ["hiredis"]),
+    "agent_poll": ("load/agent_poll.c", []),
+}
 HTTP_PER_IP_LIMIT = 64  # agent/http_server.cpp: MHD_OPTION_PER_IP_CONNECTION_LIMIT
 MODES = {
     # invocations per variant, seconds per polling window, poller counts
@@ -54,7 +61,7 @@ class Bench:
         self.ext_rows = {}  # engine -> ext.summarize() result
         self.poll_rows = []  # (pollers, target, Load, stmts/s | None, cpu % | None, rss MiB | None)
         self.redis_rows = []  # (pollers, Load, commands/s, cpu %, rss MiB)
-        self.floors = None
+        self.tools = {}
 
     def fail(self, what):
         print(f"FAILED: {what}", flush=True)
@@ -97,7 +104,7 @@ class Bench:
         pgpass = config.parent / "pgpass"
         pgpass.write_text(f"127.0.0.1:*:*:{HC_USER}:{HC_PASSWORD}\n")
         pgpass.chmod(0o600)
-        variants = ext.pg_variants(DBCHECK, config, self.floors["pg_floor"], pgpass, leader)
+        variants = ext.pg_variants(DBCHECK, config, self.tools["pg_floor"], pgpass, leader)
         self.ext_rows["PostgreSQL"] = ext.summarize(ext.measure(variants, self.cfg["rounds"]))
 
     def pg_polling(self, cluster, leader, agent):
@@ -106,7 +113,7 @@ class Bench:
         s = self.cfg["seconds"]
         for n in self.cfg["pollers"]:
             targets = [
-                ("agent-check port", lambda: load.poll_agent_port(agent.agent_port, "pg_write", n, s)),
+                ("agent-check port", lambda: load.poll_agent_port(self.tools["agent_poll"], agent.agent_port, "pg_write", n, s)),
                 ("agent HTTP, keep-alive", lambda: load.wrk(agent_url, n, s)),
                 ("agent HTTP, Connection: close", lambda: load.wrk(agent_url, n, s, close=True)),
                 ("Patroni /primary, keep-alive", lambda: load.wrk(patroni_url, n, s)),
@@ -142,14 +149,15 @@ class Bench:
 
     def redis_external(self, cluster, master):
         config = write_redis_config(self.work / "redis-dbcheck", cluster, owner=None)
-        variants = ext.redis_variants(DBCHECK, config, self.floors["redis_floor"], cluster, master,
+        variants = ext.redis_variants(DBCHECK, config, self.tools["redis_floor"], cluster, master,
                                       redis_fx.HC_USER, redis_fx.HC_PASSWORD, redis_fx.MASTER_NAME)
         self.ext_rows["Redis"] = ext.summarize(ext.measure(variants, self.cfg["rounds"]))
 
     def redis_polling(self, cluster, master, agent):
         for n in self.cfg["redis_pollers"]:
             c0, cpu0, t0 = load.redis_commands(cluster, master), load.cpu_seconds(agent.pid), time.monotonic()
-            result = load.poll_agent_port(agent.agent_port, "redis_write", n, self.cfg["seconds"])
+            result = load.poll_agent_port(self.tools["agent_poll"], agent.agent_port, "redis_write", n,
+                                          self.cfg["seconds"])
             c1, cpu1, t1 = load.redis_commands(cluster, master), load.cpu_seconds(agent.pid), time.monotonic()
             self.redis_rows.append((n, result, (c1 - c0) / (t1 - t0), 100 * (cpu1 - cpu0) / (t1 - t0),
                                     load.rss_mib(agent.pid)))
@@ -206,7 +214,8 @@ class Bench:
             "",
             "Lab: etcd + 3 Patroni members, one agent per member (`interval = 1s`); the pollers ask the leader's "
             "agent for `pg_write` and Patroni's REST API on the leader for `/primary`. Agent-check port: our "
-            "asyncio client (`bench/agent_load.py`, one TCP connection per answer, as HAProxy's agent-check). "
+            "epoll client (`bench/load/agent_poll.c`: one TCP connection per answer, the backend name sent as "
+            "soon as it is connected, as HAProxy's agent-check). "
             "HTTP: `wrk -c N -t 2 -d S --latency` on `/backend/pg_write` and on Patroni `/primary`. The agent "
             "answers HTTP with `Connection: close`, and Patroni 3.0.2 answers HTTP/1.0 and closes, so with wrk's "
             "keep-alive every answer still costs a new connection; the `Connection: close` rows make that "
@@ -246,6 +255,20 @@ class Bench:
         return out
 
 
+def build_tools(out_dir):
+    """Compile each of TOOLS with `cc -O2` into out_dir; returns {name: path}. Raises
+    CalledProcessError (the compiler's message is on stderr) on failure."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    built = {}
+    for name, (source, packages) in TOOLS.items():
+        flags = subprocess.run(["pkg-config", "--cflags", "--libs", *packages], check=True, capture_output=True,
+                               text=True).stdout.split() if packages else []
+        built[name] = out_dir / name
+        subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-o", str(built[name]), str(REPO / "bench" / source),
+                        *flags, "-lpthread"], check=True)
+    return built
+
+
 def _opt(value, fmt):
     return "—" if value is None else format(value, fmt)
 
@@ -265,7 +288,7 @@ def main():
     work.chmod(0o755)
     bench = Bench(mode, work)
     try:
-        bench.floors = ext.build_floors(BUILD_BENCH)
+        bench.tools = build_tools(BUILD_BENCH)
         bench.part("PostgreSQL lab", bench.postgres)
         bench.part("Redis lab", bench.redis)
     finally:
