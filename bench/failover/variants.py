@@ -1,0 +1,183 @@
+"""The HAProxy configurations compared by the failover proof, each with its detection bound.
+
+Every variant has a write frontend/backend (`pg_write` or `redis_write`) with `balance first`
+and `on-marked-down shutdown-sessions`; the naive ones use the same inter 1s / fall 2 / rise 3
+as dbcheck's shipped example, so what differs is what the check asks, not how often.
+
+Detection bound: the longest time from the moment the cluster manager names a new primary
+until HAProxy stops sending writes to the old one, by the configuration's own arithmetic.
+HAProxy schedules a server's next check `inter` after the previous one ended, and marks it
+down after `fall` consecutive failures, each lasting at most the check's time limit t:
+    B_check = inter + fall * t + (fall - 1) * inter      (no fastinter/downinter set)
+For the agent (HAProxy's agent rise/fall are 1; the agent damps, a writer that is not the
+primary goes down at its next round):
+    B_agent = interval + t + agent-inter
+"""
+
+from dataclasses import dataclass
+
+from fixtures import redis as redis_fx
+from fixtures.agent import render_agent_example, render_redis_agent_example
+from fixtures.haproxy import render_example_for, render_redis_example_for
+from fixtures.patroni import APP_DB, HC_PASSWORD, HC_USER
+from fixtures.ports import free_ports
+
+INTER, FALL, RISE = 1.0, 2, 3
+HAPROXY_CHECK_TIMEOUT = 1.0  # `timeout check` for the naive variants
+DBCHECK_TIMEOUT = 0.8  # dbcheck's `timeout` in the configs the fixtures write
+AGENT_INTERVAL, AGENT_INTER = 1.0, 0.5  # dbcheck-agent interval, HAProxy agent-inter
+
+
+def check_bound(t_check, inter=INTER, fall=FALL):
+    """B_check (module docstring), in seconds."""
+    return inter + fall * t_check + (fall - 1) * inter
+
+
+AGENT_BOUND = AGENT_INTERVAL + DBCHECK_TIMEOUT + AGENT_INTER
+
+
+@dataclass
+class Variant:
+    """One HAProxy configuration under test: key ('a'..'d'), label, HAProxy config text, write
+    frontend port, the backend to sample, and its detection bound in seconds."""
+
+    key: str
+    label: str
+    cfg: str
+    write_port: int
+    backend: str
+    bound: float
+
+
+HEAD = """global
+    log stderr format raw local0
+    user haproxy
+    group haproxy
+    external-check
+    insecure-fork-wanted
+    stats socket {sock} mode 660 level admin
+    stats timeout 30s
+
+defaults
+    log global
+    mode tcp
+    option tcplog
+    option log-health-checks
+    timeout connect 1s
+    timeout client 30m
+    timeout server 30m
+    timeout check 1s
+
+frontend {backend}
+    bind 127.0.0.1:{port}
+    default_backend {backend}
+
+backend {backend}
+    balance first
+    default-server inter 1s fall 2 rise 3 on-marked-down shutdown-sessions
+"""
+
+
+def _head(sock, backend):
+    port = free_ports(1)[0]
+    return HEAD.format(sock=sock, backend=backend, port=port), port
+
+
+# ------------------------------------------------------------------ PostgreSQL
+def pg_patroni_httpchk(cluster, workdir):
+    """(a) Patroni's documented check: HTTP GET /primary on each member's REST API (200 only
+    on the member holding the leader lock and running as primary)."""
+    sock = workdir / "a" / "admin.sock"
+    head, port = _head(sock, "pg_write")
+    lines = ["    option httpchk GET /primary", "    http-check expect status 200"]
+    lines += [f"    server {m.name} {m.pg_addr} check port {m.rest_port}" for m in cluster.members()]
+    return Variant("a", "Patroni httpchk GET /primary", head + "\n".join(lines) + "\n", port, "pg_write",
+                   check_bound(HAPROXY_CHECK_TIMEOUT))
+
+
+def pg_node_only(cluster, workdir):
+    """(b) the node asked about itself: an external check running
+    psql -tAc 'select pg_is_in_recovery()' (the Percona pattern), UP when it prints f."""
+    d = workdir / "b"
+    d.mkdir(parents=True, exist_ok=True)
+    d.chmod(0o755)
+    passfile = d / "pgpass"
+    passfile.write_text(f"*:*:*:{HC_USER}:{HC_PASSWORD}\n")
+    passfile.chmod(0o600)
+    import shutil
+    shutil.chown(passfile, "haproxy", "haproxy")
+    script = d / "pg-node-check"
+    script.write_text(f"""#!/bin/sh
+# HAProxy external check: $3 = server address, $4 = server port.
+r=$(PGPASSFILE={passfile} PGCONNECT_TIMEOUT=1 /usr/bin/psql -X -h "$3" -p "$4" -U {HC_USER} -d {APP_DB} \\
+    -tAc 'select pg_is_in_recovery()' 2>/dev/null)
+[ "$r" = f ]
+""")
+    script.chmod(0o755)
+    head, port = _head(d / "admin.sock", "pg_write")
+    lines = ["    option external-check", '    external-check path "/usr/bin:/bin"',
+             f"    external-check command {script}"]
+    lines += [f"    server {m.name} {m.pg_addr} check" for m in cluster.members()]
+    return Variant("b", "node only: pg_is_in_recovery()", head + "\n".join(lines) + "\n", port, "pg_write",
+                   check_bound(HAPROXY_CHECK_TIMEOUT))
+
+
+def pg_dbcheck(cluster, workdir, wrapper):
+    """(c) haproxy-examples/postgres-patroni.cfg with dbcheck as its external check."""
+    cfg, ports = render_example_for(cluster, wrapper, workdir / "c" / "admin.sock")
+    return Variant("c", "dbcheck external-check", cfg, ports["pg_write"], "pg_write", check_bound(DBCHECK_TIMEOUT))
+
+
+def pg_agent(cluster, workdir, agents):
+    """(d) haproxy-examples/postgres-patroni-agent.cfg with one dbcheck-agent per member."""
+    cfg, ports = render_agent_example(cluster, agents, workdir / "d" / "admin.sock")
+    return Variant("d", "dbcheck-agent", cfg, ports["pg_write"], "pg_write", AGENT_BOUND)
+
+
+# ------------------------------------------------------------------ Redis
+def _auth_line():
+    return f'    tcp-check send "AUTH {redis_fx.HC_USER} {redis_fx.HC_PASSWORD}\\r\\n"\n' \
+           "    tcp-check expect string +OK\n"
+
+
+def redis_role_only(cluster, workdir):
+    """(a) the usual tcp-check: AUTH, ROLE, expect 'master' (the node asked about itself)."""
+    head, port = _head(workdir / "a" / "admin.sock", "redis_write")
+    body = "    option tcp-check\n    tcp-check connect\n" + _auth_line() + \
+           '    tcp-check send "ROLE\\r\\n"\n    tcp-check expect string master\n'
+    body += "".join(f"    server {n.name} {n.addr} check\n" for n in cluster.nodes())
+    return Variant("a", "tcp-check ROLE only", head + body, port, "redis_write", check_bound(HAPROXY_CHECK_TIMEOUT))
+
+
+def redis_seed_002(cluster, workdir):
+    """(b) the seed-002 config: one Sentinel must name the server, then ROLE master.
+    Adapted to a lab where every node is 127.0.0.1: the server's *name* is its port, and the
+    check expects that port in Sentinel's GET-MASTER-ADDR-BY-NAME reply (the seed matches
+    %[srv_name] against the address, which here would match every node)."""
+    sentinel = cluster.sentinels()[0]
+    head, port = _head(workdir / "b" / "admin.sock", "redis_write")
+    body = ("    option tcp-check\n"
+            f"    tcp-check connect addr 127.0.0.1 port {sentinel.port}\n" + _auth_line() +
+            f'    tcp-check send "SENTINEL get-master-addr-by-name {redis_fx.MASTER_NAME}\\r\\n"\n'
+            '    tcp-check expect string-lf "\\r\\n%[srv_name]\\r\\n"\n'
+            "    tcp-check connect\n" + _auth_line() +
+            '    tcp-check send "ROLE\\r\\n"\n    tcp-check expect string master\n')
+    body += "".join(f"    server {n.port} {n.addr} check\n" for n in cluster.nodes())
+    return Variant("b", "seed 002: one Sentinel + ROLE", head + body, port, "redis_write",
+                   check_bound(HAPROXY_CHECK_TIMEOUT))
+
+
+def redis_dbcheck(cluster, workdir, wrapper):
+    """(c) haproxy-examples/redis-sentinel.cfg with dbcheck as its external check."""
+    cfg, ports = render_redis_example_for(cluster, wrapper, workdir / "c" / "admin.sock")
+    return Variant("c", "dbcheck external-check", cfg, ports["redis_write"], "redis_write",
+                   check_bound(DBCHECK_TIMEOUT))
+
+
+def redis_agent(cluster, workdir, agents):
+    """(d) haproxy-examples/redis-sentinel-agent.cfg with one dbcheck-agent per data node."""
+    cfg, ports = render_redis_agent_example(cluster, agents, workdir / "d" / "admin.sock")
+    return Variant("d", "dbcheck-agent", cfg, ports["redis_write"], "redis_write", AGENT_BOUND)
+
+
+__all__ = ["Variant", "check_bound", "AGENT_BOUND"]
