@@ -4,6 +4,9 @@ A section lives between `<!-- BEGIN name -->` and `<!-- END name -->`; write_sec
 just that part (appending it when new), so the failover harness, the fault matrix, the fuzz
 run and the benchmarks can each refresh their own figures without touching the others'.
 The machine-and-versions header is refreshed by every write.
+DBCHECK_RESULTS_FILE redirects the writes to another file: ./scripts/test runs every command
+in its short mode and sends those figures to build/results-ci.md, so a test run never
+replaces the committed full-run figures.
 """
 
 import os
@@ -14,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "docs" / "results.md"
+RESULTS = Path(os.environ.get("DBCHECK_RESULTS_FILE") or REPO / "docs" / "results.md")
 
 TITLE = "# dbcheck: measured results"
 INTRO = (
