@@ -32,7 +32,7 @@ from fixtures.agent import start_pg_agents, start_redis_agents  # noqa: E402
 from fixtures.dbcheck import write_dbcheck_config, write_redis_config  # noqa: E402
 from fixtures.patroni import HC_PASSWORD, HC_USER, PatroniCluster  # noqa: E402
 from fixtures.redis import RedisSentinelCluster  # noqa: E402
-from results import write_section  # noqa: E402
+import results  # noqa: E402
 
 DBCHECK = REPO / "build" / "external-check" / "dbcheck"
 AGENT = REPO / "build" / "agent" / "dbcheck-agent"
@@ -301,8 +301,8 @@ def main():
     if bench.failures:
         print(f"{len(bench.failures)} failure(s); docs/results.md not written:\n  " + "\n  ".join(bench.failures))
         return 1
-    write_section("bench", text)
-    print(f"written to docs/results.md (section bench) in {time.monotonic() - t0:.0f}s")
+    results.write_section("bench", text)
+    print(f"written to {results.RESULTS} (section bench) in {time.monotonic() - t0:.0f}s")
     return 0
 
 
