@@ -5,12 +5,12 @@ import os
 import signal
 import time
 
-import psycopg2
 import pytest
 
 from fixtures.dbcheck import explain, run_dbcheck, write_dbcheck_config
 from fixtures.fake_http import FakeHttp
-from fixtures.patroni import APP_DB, APP_PASSWORD, APP_USER, HBA_REJECTED_USER
+from fixtures.faults import connections_exhausted
+from fixtures.patroni import HBA_REJECTED_USER
 from fixtures.ports import free_ports
 
 TIMEOUT = 0.8        # dbcheck's own deadline in these configs
@@ -115,27 +115,15 @@ def test_max_connections_exhausted_follows_on_saturation(pg_cluster, dbcheck_bin
     leader = pg_cluster.wait_healthy()
     keep_up = config_for("sat-up")
     eject = config_for("sat-down", writer_extra='on_saturation = "down"')
-    conns, refusal = [], None
-    try:
-        for _ in range(80):
-            try:
-                conns.append(psycopg2.connect(host="127.0.0.1", port=leader.pg_port, user=APP_USER,
-                                              password=APP_PASSWORD, dbname=APP_DB, connect_timeout=5))
-            except psycopg2.OperationalError as e:
-                refusal = str(e).strip()
-                break
-        assert refusal is not None, "80 connections did not exhaust max_connections"
+    with connections_exhausted(pg_cluster, leader) as (held, _refusal):
         up = explain(dbcheck_bin, keep_up, "pg_write", leader.pg_addr)
         down = explain(dbcheck_bin, eject, "pg_write", leader.pg_addr)
-    finally:
-        for c in conns:
-            c.close()
     assert up.rc == 0 and up.failure == "saturated", up
     assert "saturated" in up.reason and "53300" in up.reason, up
     assert down.rc == 1 and down.failure == "saturated", down
     assert max(up.seconds, down.seconds) <= TIMEOUT + MARGIN, (up, down)
     assert explain(dbcheck_bin, keep_up, "pg_write", leader.pg_addr).failure == "none"
-    figures("max_connections exhausted", f"after {len(conns)} app connections: on_saturation=up -> UP "
+    figures("max_connections exhausted", f"after {held} app connections: on_saturation=up -> UP "
             f"({up.reason[:90]}...), on_saturation=down -> DOWN")
 
 
