@@ -14,44 +14,48 @@ bool breaks_connection(const core::ProbeError& e) {
 
 template <class Conn>
 void ConnectionCache::keep(std::multimap<std::string, Idle<Conn>>& pool, const std::string& key,
-                           Conn c) {
+                           Kept<Conn> c) {
   const auto now = Clock::now();
   for (auto it = pool.begin(); it != pool.end();) {
     it = now - it->second.since > k_idle_limit ? pool.erase(it) : std::next(it);
   }
-  if (pool.count(key) == 0) {
+  if (pool.count(key) == 0 && !too_old(c.born, now)) {
     pool.emplace(key, Idle<Conn>{now, std::move(c)});
   } // else: one idle connection per peer is enough; this one closes here
 }
 
-std::optional<PgSession> ConnectionCache::take_pg(const std::string& key) {
-  std::lock_guard lock(m_mutex);
-  const auto it = m_pg.find(key);
-  if (it == m_pg.end()) {
+template <class Conn>
+std::optional<ConnectionCache::Kept<Conn>>
+ConnectionCache::take(std::multimap<std::string, Idle<Conn>>& pool, const std::string& key) {
+  const auto it = pool.find(key);
+  if (it == pool.end()) {
     return std::nullopt;
   }
-  PgSession s = std::move(it->second.conn);
-  m_pg.erase(it);
-  return s;
+  Kept<Conn> kept = std::move(it->second.kept);
+  pool.erase(it);
+  if (too_old(kept.born, Clock::now())) {
+    return std::nullopt; // closes here: the next check opens a new one
+  }
+  return kept;
 }
 
-void ConnectionCache::put_pg(const std::string& key, PgSession s) {
+std::optional<ConnectionCache::Kept<PgSession>> ConnectionCache::take_pg(const std::string& key) {
+  std::lock_guard lock(m_mutex);
+  return take(m_pg, key);
+}
+
+void ConnectionCache::put_pg(const std::string& key, Kept<PgSession> s) {
   std::lock_guard lock(m_mutex);
   keep(m_pg, key, std::move(s));
 }
 
-std::optional<RedisLink> ConnectionCache::take_redis(const std::string& key) {
+std::optional<ConnectionCache::Kept<RedisLink>>
+ConnectionCache::take_redis(const std::string& key) {
   std::lock_guard lock(m_mutex);
-  const auto it = m_redis.find(key);
-  if (it == m_redis.end()) {
-    return std::nullopt;
-  }
-  RedisLink l = std::move(it->second.conn);
-  m_redis.erase(it);
-  return l;
+  return take(m_redis, key);
 }
 
-void ConnectionCache::put_redis(const std::string& key, RedisLink l) {
+void ConnectionCache::put_redis(const std::string& key, Kept<RedisLink> l) {
   std::lock_guard lock(m_mutex);
   keep(m_redis, key, std::move(l));
 }
@@ -64,14 +68,15 @@ PgLease::PgLease(ConnectionCache* cache, PgTarget target)
 
 PgLease::~PgLease() {
   if (m_cache != nullptr && m_session && m_healthy) {
-    m_cache->put_pg(m_key, std::move(*m_session));
+    m_cache->put_pg(m_key, {std::move(*m_session), m_born});
   }
 }
 
 tl::expected<void, core::ProbeError> PgLease::open(const Deadline& deadline) {
   if (m_cache != nullptr) {
     if (auto kept = m_cache->take_pg(m_key)) {
-      m_session = std::move(kept);
+      m_session = std::move(kept->conn);
+      m_born = kept->born;
       m_reused = true;
       return {};
     }
@@ -83,6 +88,7 @@ tl::expected<void, core::ProbeError> PgLease::open(const Deadline& deadline) {
     return tl::make_unexpected(s.error());
   }
   m_session = std::move(*s);
+  m_born = Clock::now();
   m_reused = false;
   return {};
 }
@@ -116,14 +122,15 @@ RedisLease::RedisLease(ConnectionCache* cache, util::HostPort address)
 
 RedisLease::~RedisLease() {
   if (m_cache != nullptr && m_link && m_healthy) {
-    m_cache->put_redis(m_key, std::move(*m_link));
+    m_cache->put_redis(m_key, {std::move(*m_link), m_born});
   }
 }
 
 tl::expected<void, core::ProbeError> RedisLease::open(const Deadline& deadline) {
   if (m_cache != nullptr) {
     if (auto kept = m_cache->take_redis(m_key)) {
-      m_link = std::move(kept);
+      m_link = std::move(kept->conn);
+      m_born = kept->born;
       m_reused = true;
       return {};
     }
@@ -135,6 +142,7 @@ tl::expected<void, core::ProbeError> RedisLease::open(const Deadline& deadline) 
     return tl::make_unexpected(l.error());
   }
   m_link = std::move(*l);
+  m_born = Clock::now();
   m_reused = false;
   return {};
 }

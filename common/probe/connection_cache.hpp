@@ -1,7 +1,10 @@
 #pragma once
 // Connections kept open between probe rounds (dbcheck-agent), and the leases checks take them
 // through. Kept connections cost the database nothing per poller, and one that is already open
-// still works when the server refuses new connections (max_connections reached).
+// still works when the server refuses new connections (max_connections reached). They are
+// renewed every k_max_age: what only a new session meets (a wedged postmaster that accepts no
+// connection, a database or role set read-only, a pg_hba or password change) must reach the
+// verdict, and reach it within that bound.
 
 #include "deadline.hpp"
 #include "pg_session.hpp"
@@ -22,14 +25,26 @@ class ConnectionCache {
 public:
   // --- Interface ---
 
-  // An idle PostgreSQL session to `key`, or nullopt.
-  std::optional<PgSession> take_pg(const std::string& key);
-  // Keeps `s` for the next round.
-  void put_pg(const std::string& key, PgSession s);
-  // An idle Redis link to `key`, or nullopt.
-  std::optional<RedisLink> take_redis(const std::string& key);
-  // Keeps `l` for the next round.
-  void put_redis(const std::string& key, RedisLink l);
+  // A kept connection and when it was opened.
+  template <class Conn>
+  struct Kept {
+    Conn conn;
+    Clock::time_point born;
+  };
+
+  // An idle PostgreSQL session to `key` younger than k_max_age, or nullopt.
+  std::optional<Kept<PgSession>> take_pg(const std::string& key);
+  // Keeps `s` (opened at `born`) for the next round.
+  void put_pg(const std::string& key, Kept<PgSession> s);
+  // An idle Redis link to `key` younger than k_max_age, or nullopt.
+  std::optional<Kept<RedisLink>> take_redis(const std::string& key);
+  // Keeps `l` (opened at `born`) for the next round.
+  void put_redis(const std::string& key, Kept<RedisLink> l);
+
+  // True when a connection opened at `born` is too old to be used at `now`.
+  static bool too_old(Clock::time_point born, Clock::time_point now) {
+    return now - born >= k_max_age;
+  }
 
   // New connections opened through this cache (first ones and reconnects), for /metrics.
   std::uint64_t connects() const { return m_connects.load(); }
@@ -39,16 +54,23 @@ public:
   // A connection not taken again within this long is closed (an old leader's, after a
   // switchover; one an abandoned step gave back late).
   static constexpr auto k_idle_limit = std::chrono::seconds{30};
+  // A connection this old is closed instead of reused (see the top of this file).
+  static constexpr auto k_max_age = std::chrono::seconds{5};
 
 private:
   template <class Conn>
   struct Idle {
     Clock::time_point since;
-    Conn conn;
+    Kept<Conn> kept;
   };
   // Keeps at most one idle connection per key and drops those idle too long.
   template <class Conn>
-  static void keep(std::multimap<std::string, Idle<Conn>>& pool, const std::string& key, Conn c);
+  static void keep(std::multimap<std::string, Idle<Conn>>& pool, const std::string& key,
+                   Kept<Conn> c);
+  // The idle connection to `key`, unless none is kept or it is too old (then closed).
+  template <class Conn>
+  static std::optional<Kept<Conn>> take(std::multimap<std::string, Idle<Conn>>& pool,
+                                        const std::string& key);
 
   std::mutex m_mutex;
   std::multimap<std::string, Idle<PgSession>> m_pg;
@@ -82,6 +104,7 @@ private:
   PgTarget m_target;
   std::string m_key;
   std::optional<PgSession> m_session;
+  Clock::time_point m_born{};
   bool m_reused = false;
   bool m_healthy = true;
 };
@@ -113,6 +136,7 @@ private:
   util::HostPort m_address;
   std::string m_key;
   std::optional<RedisLink> m_link;
+  Clock::time_point m_born{};
   bool m_reused = false;
   bool m_healthy = true;
 };

@@ -6,6 +6,8 @@ import time
 import pytest
 
 from fixtures.agent import agent_ask, http_get, render_agent_example, start_pg_agents
+from fixtures.faults import connections_exhausted, frozen
+from fixtures.patroni import APP_DB
 from fixtures.procs import wait_until
 from fixtures.sampler import Sampler
 
@@ -147,27 +149,48 @@ def test_sighup_with_a_broken_config_keeps_the_old_one(pg_cluster, pg_agents):
 
 
 def test_saturated_leader_stays_up_with_reduced_weight(pg_cluster, pg_agents):
-    import psycopg2
-    from fixtures.patroni import APP_DB, APP_PASSWORD, APP_USER
     leader = pg_cluster.wait_healthy()
     a = agent_for(pg_agents, leader)
     wait_until(lambda: a.ask("pg_write") == "up 100%\n", 10, "the leader up")
-    conns = []
-    try:
-        for _ in range(80):
-            try:
-                conns.append(psycopg2.connect(host="127.0.0.1", port=leader.pg_port, user=APP_USER,
-                                              password=APP_PASSWORD, dbname=APP_DB, connect_timeout=5))
-            except psycopg2.OperationalError:
-                break
+    with connections_exhausted(pg_cluster, leader):
         wait_until(lambda: a.ask("pg_write").startswith("up 50% #saturated"), 5, "saturation seen")
         answers = [a.ask("pg_write") for _ in range(10)]
         time.sleep(2)
         answers.append(a.ask("pg_write"))
-    finally:
-        for c in conns:
-            c.close()
     assert all(x.startswith("up 50%") for x in answers), answers
+
+
+def test_what_only_new_sessions_meet_reaches_the_agent(pg_cluster, pg_agents, figures):
+    """The agent's kept session does not see a database set read-only (ALTER DATABASE ... SET
+    applies to new sessions) nor a wedged postmaster (existing backends keep answering): kept
+    sessions are renewed every 5 s (ConnectionCache::k_max_age), so both reach the verdict
+    within that plus `fall` rounds, and the agent comes back once they are gone."""
+    leader = pg_cluster.wait_healthy()
+    a = agent_for(pg_agents, leader)
+    wait_until(lambda: a.ask("pg_write") == "up 100%\n", 10, "the leader up")
+
+    def alter(action):
+        with pg_cluster.superuser_conn(leader, db="postgres") as conn, conn.cursor() as cur:
+            cur.execute(f"ALTER DATABASE {APP_DB} {action}")
+
+    seen = {}
+    alter("SET default_transaction_read_only = on")
+    try:
+        t0 = time.monotonic()
+        reply = wait_until(lambda: (r := a.ask("pg_write")).startswith("down") and r, 10, "read-only seen")
+        seen["read-only"] = time.monotonic() - t0
+    finally:
+        alter("RESET default_transaction_read_only")
+    assert "read-only" in reply, reply
+    wait_until(lambda: a.ask("pg_write") == "up 100%\n", 15, "up again once writable")
+    with frozen([pg_cluster.postmaster_pid(leader)]):
+        t0 = time.monotonic()
+        reply = wait_until(lambda: (r := a.ask("pg_write")).startswith("down") and r, 10, "wedged postmaster seen")
+        seen["wedged postmaster"] = time.monotonic() - t0
+    assert "timeout" in reply, reply
+    wait_until(lambda: a.ask("pg_write") == "up 100%\n", 15, "up again once the postmaster runs")
+    figures("agent: faults only new sessions meet", ", ".join(f"{k} down after {v:.1f}s" for k, v in seen.items())
+            + " (kept sessions renewed every 5 s, interval 1 s, fall 2)")
 
 
 def test_lag_burst_shorter_than_window_stays_longer_leaves(pg_cluster, pg_agents, heartbeat, figures):
