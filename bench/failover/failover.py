@@ -306,7 +306,7 @@ def run_scenario(lab, scenario, rep):
     writers = {v.key: lab.writer(v) for v in lab.variants}
     for w in writers.values():
         w.start()
-    comeback_at = None
+    comeback_at, comeback = None, None
     try:
         time.sleep(WARMUP)  # steady writes before the fault (measured, not waited for)
         t_fault = time.monotonic()
@@ -315,7 +315,8 @@ def run_scenario(lab, scenario, rep):
         if comeback:
             time.sleep(HOLD)  # the old primary stays away a while after the switch
             comeback_at = time.monotonic()
-            comeback()
+            comeback, undo = None, comeback
+            undo()
         new = lab.settle(not_master=old) if isinstance(lab, RedisLab) else lab.settle()
         for v in lab.variants:  # bounded: a naive variant may never route right, that is data
             try:
@@ -324,6 +325,8 @@ def run_scenario(lab, scenario, rep):
                 run.setdefault("unsettled", []).append(v.key)
         time.sleep(AFTER)
     finally:
+        if comeback:  # aborted while the old primary was away: never leave it frozen
+            comeback()
         for w in writers.values():
             w.stop()
         for s in samplers.values():
@@ -451,6 +454,10 @@ def main():
     ap.add_argument("--scenario", action="append", help="only these scenarios (default: all)")
     ap.add_argument("--no-results", action="store_true", help="do not rewrite docs/results.md")
     args = ap.parse_args()
+    # SIGTERM (and SIGINT, which a background job ignores) unwind through the finally blocks,
+    # so a stopped run still thaws what it froze and stops every process it started.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGINT, lambda *_: sys.exit(130))
     OUT.mkdir(parents=True, exist_ok=True)
     log = OUT / "runs.jsonl"
     log.write_text("")
