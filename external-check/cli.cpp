@@ -2,6 +2,7 @@
 
 #include "invocation.hpp"
 #include "process_setup.hpp"
+#include "setup_files.hpp"
 #include "syslog_line.hpp"
 
 #include <config/load_config.hpp>
@@ -121,6 +122,25 @@ int run(int argc, char** argv) {
   auto* config_cmd =
       app.add_subcommand("config-check", "validate the configuration file and exit (0 or 2)");
   config_cmd->fallthrough();
+
+  std::string setup_name;
+  std::string setup_names;
+  for (const auto& f : setup_files()) {
+    setup_names += fmt::format("\n  {:<9} {}", f.name, f.source_path);
+  }
+  auto* setup_cmd = app.add_subcommand(
+      "setup-sql", "print the least-privilege setup for the check user (the files dbcheck ships "
+                   "and its tests use):" +
+                       setup_names);
+  setup_cmd->add_option("what", setup_name, "postgres, redis or sentinel")
+      ->required()
+      ->check(CLI::IsMember([] {
+        std::vector<std::string> names;
+        for (const auto& f : setup_files()) {
+          names.emplace_back(f.name);
+        }
+        return names;
+      }()));
   app.require_subcommand(0, 1);
 
   try {
@@ -134,6 +154,11 @@ int run(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return k_exit_config;
+  }
+  if (setup_cmd->parsed()) {
+    // No configuration needed: this is what an operator runs before there is one.
+    std::cout << find_setup_file(setup_name)->text;
+    return k_exit_pass;
   }
   const std::string path = config_path(config_flag, env);
 
