@@ -107,6 +107,14 @@ class ManagerWatch(Periodic):
         return None, None
 
 
+def _signal(pid, sig):
+    """os.kill that ignores a process gone meanwhile (a backend that was already exiting)."""
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
 # ------------------------------------------------------------------ labs
 class PgLab:
     """A Patroni cluster with the four PostgreSQL variants in front of it."""
@@ -192,9 +200,9 @@ class PgLab:
         if scenario == "freeze":
             pids = self.cluster.member_pids(m)
             for pid in pids:
-                os.kill(pid, signal.SIGSTOP)
+                _signal(pid, signal.SIGSTOP)
             run["frozen_pids"] = len(pids)
-            return lambda: [os.kill(pid, signal.SIGCONT) for pid in reversed(pids)]
+            return lambda: [_signal(pid, signal.SIGCONT) for pid in reversed(pids)]
         if scenario == "patroni-dies":
             self.cluster.kill_patroni(m)
             return lambda: self.cluster.start_patroni(m)
@@ -477,11 +485,16 @@ def main():
                     if args.scenario and scen not in args.scenario:
                         continue
                     t = time.monotonic()
-                    try:
-                        got = run_scenario(lab, scen, rep)
-                    except Exception:  # noqa: BLE001 - report and go on with the next run
+                    got = None
+                    for attempt in (1, 2):  # a lab hiccup (not a verdict) gets one more try
+                        try:
+                            got = run_scenario(lab, scen, rep)
+                            break
+                        except Exception:  # noqa: BLE001 - report, then retry or go on
+                            print(f"[failover] {lab.engine} {scen} #{rep} attempt {attempt} FAILED:\n"
+                                  f"{traceback.format_exc()}", flush=True)
+                    if got is None:
                         failed.append(f"{lab.engine} {scen} #{rep}")
-                        print(f"[failover] {lab.engine} {scen} #{rep} FAILED:\n{traceback.format_exc()}", flush=True)
                         continue
                     rows += got
                     with log.open("a") as f:
