@@ -388,6 +388,20 @@ class Matrix:
         config = (self.pg_config if lab == "pg" else self.redis_config)(name, **kw)
         self.row(name, fault, targets, functools.partial(self.reconfigured, targets, **kw), config=config)
 
+    def fake_peer_rows(self, prefix, what, modes, targets, lab, key):
+        """One config row per (mode, expected failure, description) of `modes`: three fake peers
+        in that mode (FakeHttp for lab "pg", FakeResp for "redis") replace the manager's members
+        in the config (`key`: patroni_urls or sentinels); the writer is checked."""
+        for mode, kind, how in modes:
+            name = f"{prefix}-{mode}"
+            if not self.want(name):
+                continue
+            with ExitStack() as fakes:
+                cls = FakeHttp if lab == "pg" else FakeResp
+                peers = [fakes.enter_context(cls(mode)) for _ in range(3)]
+                addrs = [p.url if lab == "pg" else p.addr for p in peers]
+                self.config_row(name, f"{what}: {how}", targets(expect=("down", kind)), lab, **{key: addrs})
+
     # ---------------------------------------------------------------- PostgreSQL rows
     def pg_rows(self):
         pg = self.pg
@@ -412,18 +426,13 @@ class Matrix:
             self.config_row("patroni-rest-refused", "every Patroni REST URL refuses connections (closed ports)",
                             self.pg_targets(reader=True, expect=("down", "network")), "pg", patroni_urls=closed)
 
-        for mode, kind, what in (("garbage", "protocol", "200 OK with an HTML body"),
-                                 ("truncated", "protocol", "Content-Length 100, 14 bytes, close"),
-                                 ("huge", "protocol", "Content-Length 64 MB, 8 MB sent"),
-                                 ("slow", "timeout", "the answer after 5 s"),
-                                 ("trickle", "timeout", "one byte every 200 ms")):
-            name = f"patroni-fake-{mode}"
-            if not self.want(name):
-                continue
-            with ExitStack() as fakes:
-                urls = [fakes.enter_context(FakeHttp(mode)).url for _ in range(3)]
-                self.config_row(name, f"three fake Patroni REST APIs: {what}",
-                                self.pg_targets(expect=("down", kind)), "pg", patroni_urls=urls)
+        self.fake_peer_rows("patroni-fake", "three fake Patroni REST APIs",
+                            (("garbage", "protocol", "200 OK with an HTML body"),
+                             ("truncated", "protocol", "Content-Length 100, 14 bytes, close"),
+                             ("huge", "protocol", "Content-Length 64 MB, 8 MB sent"),
+                             ("slow", "timeout", "the answer after 5 s"),
+                             ("trickle", "timeout", "one byte every 200 ms")),
+                            self.pg_targets, "pg", "patroni_urls")
 
         if self.want("pg-max-connections"):
             def full():
@@ -630,18 +639,13 @@ class Matrix:
                         self.redis_targets(reader=True, expect=("down", "auth")), "redis",
                         password=WRONG_REDIS_PASSWORD, sentinel_password=redis_fx.HC_PASSWORD)
 
-        for mode, kind, what in (("garbage", "protocol", "an HTML line"),
-                                 ("truncated", "network", "half an answer, then close"),
-                                 ("huge", "timeout", "a 500 MB bulk string announced, 8 MB sent"),
-                                 ("slow", "timeout", "the answer after 5 s"),
-                                 ("trickle", "timeout", "one byte per second")):
-            name = f"sentinel-fake-{mode}"
-            if not self.want(name):
-                continue
-            with ExitStack() as fakes:
-                addrs = [fakes.enter_context(FakeResp(mode)).addr for _ in range(3)]
-                self.config_row(name, f"three fake Sentinels: {what}", self.redis_targets(expect=("down", kind)),
-                                "redis", sentinels=addrs)
+        self.fake_peer_rows("sentinel-fake", "three fake Sentinels",
+                            (("garbage", "protocol", "an HTML line"),
+                             ("truncated", "network", "half an answer, then close"),
+                             ("huge", "timeout", "a 500 MB bulk string announced, 8 MB sent"),
+                             ("slow", "timeout", "the answer after 5 s"),
+                             ("trickle", "timeout", "one byte per second")),
+                            self.redis_targets, "redis", "sentinels")
 
         self.config_row("redis-dns-sentinels", f"the Sentinel addresses name {UNRESOLVABLE}",
                         self.redis_targets(expect=("down", "network")), "redis",
