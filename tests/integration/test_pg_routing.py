@@ -76,3 +76,30 @@ def test_switchover_moves_writes_without_two_writers(pg_cluster, dbcheck_setup, 
     # Leave the shared cluster healthy, with both replicas back in pg_read.
     pg_cluster.wait_healthy()
     wait_until(lambda: len(hap.servers_up("pg_read")) == 2, 60, "both replicas back in pg_read")
+
+
+def test_reload_with_saved_server_state_never_starts_replicas_up(
+        pg_cluster, dbcheck_setup, haproxy_factory, workdir, figures):
+    """The examples' reload advice works: a new HAProxy that loads the state saved just before
+    (server-state-file) starts with only the leader UP in pg_write; without it, every server
+    starts UP until its checks fail (`balance first` could write to a replica meanwhile)."""
+    leader = pg_cluster.wait_healthy()
+    sock = workdir / "haproxy" / "admin.sock"  # shared by the three HAProxy runs below
+    sock.parent.mkdir(mode=0o755, exist_ok=True)
+    cfg, _ = render_example_for(pg_cluster, dbcheck_setup.wrapper, sock)
+    state_file = sock.parent / "server-state"
+    assert f"server-state-file {state_file}\n" in cfg and "load-server-state-from-file global" in cfg
+    old = haproxy_factory(cfg, name="haproxy-old")
+    wait_until(lambda: old.servers_up("pg_write") == [leader.name], ROUTING_TIMEOUT, f"{leader.name} alone UP")
+    state_file.write_text(old.command("show servers state"))
+    old.stop()
+    new = haproxy_factory(cfg, name="haproxy-new")
+    first = new.servers_up("pg_write")  # before any check of the new process could finish
+    new.stop()
+    state_file.unlink()
+    bare = haproxy_factory(cfg, name="haproxy-bare")
+    first_bare = bare.servers_up("pg_write")
+    bare.stop()
+    assert first == [leader.name], first
+    assert len(first_bare) == len(pg_cluster.members()), first_bare  # the failure this prevents
+    figures("reload", f"with the saved state pg_write starts with {first} UP; without it {first_bare}")
