@@ -1,0 +1,61 @@
+# Installation layout and the Debian package (cpack -G DEB): both binaries, man pages, the
+# agent's systemd unit, the docs and examples under share/doc/dbcheck. scripts/build
+# configures with CMAKE_INSTALL_PREFIX=/usr, the Debian layout the unit's ExecStart names.
+include(GNUInstallDirs)
+
+# The unit as shipped in agent/ names /usr/local/bin; the installed one names where the agent
+# is actually installed.
+file(READ ${PROJECT_SOURCE_DIR}/agent/dbcheck-agent.service unit_text)
+string(REPLACE "/usr/local/bin/dbcheck-agent" "${CMAKE_INSTALL_FULL_SBINDIR}/dbcheck-agent"
+       unit_text "${unit_text}")
+file(CONFIGURE OUTPUT ${PROJECT_BINARY_DIR}/packaging/dbcheck-agent.service
+     CONTENT "${unit_text}" @ONLY)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+             ${PROJECT_SOURCE_DIR}/agent/dbcheck-agent.service)
+install(FILES ${PROJECT_BINARY_DIR}/packaging/dbcheck-agent.service
+        DESTINATION ${CMAKE_INSTALL_PREFIX}/lib/systemd/system)
+
+# Man pages, gzipped as Debian policy asks (-n: no timestamp, reproducible).
+set(man_pages docs/man/dbcheck.1 docs/man/dbcheck-agent.8 docs/man/dbcheck.toml.5)
+set(man_outputs "")
+foreach(page IN LISTS man_pages)
+  get_filename_component(name ${page} NAME)
+  string(REGEX MATCH "[0-9]$" section ${name})
+  add_custom_command(OUTPUT ${PROJECT_BINARY_DIR}/man/${name}.gz
+                     COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/man
+                     COMMAND gzip -9nc ${PROJECT_SOURCE_DIR}/${page} > ${PROJECT_BINARY_DIR}/man/${name}.gz
+                     DEPENDS ${PROJECT_SOURCE_DIR}/${page} VERBATIM)
+  list(APPEND man_outputs ${PROJECT_BINARY_DIR}/man/${name}.gz)
+  install(FILES ${PROJECT_BINARY_DIR}/man/${name}.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man${section})
+endforeach()
+add_custom_target(man_pages ALL DEPENDS ${man_outputs})
+
+install(FILES README.md docs/architecture.md docs/agent.md docs/explain.md docs/lag.md
+              docs/failover.md docs/results.md
+        DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY docs/sql docs/redis DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY haproxy-examples/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
+
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME dbcheck)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_CONTACT "dbcheck maintainers <dbcheck@localhost>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
+    "HAProxy checks that route writes only to the primary both the cluster manager and the node name")
+set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
+    "dbcheck is an HAProxy external check, and dbcheck-agent an agent-check sidecar, for
+PostgreSQL under Patroni and Redis/Valkey under Sentinel. A writer passes only when the
+cluster manager (Patroni, a Sentinel majority) and the node itself agree that it is the
+primary; a reader passes when its replication lag in seconds is within bounds.")
+set(CPACK_DEBIAN_PACKAGE_SECTION admin)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_STRIP_FILES ON)  # debug info stays in the build tree
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser")
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "haproxy")
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
+    ${PROJECT_SOURCE_DIR}/packaging/postinst ${PROJECT_SOURCE_DIR}/packaging/prerm
+    ${PROJECT_SOURCE_DIR}/packaging/postrm)
+set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+include(CPack)
