@@ -91,6 +91,12 @@ Verdict evaluate_replica(const ReplicaObservation& obs, double max_lag_s) {
             fmt::format("Patroni does not list {} as a member of the cluster",
                         util::to_string(obs.node))};
   }
+  // Two members can share an address (a rebuilt host's stale member key, a copied
+  // connect_address): when one of them holds the leader lock, the address is the writer's.
+  if (const PatroniMember* leader = find_leader(*obs.manager);
+      leader != nullptr && util::same_endpoint(leader->address, obs.node)) {
+    self = leader;
+  }
   if (is_leader_role(self->role)) {
     return {State::down, Failure::role,
             fmt::format("Patroni names this node ({}) leader", self->name)};

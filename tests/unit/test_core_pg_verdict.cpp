@@ -309,3 +309,15 @@ TEST_CASE("reader: each condition decides, in order, with its reason", "[core][v
     CHECK(v.reason == row.reason);
   }
 }
+
+TEST_CASE("reader: an address Patroni lists twice, once as leader, is the writer's",
+          "[core][verdict][replica]") {
+  // Found by fuzz/fuzz_patroni_json: find_member took the first entry (a replica) and the
+  // same node passed as writer and as reader on Patroni's word.
+  const Manager twice =
+      view_with({member("pg2-old", "replica", "10.0.0.2"), member("pg2", "leader", "10.0.0.2")});
+  const Verdict v = evaluate_replica({k_replica, twice, streaming(), lag(0), 3}, 1.0);
+  CHECK(v.state == State::down);
+  CHECK(v.failure == Failure::role);
+  CHECK(v.reason == "Patroni names this node (pg2) leader");
+}
