@@ -23,7 +23,8 @@ void check_verdicts(const ClusterView& view, const util::HostPort& node) {
   ReplicaObservation r{node, view, ReplicaStatus{true, true, "streaming", false, std::nullopt},
                        LagEstimate{0.0, "fuzz"}, std::nullopt};
   const Verdict reader = evaluate_replica(r, 1.0);
-  const PatroniMember* self = find_member(view, node);
+  // The leader's entry speaks for its address, even if another member shares it.
+  const PatroniMember* self = named ? leader : find_member(view, node);
   const bool serves = self != nullptr && !is_leader_role(self->role) && !self->noloadbalance;
   require((reader.state == State::up) == serves,
           "reader up exactly when Patroni lists the node, not as leader, not noloadbalance");

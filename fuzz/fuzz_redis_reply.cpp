@@ -53,12 +53,33 @@ void check_parsers(const RespValue& v) {
   }
 }
 
+// hiredis 0.14 callocs an array's element vector from the declared count before any element
+// arrives ("*1111111116\r\n": 8.9 GB). That is the library's allocation policy, not a parser
+// of ours, and it would stop every run at libFuzzer's malloc limit: arrays declaring more
+// elements than any reply we parse are refused the way hiredis refuses a failed allocation.
+constexpr int k_max_array = 4096;
+void* (*g_create_array)(const redisReadTask*, int) = nullptr;
+redisReplyObjectFunctions g_bounded{};
+
+void* bounded_array(const redisReadTask* task, int elements) {
+  return elements > k_max_array ? nullptr : g_create_array(task, elements);
+}
+
 // Decodes every complete reply in `bytes` as RedisLink would read them off a socket.
 std::vector<RespValue> decode(std::string_view bytes) {
   std::vector<RespValue> out;
   std::unique_ptr<redisReader, decltype(&redisReaderFree)> reader(redisReaderCreate(),
                                                                   &redisReaderFree);
-  if (!reader || redisReaderFeed(reader.get(), bytes.data(), bytes.size()) != REDIS_OK) {
+  if (!reader) {
+    return out;
+  }
+  if (g_create_array == nullptr) {
+    g_bounded = *reader->fn; // hiredis's own reply builders, with the array one bounded
+    g_create_array = g_bounded.createArray;
+    g_bounded.createArray = bounded_array;
+  }
+  reader->fn = &g_bounded;
+  if (redisReaderFeed(reader.get(), bytes.data(), bytes.size()) != REDIS_OK) {
     return out;
   }
   for (;;) {
