@@ -126,6 +126,7 @@ class PgLab:
         self.workdir = workdir
         self.cluster = PatroniCluster(workdir / "cluster")
         self.haproxies, self.agents, self.variants = {}, [], []
+        self.repairs = []  # members re-initialised by settle()
 
     def start(self):
         self.cluster.start()
@@ -169,11 +170,26 @@ class PgLab:
         return name
 
     def settle(self):
-        return self.cluster.wait_healthy(120).name
+        """The leader once every member streams from it. A member left on a timeline the
+        leader does not have (after the manager took the key back from it; Patroni 3.0.2 does
+        not always rewind it) is re-initialised from the leader, as an operator would, and
+        noted in self.repairs."""
+        try:
+            return self.cluster.wait_healthy(60).name
+        except AssertionError:
+            leader = self.cluster.leader()
+            if leader is None:
+                raise
+            stuck = [m.name for m in self.cluster.members()
+                     if m != leader and m.name not in self.cluster.streaming_replicas(leader)]
+            for name in stuck:
+                self.cluster.patronictl("reinit", self.cluster.scope, name, "--force", "--wait", timeout=180)
+            self.repairs += stuck
+            return self.cluster.wait_healthy(120).name
 
     def make_first_primary(self):
         """Switch over to pg1 (listed first in every variant) unless it leads already."""
-        first, leader = self.cluster.members()[0], self.cluster.wait_healthy(120)
+        first, leader = self.cluster.members()[0], self.cluster.member(self.settle())
         if leader != first:
             self.cluster.switchover(first.name, leader=leader.name)
             wait_until(lambda: self.cluster.wait_healthy(120) == first, 120, f"{first.name} leading")
@@ -219,6 +235,7 @@ class RedisLab:
         self.workdir = workdir
         self.cluster = redis_fx.RedisSentinelCluster(workdir / "cluster")
         self.haproxies, self.agents, self.variants = {}, [], []
+        self.repairs = []
 
     def start(self):
         self.cluster.start()
@@ -309,6 +326,7 @@ def run_scenario(lab, scenario, rep):
     for v in lab.variants:  # every configuration starts from the same, correct routing
         wait_until(lambda v=v: routed_only(lab, v, old), 60, f"{v.key}: only {old} UP")
     run = {"engine": lab.engine, "scenario": scenario, "rep": rep, "old": old}
+    repairs_before = len(lab.repairs)
     watch = ManagerWatch(lab.primary).start()
     samplers = {v.key: Sampler(lab.haproxies[v.key], v.backend).start() for v in lab.variants}
     writers = {v.key: lab.writer(v) for v in lab.variants}
@@ -343,7 +361,7 @@ def run_scenario(lab, scenario, rep):
     t0p, t0 = watch.switch(old, t_fault)
     new = lab.settle()
     run.update(new=new, t_manager_s=round(t0 - t_fault, 2), t0_uncertainty_s=round(t0 - t0p, 2),
-               manager_reverted=watch.reverted(old, t_fault),
+               manager_reverted=watch.reverted(old, t_fault), repaired=lab.repairs[repairs_before:],
                comeback_s=round(comeback_at - t_fault, 2) if comeback_at else None)
     rows = []
     for v in lab.variants:
@@ -450,7 +468,11 @@ def table(rows, reps):
     reverted = sorted({(r["engine"], r["scenario"], r["rep"]) for r in rows if r.get("manager_reverted")})
     if reverted:
         out += ["", f"Runs where the manager named the old primary again after naming a new one: {len(reverted)} "
-                f"({', '.join(f'{e} {s} #{n}' for e, s, n in reverted)})."]
+                f"({', '.join(f'{e} {s} #{n}' for e, s, n in reverted)}); see docs/failover.md."]
+    repaired = sorted({(r["engine"], r["scenario"], r["rep"], tuple(r["repaired"])) for r in rows if r.get("repaired")})
+    if repaired:
+        out += ["", "Runs after which a member could not rejoin by itself and was re-initialised from the leader "
+                "(`patronictl reinit`): " + ", ".join(f"{e} {s} #{n} ({', '.join(m)})" for e, s, n, m in repaired) + "."]
     return "\n".join(out)
 
 
