@@ -1,5 +1,6 @@
 #include "cli.hpp"
 
+#include "completion.hpp"
 #include "invocation.hpp"
 #include "process_setup.hpp"
 #include "setup_files.hpp"
@@ -141,6 +142,11 @@ int run(int argc, char** argv) {
         }
         return names;
       }()));
+  std::string shell;
+  auto* completion_cmd =
+      app.add_subcommand("completion", "print a shell completion script (install the bash one as "
+                                       "/usr/share/bash-completion/completions/dbcheck)");
+  completion_cmd->add_option("shell", shell, "bash")->required()->check(CLI::IsMember({"bash"}));
   app.require_subcommand(0, 1);
 
   try {
@@ -154,6 +160,15 @@ int run(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return k_exit_config;
+  }
+  if (completion_cmd->parsed()) {
+    std::map<std::string, std::vector<std::string>> first_words;
+    for (const auto& f : setup_files()) {
+      first_words["setup-sql"].emplace_back(f.name);
+    }
+    first_words["completion"] = {"bash"};
+    std::cout << bash_completion(app, first_words, {"--config"});
+    return k_exit_pass;
   }
   if (setup_cmd->parsed()) {
     // No configuration needed: this is what an operator runs before there is one.

@@ -23,7 +23,8 @@ FILES = [Path("/usr/bin/dbcheck"), Path("/usr/sbin/dbcheck-agent"), UNIT,
          Path("/usr/share/man/man1/dbcheck.1.gz"), Path("/usr/share/man/man8/dbcheck-agent.8.gz"),
          Path("/usr/share/man/man5/dbcheck.toml.5.gz"), Path("/usr/share/doc/dbcheck/README.md"),
          Path("/usr/share/doc/dbcheck/examples/postgres-patroni.cfg"),
-         Path("/usr/share/doc/dbcheck/sql/healthcheck-role.sql")]
+         Path("/usr/share/doc/dbcheck/sql/healthcheck-role.sql"),
+         Path("/usr/share/bash-completion/completions/dbcheck")]
 
 
 def run(argv, timeout=120, check=True, **kw):
