@@ -1,0 +1,106 @@
+"""The reference documentation agrees with the code: every configuration key dbcheck.toml(5)
+documents is accepted by the parser with its documented example value, every key the parser
+knows is documented, and every metric and HTTP endpoint dbcheck-agent(8) lists is served by a
+running agent (and nothing undocumented is)."""
+
+import re
+import subprocess
+from pathlib import Path
+
+from fixtures.agent import http_get, start_pg_agents
+
+REPO = Path(__file__).resolve().parents[2]
+MAN = REPO / "docs" / "man"
+LOAD_CONFIG = REPO / "common" / "config" / "load_config.cpp"
+
+
+def roff_text(s):
+    """Plain text of a roff line: escapes undone, font requests dropped."""
+    s = s.replace("\\(dq", '"').replace("\\-", "-").replace("\\e", "\\")
+    return re.sub(r"\\f[BIRP]", "", s)
+
+
+def documented_keys():
+    """[(section heading, key, example value text)] from dbcheck.toml(5): every `.TP` entry
+    whose next line is `.B key = value`."""
+    out, section, lines = [], None, (MAN / "dbcheck.toml.5").read_text().splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith(".SS "):
+            section = roff_text(line[4:])
+        elif line == ".TP" and i + 1 < len(lines) and lines[i + 1].startswith(".B "):
+            m = re.fullmatch(r"([a-z_]+) = (.+)", roff_text(lines[i + 1][3:]))
+            if m and section:
+                out.append((section, m.group(1), m.group(2)))
+    return out
+
+
+def parser_keys():
+    """Every key name in load_config.cpp's per-section key tables ({"name", handler})."""
+    text = LOAD_CONFIG.read_text()
+    # An entry is `{"key",` followed by its handler, never by another string (that would be a
+    # list of allowed values, e.g. sslmode's).
+    return set(re.findall(r'^\s+(?:return )?\{"([a-z_]+)",(?!\s*")', text, re.M))
+
+
+def test_every_parser_key_is_documented():
+    documented = {k for _, k, _ in documented_keys()}
+    missing = parser_keys() - documented - {"local"}  # [agent.local] is its own section
+    assert parser_keys(), "no key table found in load_config.cpp"
+    assert not missing, f"keys the parser accepts but dbcheck.toml(5) does not document: {sorted(missing)}"
+
+
+def test_every_documented_key_and_example_is_accepted(dbcheck_bin, tmp_path):
+    sections = {}
+    for section, key, value in documented_keys():
+        sections.setdefault(section, []).append(f"{key} = {value}")
+    assert len(sections) == 6, sorted(sections)
+    # Example paths under /etc/dbcheck become real files (passwords must be 0600).
+    def local(value):
+        for path in re.findall(r'"(/etc/dbcheck/[^"]+)"', value):
+            f = tmp_path / Path(path).name
+            f.write_text("example-secret\n")
+            f.chmod(0o600)
+            value = value.replace(path, str(f))
+        return value.replace('"/var/lib/dbcheck-agent"', f'"{tmp_path}"')
+    heading = {'[cluster.NAME] with engine = "postgres"': "[cluster.pg]",
+               '[cluster.NAME] with engine = "redis"': "[cluster.cache]", "[backend.NAME]": "[backend.pg_write]",
+               "[defaults]": "[defaults]", "[agent]": "[agent]", "[agent.local]": "[agent.local]"}
+    text = ""
+    for section, entries in sections.items():
+        text += f"{heading[section]}\n" + "".join(local(e) + "\n" for e in entries if not
+                                                  (section == "[backend.NAME]" and e.startswith("max_lag"))) + "\n"
+    # max_lag is for replicas only (and on_saturation for writers): a second backend has them.
+    reader = [e for e in sections["[backend.NAME]"] if not e.startswith(("on_saturation", "role"))]
+    assert any(e.startswith("max_lag") for e in reader)
+    text += "[backend.pg_read]\nrole = \"replica\"\n" + "".join(e + "\n" for e in reader)
+    cfg = tmp_path / "documented.toml"
+    cfg.write_text(text)
+    res = subprocess.run([str(dbcheck_bin), "--config", str(cfg), "config-check"], capture_output=True, text=True,
+                         timeout=10)
+    assert res.returncode == 0, f"{res.stdout}{res.stderr}\n--- the documented keys as a config:\n{text}"
+
+
+def man_metrics():
+    text = roff_text((MAN / "dbcheck-agent.8").read_text())
+    return set(re.findall(r"\b(dbcheck_[a-z_]+)\b", text))
+
+
+def test_agent_serves_exactly_the_documented_metrics_and_endpoints(pg_cluster, agent_bin, workdir):
+    pg_cluster.wait_healthy()
+    agent = start_pg_agents(workdir / "agents", pg_cluster, agent_bin)[0]
+    try:
+        status, body = http_get(agent.http_port, "/metrics")
+        assert status == 200
+        exported = set(re.findall(r"^# TYPE (dbcheck_[a-z_]+) ", body, re.M))
+        documented = man_metrics()
+        assert exported == documented, (f"exported, not in dbcheck-agent(8): {sorted(exported - documented)}; "
+                                        f"documented, not exported: {sorted(documented - exported)}")
+        agent_md = (REPO / "docs" / "agent.md").read_text()
+        assert not [m for m in exported if m not in agent_md], "docs/agent.md misses a metric"
+        assert http_get(agent.http_port, "/live")[0] == 200
+        assert http_get(agent.http_port, "/health")[0] == 200
+        assert http_get(agent.http_port, "/backend/pg_write")[0] in (200, 503)
+        assert http_get(agent.http_port, "/backend/no_such_backend")[0] == 404
+        assert http_get(agent.http_port, "/undocumented")[0] == 404
+    finally:
+        agent.stop()
