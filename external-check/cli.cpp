@@ -10,6 +10,7 @@
 #include <core/report.hpp>
 #include <probe/library_versions.hpp>
 #include <probe/run_check.hpp>
+#include <probe/switchover.hpp>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -78,6 +79,75 @@ int exit_code(const core::Report& r) {
   return core::passes(r.verdict) ? k_exit_pass : k_exit_fail;
 }
 
+// Exit status of a switchover that failed in `phase` (3 preflight ... 8 unpause).
+int switchover_exit(probe::SwitchoverPhase phase) {
+  return 3 + static_cast<int>(phase);
+}
+
+// `dbcheck switchover`: progress on stdout as it happens, a summary, an exit code per phase.
+int switchover(const std::string& path, const std::string& cluster_name, const std::string& to,
+               const std::string& timeout, const std::string& pause, bool dry_run) {
+  auto cfg = load(path, Output::terminal);
+  if (!cfg) {
+    return cfg.error();
+  }
+  const auto it = cfg->clusters.find(cluster_name);
+  if (it == cfg->clusters.end()) {
+    std::cerr << fmt::format("dbcheck: {}: no [cluster.{}]\n", path, cluster_name);
+    return k_exit_config;
+  }
+  probe::SwitchoverOptions options;
+  options.dry_run = dry_run;
+  auto parsed_timeout = util::parse_duration(timeout);
+  auto parsed_pause = util::parse_duration(pause);
+  if (!parsed_timeout || !parsed_pause) {
+    std::cerr << "dbcheck: --timeout and --pause take durations such as 60s or 1500ms\n";
+    return k_exit_config;
+  }
+  options.timeout = *parsed_timeout;
+  options.pause = *parsed_pause;
+  if (!to.empty()) {
+    auto hp = util::parse_host_port(to);
+    if (!hp) {
+      std::cerr << fmt::format("dbcheck: --to {}: {}\n", to, hp.error());
+      return k_exit_config;
+    }
+    options.to = *hp;
+  }
+  const auto progress = [](const probe::SwitchoverEvent& e) {
+    std::cout << fmt::format("[{:6.1f}s] {:<9} {}{}\n", e.elapsed_s, probe::to_string(e.phase),
+                             !e.finished ? "waiting for: "
+                             : e.ok      ? "done: "
+                                         : "FAILED: ",
+                             e.text)
+              << std::flush;
+  };
+  const probe::SwitchoverResult r = probe::run_switchover(it->second, options, progress);
+  if (!r.plan.empty() && (dry_run || !r.ok)) {
+    std::cout << (dry_run ? "plan (dry run, nothing changed):\n" : "the plan was:\n");
+    for (std::size_t i = 0; i < r.plan.size(); ++i) {
+      std::cout << fmt::format("  {}. {}\n", i + 1, r.plan[i]);
+    }
+  }
+  std::string phases;
+  for (const auto& p : r.phases) {
+    phases += fmt::format("{}{} {:.1f}s", phases.empty() ? "" : ", ", probe::to_string(p.phase),
+                          p.seconds);
+  }
+  if (!r.ok) {
+    std::cout << fmt::format("switchover of {} FAILED in {} after {:.1f}s: {} ({})\n", cluster_name,
+                             probe::to_string(*r.failed), r.total_s, r.error, phases);
+    return switchover_exit(*r.failed);
+  }
+  if (dry_run) {
+    std::cout << fmt::format("dry run of {}: the cluster is ready ({})\n", cluster_name, phases);
+  } else {
+    std::cout << fmt::format("switchover of {}: {} -> {} in {:.1f}s ({})\n", cluster_name,
+                             r.old_primary, r.new_primary, r.total_s, phases);
+  }
+  return k_exit_pass;
+}
+
 } // namespace
 
 int run(int argc, char** argv) {
@@ -133,7 +203,7 @@ int run(int argc, char** argv) {
       "setup-sql", "print the least-privilege setup for the check user (the files dbcheck ships "
                    "and its tests use):" +
                        setup_names);
-  setup_cmd->add_option("what", setup_name, "postgres, redis or sentinel")
+  setup_cmd->add_option("what", setup_name, "which file (listed above)")
       ->required()
       ->check(CLI::IsMember([] {
         std::vector<std::string> names;
@@ -142,6 +212,26 @@ int run(int argc, char** argv) {
         }
         return names;
       }()));
+  std::string sw_cluster;
+  std::string sw_to;
+  std::string sw_timeout = "60s";
+  std::string sw_pause = "30s";
+  bool sw_dry_run = false;
+  auto* switchover_cmd = app.add_subcommand(
+      "switchover",
+      "planned switchover of a cluster that loses no acknowledged write (Redis: pause writes, "
+      "SENTINEL FAILOVER, wait for agreement, unpause; PostgreSQL: Patroni's POST /switchover, "
+      "wait for agreement). Exit 0 done, 2 configuration, 3 preflight, 4 pause, 5 request, "
+      "6 confirm, 7 demote, 8 unpause failed");
+  switchover_cmd->add_option("cluster", sw_cluster, "[cluster.NAME] in the configuration")
+      ->required();
+  switchover_cmd->add_option("--to", sw_to, "the replica to promote (HOST:PORT)");
+  switchover_cmd->add_flag("--dry-run", sw_dry_run, "check the cluster and print the plan only");
+  switchover_cmd->add_option("--timeout", sw_timeout, "for the whole switchover (default 60s)");
+  switchover_cmd->add_option("--pause", sw_pause,
+                             "Redis: CLIENT PAUSE limit, a safety net (default 30s)");
+  switchover_cmd->fallthrough();
+
   std::string shell;
   auto* completion_cmd =
       app.add_subcommand("completion", "print a shell completion script (install the bash one as "
@@ -169,6 +259,10 @@ int run(int argc, char** argv) {
     first_words["completion"] = {"bash"};
     std::cout << bash_completion(app, first_words, {"--config"});
     return k_exit_pass;
+  }
+  if (switchover_cmd->parsed()) {
+    return switchover(config_path(config_flag, env), sw_cluster, sw_to, sw_timeout, sw_pause,
+                      sw_dry_run);
   }
   if (setup_cmd->parsed()) {
     // No configuration needed: this is what an operator runs before there is one.

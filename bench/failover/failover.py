@@ -3,7 +3,7 @@ four HAProxy configurations watching the same cluster at the same time.
 
 For each engine one real lab is started (PostgreSQL: etcd + 3 Patroni members; Redis: 2 nodes
 + 3 Sentinels) with four HAProxy processes in front of it (bench/failover/variants.py), one
-writer client per HAProxy (bench/failover/writers.py), HAProxy's write backend sampled every
+writer client per HAProxy (tests/integration/fixtures/writers.py), HAProxy's write backend sampled every
 100 ms, and the cluster manager's choice of primary sampled every 100 ms. Each scenario run:
 writes start, the fault is injected, the manager names a new primary (T0), the old primary
 comes back where the scenario says so, the cluster settles, writes stop, and every
@@ -49,7 +49,7 @@ from fixtures.patroni import APP_DB, APP_PASSWORD, APP_USER, PatroniCluster  # n
 from fixtures.periodic import Periodic  # noqa: E402
 from fixtures.procs import wait_until  # noqa: E402
 from fixtures.sampler import Sampler  # noqa: E402
-from writers import PgWriter, RedisWriter  # noqa: E402
+from fixtures.writers import PgWriter, RedisWriter  # noqa: E402
 
 DBCHECK = REPO / "build" / "external-check" / "dbcheck"
 AGENT = REPO / "build" / "agent" / "dbcheck-agent"

@@ -29,6 +29,10 @@ struct PostgresCluster {
   std::string sslmode = "prefer";
   std::optional<std::string> sslrootcert;
   std::optional<std::string> patroni_cafile; // CA bundle for https Patroni URLs
+  // `dbcheck switchover` only: Patroni REST basic-auth user and the path of its password file
+  // (read when a switchover runs, never by checks: the check user cannot read it).
+  std::optional<std::string> operator_user;
+  std::optional<std::string> operator_password_file;
 };
 
 // Redis/Valkey data nodes watched by Sentinels ([cluster.NAME] with engine = "redis").
@@ -40,6 +44,10 @@ struct RedisCluster {
   Secret password;
   std::optional<std::string> sentinel_user;
   Secret sentinel_password;
+  // `dbcheck switchover` only: the ACL user with pause and failover rights on the data nodes
+  // and Sentinels, and the path of its password file (read only when a switchover runs).
+  std::optional<std::string> operator_user;
+  std::optional<std::string> operator_password_file;
 };
 
 // A [cluster.NAME] of either engine.

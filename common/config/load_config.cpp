@@ -248,6 +248,13 @@ const std::vector<KeySpec<PostgresCluster>>& postgres_keys() {
        }},
       {"sslrootcert", [](PostgresCluster& c, const toml::node& n, Errors& e,
                          const std::string& key) { c.sslrootcert = want_string(n, e, key); }},
+      {"operator_user", [](PostgresCluster& c, const toml::node& n, Errors& e,
+                           const std::string& key) { c.operator_user = want_string(n, e, key); }},
+      // Only a path: read when `dbcheck switchover` runs, as the operator, never by a check.
+      {"operator_password_file",
+       [](PostgresCluster& c, const toml::node& n, Errors& e, const std::string& key) {
+         c.operator_password_file = want_string(n, e, key);
+       }},
       {"patroni_cafile", [](PostgresCluster& c, const toml::node& n, Errors& e,
                             const std::string& key) { c.patroni_cafile = want_string(n, e, key); }},
   };
@@ -320,6 +327,12 @@ const std::vector<KeySpec<RedisCluster>>& redis_keys() {
          if (auto secret = want_secret_file(n, e, key)) {
            c.sentinel_password = std::move(*secret);
          }
+       }},
+      {"operator_user", [](RedisCluster& c, const toml::node& n, Errors& e,
+                           const std::string& key) { c.operator_user = want_string(n, e, key); }},
+      {"operator_password_file",
+       [](RedisCluster& c, const toml::node& n, Errors& e, const std::string& key) {
+         c.operator_password_file = want_string(n, e, key);
        }},
   };
   return k;

@@ -146,4 +146,62 @@ HttpOutcome get_first_accepted(const std::vector<std::string>& urls, const Accep
   return out;
 }
 
+HttpReply post_json(const std::string& url, const std::string& json_body,
+                    const std::optional<HttpCredentials>& credentials, const HttpOptions& options,
+                    const Deadline& deadline) {
+  global_init_once();
+  HttpReply reply;
+  reply.attempt.url = util::redact_url(url);
+  Transfer t;
+  t.max_body = options.max_body;
+  t.started = Clock::now();
+  EasyPtr easy(curl_easy_init(), &curl_easy_cleanup);
+  if (!easy) {
+    reply.attempt.error = "cannot allocate an HTTP transfer";
+    return reply;
+  }
+  using HeaderList = std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)>;
+  HeaderList headers(curl_slist_append(nullptr, "Content-Type: application/json"),
+                     &curl_slist_free_all);
+  const long budget_ms = std::max(1, deadline.remaining_ms());
+  CURL* h = easy.get();
+  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_QUICK_EXIT, 1L);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, budget_ms);
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, budget_ms);
+  curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+  curl_easy_setopt(h, CURLOPT_USERAGENT, "dbcheck");
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());
+  curl_easy_setopt(h, CURLOPT_POSTFIELDS, json_body.c_str());
+  curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, static_cast<long>(json_body.size()));
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &on_body);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, t.errbuf.data());
+  if (credentials) {
+    curl_easy_setopt(h, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
+    curl_easy_setopt(h, CURLOPT_USERNAME, credentials->user.c_str());
+    curl_easy_setopt(h, CURLOPT_PASSWORD, credentials->password.c_str());
+  }
+  if (options.cafile) {
+    curl_easy_setopt(h, CURLOPT_CAINFO, options.cafile->c_str());
+  }
+  const CURLcode rc = curl_easy_perform(h);
+  reply.attempt.latency_ms = elapsed_ms(t.started, Clock::now());
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &reply.attempt.status);
+  if (t.too_big) {
+    reply.attempt.error = fmt::format("answer larger than {} bytes", options.max_body);
+  } else if (rc == CURLE_OPERATION_TIMEDOUT) {
+    reply.attempt.timed_out = true;
+    reply.attempt.error = "no answer before the deadline";
+  } else if (rc != CURLE_OK) {
+    reply.attempt.error =
+        t.errbuf[0] != '\0' ? std::string{t.errbuf.data()} : curl_easy_strerror(rc);
+  }
+  reply.body = std::move(t.body);
+  return reply;
+}
+
 } // namespace dbcheck::probe

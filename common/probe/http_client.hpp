@@ -35,6 +35,18 @@ struct HttpOptions {
 // Judges one 200 answer: returns an empty string to accept it, or why it is refused.
 using AcceptFn = std::function<std::string(const std::string& body)>;
 
+// HTTP basic authentication (Patroni's restapi.authentication).
+struct HttpCredentials {
+  std::string user;
+  std::string password;
+};
+
+// The answer to one request: the attempt (status, error, latency) and the body.
+struct HttpReply {
+  HttpAttempt attempt;
+  std::string body;
+};
+
 // --- Interface ---
 
 // GETs every URL at once and returns when one 200 answer passes `accept`, when all have
@@ -42,5 +54,12 @@ using AcceptFn = std::function<std::string(const std::string& body)>;
 // Never throws; never outlives the deadline by more than libcurl's poll granularity (~1 ms).
 HttpOutcome get_first_accepted(const std::vector<std::string>& urls, const AcceptFn& accept,
                                const HttpOptions& options, const Deadline& deadline);
+
+// POSTs `json_body` (Content-Type: application/json) to `url`, with basic authentication when
+// `credentials` are given, and returns whatever status and body came back by `deadline`.
+// Never throws; never outlives the deadline by more than libcurl's granularity.
+HttpReply post_json(const std::string& url, const std::string& json_body,
+                    const std::optional<HttpCredentials>& credentials, const HttpOptions& options,
+                    const Deadline& deadline);
 
 } // namespace dbcheck::probe

@@ -428,4 +428,9 @@ core::Report check_postgres(const config::PostgresCluster& cluster, const config
              : check_replica(cluster, backend, node, deadline, cache.get());
 }
 
+tl::expected<core::ClusterView, core::ProbeError>
+patroni_view(const config::PostgresCluster& cluster, const Deadline& deadline) {
+  return ask_patroni(cluster.patroni, cluster.patroni_cafile, deadline).view;
+}
+
 } // namespace dbcheck::probe

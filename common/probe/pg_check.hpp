@@ -6,8 +6,12 @@
 #include "deadline.hpp"
 
 #include <config/config.hpp>
+#include <core/patroni_cluster.hpp>
+#include <core/probe_error.hpp>
 #include <core/report.hpp>
 #include <util/host_port.hpp>
+
+#include <tl/expected.hpp>
 
 #include <memory>
 
@@ -21,5 +25,10 @@ namespace dbcheck::probe {
 core::Report check_postgres(const config::PostgresCluster& cluster, const config::Backend& backend,
                             const util::HostPort& node, const Deadline& deadline,
                             const std::shared_ptr<ConnectionCache>& cache = nullptr);
+
+// Patroni's view of `cluster` (GET /cluster of every member in parallel, the first valid
+// answer), or why there is none by `deadline`.
+tl::expected<core::ClusterView, core::ProbeError>
+patroni_view(const config::PostgresCluster& cluster, const Deadline& deadline);
 
 } // namespace dbcheck::probe

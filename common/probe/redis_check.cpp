@@ -338,4 +338,12 @@ core::Report check_redis(const config::RedisCluster& cluster, const config::Back
              : check_replica(cluster, backend, node, deadline, cache);
 }
 
+core::SentinelTally sentinel_majority(const config::RedisCluster& cluster,
+                                      const Deadline& deadline) {
+  auto futures = ask_all_sentinels(cluster, deadline, nullptr);
+  core::Report unused;
+  return core::tally_sentinels(collect(futures, cluster, deadline, unused),
+                               cluster.sentinels.size());
+}
+
 } // namespace dbcheck::probe

@@ -7,6 +7,7 @@
 
 #include <config/config.hpp>
 #include <core/report.hpp>
+#include <core/sentinel_vote.hpp>
 #include <util/host_port.hpp>
 
 #include <memory>
@@ -21,5 +22,10 @@ namespace dbcheck::probe {
 core::Report check_redis(const config::RedisCluster& cluster, const config::Backend& backend,
                          const util::HostPort& node, const Deadline& deadline,
                          const std::shared_ptr<ConnectionCache>& cache = nullptr);
+
+// Every configured Sentinel asked (in parallel, with the check credentials) which master it
+// names, counted as a writer check counts them: a strict majority of the configured ones.
+core::SentinelTally sentinel_majority(const config::RedisCluster& cluster,
+                                      const Deadline& deadline);
 
 } // namespace dbcheck::probe

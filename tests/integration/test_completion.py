@@ -20,9 +20,11 @@ def complete(dbcheck_bin, *words):
 
 @pytest.mark.parametrize("words, want", [
     (("ex",), ["explain"]),
-    (("",), sorted(["check", "explain", "config-check", "setup-sql", "completion", "--help", "-h", "--version",
-                    "--config"])),
-    (("setup-sql", ""), sorted(["postgres", "redis", "sentinel", "--help", "-h"])),
+    (("",), sorted(["check", "explain", "config-check", "setup-sql", "switchover", "completion", "--help", "-h",
+                    "--version", "--config"])),
+    (("setup-sql", ""), sorted(["postgres", "redis", "sentinel", "redis-operator", "sentinel-operator", "--help",
+                                "-h"])),
+    (("switchover", "pg", "--d"), ["--dry-run"]),
     (("setup-sql", "postgres", ""), ["--help", "-h"]),
     (("explain", "--j"), ["--json"]),
 ])

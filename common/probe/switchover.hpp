@@ -1,0 +1,78 @@
+#pragma once
+// A planned switchover that loses no acknowledged write: the manager moves the primary, and
+// the move is over only when both opinions (manager and node) agree on the new one.
+//
+// Redis/Valkey: CLIENT PAUSE WRITE on the master (writes are held, not refused, so it
+// acknowledges nothing more), SENTINEL FAILOVER, wait for a Sentinel majority and the node
+// to agree on the new master, make the old master its replica (REPLICAOF), then CLIENT
+// UNPAUSE it (held writes then meet a replica and fail: the client retries them through
+// HAProxy on the new master). PostgreSQL: Patroni's POST /switchover, then wait until the
+// two opinions agree on the new leader.
+
+#include "deadline.hpp"
+
+#include <config/config.hpp>
+#include <util/duration.hpp>
+#include <util/host_port.hpp>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dbcheck::probe {
+
+// The steps of a switchover, in order; a failure names the one it happened in.
+enum class SwitchoverPhase { preflight, pause, request, confirm, demote, unpause };
+
+// What the caller asked for.
+struct SwitchoverOptions {
+  std::optional<util::HostPort> to; // the node to promote; none: the manager chooses
+  bool dry_run = false;             // check and print the plan, change nothing
+  util::Duration timeout{60000};    // the whole switchover
+  util::Duration pause{30000};      // Redis: CLIENT PAUSE's own limit (unpaused explicitly)
+};
+
+// Progress: a phase began (`finished` false, `text` what it waits for) or ended.
+struct SwitchoverEvent {
+  SwitchoverPhase phase = SwitchoverPhase::preflight;
+  bool finished = false;
+  bool ok = true;
+  std::string text;
+  double elapsed_s = 0; // since the switchover started
+};
+
+// How long one phase took.
+struct PhaseTime {
+  SwitchoverPhase phase = SwitchoverPhase::preflight;
+  double seconds = 0;
+};
+
+// The outcome: success, or the phase that failed and why; the plan and the phases' times.
+struct SwitchoverResult {
+  bool ok = false;
+  std::optional<SwitchoverPhase> failed;
+  std::string error;
+  std::string old_primary; // host:port
+  std::string new_primary; // host:port, once known
+  std::vector<std::string> plan;
+  std::vector<PhaseTime> phases;
+  double total_s = 0;
+};
+
+// Receives every progress event as it happens.
+using SwitchoverProgress = std::function<void(const SwitchoverEvent&)>;
+
+// --- Interface ---
+
+// "preflight", "pause", "request", "confirm", "demote", "unpause".
+std::string_view to_string(SwitchoverPhase phase);
+
+// Runs (or with dry_run, plans) a switchover of `cluster`, reporting through `progress`.
+// Every wait is bounded by options.timeout from the start; on a failure after the pause the
+// old master is unpaused before returning. Never throws.
+SwitchoverResult run_switchover(const config::Cluster& cluster, const SwitchoverOptions& options,
+                                const SwitchoverProgress& progress);
+
+} // namespace dbcheck::probe
