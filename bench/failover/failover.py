@@ -27,6 +27,7 @@ import json
 import os
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -43,7 +44,7 @@ import results  # noqa: E402
 import variants as V  # noqa: E402
 from fixtures import redis as redis_fx  # noqa: E402
 from fixtures.agent import start_pg_agents, start_redis_agents  # noqa: E402
-from fixtures.dbcheck import write_check_wrapper, write_dbcheck_config, write_redis_config  # noqa: E402
+from fixtures.dbcheck import operator_lines, write_check_wrapper, write_dbcheck_config, write_redis_config  # noqa: E402
 from fixtures.haproxy import HAProxy  # noqa: E402
 from fixtures.patroni import APP_DB, APP_PASSWORD, APP_USER, PatroniCluster  # noqa: E402
 from fixtures.periodic import Periodic  # noqa: E402
@@ -120,7 +121,7 @@ class PgLab:
     """A Patroni cluster with the four PostgreSQL variants in front of it."""
 
     engine = "pg"
-    scenarios = ("switchover", "freeze", "patroni-dies")
+    scenarios = ("switchover", "dbcheck-switchover", "freeze", "patroni-dies")
 
     def __init__(self, workdir):
         self.workdir = workdir
@@ -132,6 +133,8 @@ class PgLab:
         self.cluster.start()
         cfg = write_dbcheck_config(self.workdir / "dbcheck", self.cluster)
         wrapper = write_check_wrapper(self.workdir / "dbcheck" / "dbcheck-wrapper", DBCHECK, cfg)
+        # `dbcheck switchover` runs as the operator (root here), from its own config.
+        self.op_config = write_dbcheck_config(self.workdir / "dbcheck-op", self.cluster, owner=None)
         self.agents = start_pg_agents(self.workdir / "agents", self.cluster, AGENT)
         self.variants = [V.pg_patroni_httpchk(self.cluster, self.workdir), V.pg_node_only(self.cluster, self.workdir),
                          V.pg_dbcheck(self.cluster, self.workdir, wrapper),
@@ -213,6 +216,10 @@ class PgLab:
             candidate = next(x for x in self.cluster.members() if x.name != old)
             self.cluster.switchover(candidate.name, leader=old)
             return None
+        if scenario == "dbcheck-switchover":
+            candidate = next(x for x in self.cluster.members() if x.name != old)
+            run["switchover"] = dbcheck_switchover(self.op_config, "pg", "--to", candidate.pg_addr)
+            return None
         if scenario == "freeze":
             pids = self.cluster.member_pids(m)
             for pid in pids:
@@ -229,7 +236,7 @@ class RedisLab:
     """Two Redis nodes and three Sentinels with the four Redis variants in front of them."""
 
     engine = "redis"
-    scenarios = ("failover", "freeze", "failover+fencing", "freeze+fencing")
+    scenarios = ("failover", "dbcheck-switchover", "freeze", "failover+fencing", "freeze+fencing")
 
     def __init__(self, workdir):
         self.workdir = workdir
@@ -241,6 +248,10 @@ class RedisLab:
         self.cluster.start()
         cfg = write_redis_config(self.workdir / "dbcheck", self.cluster)
         wrapper = write_check_wrapper(self.workdir / "dbcheck" / "dbcheck-wrapper", DBCHECK, cfg)
+        self.op_config = write_redis_config(self.workdir / "dbcheck-op", self.cluster, owner=None,
+                                            cluster_extra=operator_lines(self.workdir / "operator",
+                                                                         redis_fx.OPERATOR_USER,
+                                                                         redis_fx.OPERATOR_PASSWORD))
         self.agents = start_redis_agents(self.workdir / "agents", self.cluster, AGENT)
         self.variants = [V.redis_role_only(self.cluster, self.workdir), V.redis_seed_002(self.cluster, self.workdir),
                          V.redis_dbcheck(self.cluster, self.workdir, wrapper),
@@ -273,12 +284,14 @@ class RedisLab:
         return self.cluster.wait_stable(60, not_master=not_master).name
 
     def make_first_primary(self):
-        """Fail over to redis1 (listed first in every variant) unless it is the master."""
+        """Fail over to redis1 (listed first in every variant) unless it is the master; then
+        wait until every Sentinel lists the replica as healthy (a failover needs one)."""
         first, master = self.cluster.nodes()[0], self.cluster.wait_stable(60)
         if master != first:
             self.fencing(False)
             self.cluster.failover()
             self.cluster.wait_stable(60, not_master=master)
+        self.cluster.wait_settled(60)
 
     def prepare(self, v):
         self.cluster.admin(self.cluster.wait_stable(), "DEL", f"proof:{v.key}")
@@ -297,6 +310,9 @@ class RedisLab:
 
     def inject(self, scenario, old, run):
         self.fencing(scenario.endswith("+fencing"))
+        if scenario == "dbcheck-switchover":
+            run["switchover"] = dbcheck_switchover(self.op_config, "cache")
+            return None
         if scenario.startswith("failover"):
             self.cluster.failover(wait=False)
             return None
@@ -304,6 +320,15 @@ class RedisLab:
             self.cluster.sigstop(old)
             return lambda: self.cluster.sigcont(old)
         raise ValueError(scenario)
+
+
+def dbcheck_switchover(config, cluster, *args):
+    """Run `dbcheck switchover` to completion; its summary line, or RuntimeError with its output."""
+    res = subprocess.run([str(DBCHECK), "--config", str(config), "switchover", cluster, *args], capture_output=True,
+                         text=True, timeout=120, env={"PATH": "/usr/bin:/bin"})
+    if res.returncode != 0:
+        raise RuntimeError(f"dbcheck switchover exited {res.returncode}:\n{res.stdout}{res.stderr}")
+    return res.stdout.strip().splitlines()[-1]
 
 
 # ------------------------------------------------------------------ one run
@@ -404,6 +429,8 @@ SCENARIO_TEXT = {
     ("pg", "patroni-dies"): "unplanned: Patroni killed on the leader, its PostgreSQL keeps running as primary; "
                             "Patroni restarted after the switch",
     ("redis", "failover"): "planned: `SENTINEL FAILOVER`",
+    ("redis", "dbcheck-switchover"): "planned: `dbcheck switchover` (pause, failover, demote, unpause)",
+    ("pg", "dbcheck-switchover"): "planned: `dbcheck switchover` (Patroni's POST /switchover, then agreement)",
     ("redis", "freeze"): "unplanned: master frozen (SIGSTOP), back after the switch",
     ("redis", "failover+fencing"): "planned, with `min-replicas-to-write 1`, `min-replicas-max-lag 1`",
     ("redis", "freeze+fencing"): "unplanned, with `min-replicas-to-write 1`, `min-replicas-max-lag 1`",
@@ -419,12 +446,12 @@ def _fmt_window(values):
     return text + (f" ({missing} never)" if missing else "")
 
 
-def table(rows, reps):
+def table(rows, reps, command, title="Failover proof: writes through HAProxy"):
     """The Markdown section for docs/results.md from all per-variant rows."""
     out = [
-        "## Failover proof: writes through HAProxy",
+        f"## {title}",
         "",
-        f"Command: `bench/failover/run{'' if reps >= 20 else f' --reps {reps}'}` ({reps} run(s) of each scenario; "
+        f"Command: `{command}` ({reps} run(s) of each scenario; "
         "every run drives the four HAProxy configurations of an engine at once, against one cluster).",
         "",
         "A writer per configuration sends numbered writes back to back (PostgreSQL: autocommit "
@@ -483,6 +510,7 @@ def main():
     ap.add_argument("--engine", choices=["pg", "redis"], action="append", help="default: both")
     ap.add_argument("--scenario", action="append", help="only these scenarios (default: all)")
     ap.add_argument("--no-results", action="store_true", help="do not rewrite docs/results.md")
+    ap.add_argument("--section", default="failover", help="docs/results.md section to rewrite (default failover)")
     args = ap.parse_args()
     # SIGTERM (and SIGINT, which a background job ignores) unwind through the finally blocks,
     # so a stopped run still thaws what it froze and stops every process it started.
@@ -531,10 +559,13 @@ def main():
     if not rows:
         print("[failover] no run completed", file=sys.stderr)
         return 1
-    text = table(rows, args.reps)
+    command = " ".join(["bench/failover/run", *sys.argv[1:]])
+    title = "Failover proof: writes through HAProxy" if args.section == "failover" else \
+        "Planned switchover proof: writes through HAProxy"
+    text = table(rows, args.reps, command, title)
     print(text)
     if not args.no_results:
-        results.write_section("failover", text)
+        results.write_section(args.section, text)
     ours = [r for r in rows if r["variant"] in ("c", "d")]
     bad = [f"{r['engine']} {r['scenario']} #{r['rep']} ({r['variant']}): late {r['lost_late']}, double-UP "
            f"{r['double_up']}" for r in ours if r["lost_late"] or r["double_up"]]

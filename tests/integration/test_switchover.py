@@ -9,21 +9,11 @@ import time
 import pytest
 
 from fixtures import redis as redis_fx
-from fixtures.dbcheck import write_check_wrapper, write_dbcheck_config, write_redis_config
+from fixtures.dbcheck import operator_lines, write_check_wrapper, write_dbcheck_config, write_redis_config
 from fixtures.haproxy import render_example_for, render_redis_example_for
 from fixtures.patroni import APP_DB, APP_PASSWORD, APP_USER
 from fixtures.procs import wait_until
 from fixtures.writers import PgWriter, RedisWriter
-
-
-def operator_files(directory):
-    """An operator password file (0600, root: the operator runs switchovers, not HAProxy) and
-    the [cluster] lines naming it."""
-    directory.mkdir(parents=True, exist_ok=True)
-    pw = directory / "operator.password"
-    pw.write_text(redis_fx.OPERATOR_PASSWORD + "\n")
-    pw.chmod(0o600)
-    return f'operator_user = "{redis_fx.OPERATOR_USER}"\noperator_password_file = "{pw}"'
 
 
 def switchover(dbcheck_bin, config, cluster, *args, timeout=90):
@@ -36,7 +26,7 @@ def redis_setup(redis_cluster, dbcheck_bin, haproxy_factory, workdir):
     """HAProxy (redis-sentinel.cfg, dbcheck checks) in front of redis_cluster, and a dbcheck
     config whose cluster has the operator user. Namespace-like dict."""
     master = redis_cluster.wait_settled()
-    extra = operator_files(workdir / "operator")
+    extra = operator_lines(workdir / "operator", redis_fx.OPERATOR_USER, redis_fx.OPERATOR_PASSWORD)
     check_cfg = write_redis_config(workdir / "dbcheck", redis_cluster)
     op_cfg = write_redis_config(workdir / "dbcheck-op", redis_cluster, owner=None, cluster_extra=extra)
     wrapper = write_check_wrapper(workdir / "dbcheck" / "wrapper", dbcheck_bin, check_cfg)
