@@ -220,7 +220,7 @@ max_lag = "2s"
           "10.0.0.1:5432 or [::1]:5432)\n"
           "dbcheck.toml:4: cluster.cache.dbname: unknown key \"dbname\" in [cluster.cache] "
           "(expected one of: engine, sentinels, master_name, user, password_file, sentinel_user, "
-          "sentinel_password_file)\n");
+          "sentinel_password_file, operator_user, operator_password_file)\n");
   }
   SECTION("an unknown engine") {
     std::string bad = text;
@@ -296,4 +296,21 @@ cache = "10.0.0.1:6379"
           "dbcheck.toml:24: agent.listen: \"5555\" is not HOST:PORT (e.g. 10.0.0.1:5432 or "
           "[::1]:5432)\n");
   }
+}
+
+TEST_CASE("operator credentials are a path only, never read by a check", "[config][switchover]") {
+  // The check runs as HAProxy's user, which cannot (and must not) read the operator's file:
+  // loading the configuration must not touch it, even when it does not exist.
+  TempDir dir;
+  const auto pw = dir.write("pg.password", "secret\n", 0600);
+  std::string text = valid_config(pw);
+  text.replace(text.find("\n[backend.pg_write]"), 0,
+               "operator_user = \"dbcheck-operator\"\n"
+               "operator_password_file = \"" +
+                   dir.path + "/no-such-operator.password\"\n");
+  const auto r = parse_config(text, "dbcheck.toml");
+  REQUIRE(r);
+  const auto& pg = std::get<PostgresCluster>(r->clusters.at("pg"));
+  CHECK(pg.operator_user == "dbcheck-operator");
+  CHECK(pg.operator_password_file == dir.path + "/no-such-operator.password");
 }
