@@ -117,7 +117,24 @@ def _signal(pid, sig):
 
 
 # ------------------------------------------------------------------ labs
-class PgLab:
+class Lab:
+    """What both engines' labs share: one HAProxy per variant, the agents, the cluster."""
+
+    def start_haproxies(self):
+        """Start one HAProxy per variant, each in its own directory."""
+        for v in self.variants:
+            self.haproxies[v.key] = HAProxy(self.workdir / v.key, v.cfg).start()
+
+    def stop(self):
+        """Stop the HAProxies, the agents and the cluster (each by its PIDs)."""
+        for h in self.haproxies.values():
+            h.stop()
+        for a in self.agents:
+            a.stop()
+        self.cluster.stop()
+
+
+class PgLab(Lab):
     """A Patroni cluster with the four PostgreSQL variants in front of it."""
 
     engine = "pg"
@@ -139,20 +156,12 @@ class PgLab:
         self.variants = [V.pg_patroni_httpchk(self.cluster, self.workdir), V.pg_node_only(self.cluster, self.workdir),
                          V.pg_dbcheck(self.cluster, self.workdir, wrapper),
                          V.pg_agent(self.cluster, self.workdir, self.agents)]
-        for v in self.variants:
-            self.haproxies[v.key] = HAProxy(self.workdir / v.key, v.cfg).start()
+        self.start_haproxies()
         with self.cluster.superuser_conn(self.cluster.wait_healthy()) as conn, conn.cursor() as cur:
             for v in self.variants:
                 cur.execute(f"CREATE TABLE IF NOT EXISTS proof_{v.key} (id bigint PRIMARY KEY)")
                 cur.execute(f"ALTER TABLE proof_{v.key} OWNER TO {APP_USER}")
         return self
-
-    def stop(self):
-        for h in self.haproxies.values():
-            h.stop()
-        for a in self.agents:
-            a.stop()
-        self.cluster.stop()
 
     def primary(self):
         """The leader key in etcd (etcd v3 JSON gateway): the member name, or None."""
@@ -232,7 +241,7 @@ class PgLab:
         raise ValueError(scenario)
 
 
-class RedisLab:
+class RedisLab(Lab):
     """Two Redis nodes and three Sentinels with the four Redis variants in front of them."""
 
     engine = "redis"
@@ -256,16 +265,8 @@ class RedisLab:
         self.variants = [V.redis_role_only(self.cluster, self.workdir), V.redis_seed_002(self.cluster, self.workdir),
                          V.redis_dbcheck(self.cluster, self.workdir, wrapper),
                          V.redis_agent(self.cluster, self.workdir, self.agents)]
-        for v in self.variants:
-            self.haproxies[v.key] = HAProxy(self.workdir / v.key, v.cfg).start()
+        self.start_haproxies()
         return self
-
-    def stop(self):
-        for h in self.haproxies.values():
-            h.stop()
-        for a in self.agents:
-            a.stop()
-        self.cluster.stop()
 
     def primary(self):
         m = self.cluster.master(timeout=0.3)
