@@ -3,10 +3,10 @@
 # configures with CMAKE_INSTALL_PREFIX=/usr, the Debian layout the unit's ExecStart names.
 include(GNUInstallDirs)
 
-# The unit as shipped in agent/ names /usr/local/bin; the installed one names where the agent
+# The unit as shipped in agent/ names /usr/sbin (the package); the installed one names where the agent
 # is actually installed.
 file(READ ${PROJECT_SOURCE_DIR}/agent/dbcheck-agent.service unit_text)
-string(REPLACE "/usr/local/bin/dbcheck-agent" "${CMAKE_INSTALL_FULL_SBINDIR}/dbcheck-agent"
+string(REPLACE "/usr/sbin/dbcheck-agent" "${CMAKE_INSTALL_FULL_SBINDIR}/dbcheck-agent"
        unit_text "${unit_text}")
 file(CONFIGURE OUTPUT ${PROJECT_BINARY_DIR}/packaging/dbcheck-agent.service
      CONTENT "${unit_text}" @ONLY)
