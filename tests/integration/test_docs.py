@@ -87,7 +87,8 @@ def man_metrics():
 
 def test_agent_serves_exactly_the_documented_metrics_and_endpoints(pg_cluster, agent_bin, workdir):
     pg_cluster.wait_healthy()
-    agent = start_pg_agents(workdir / "agents", pg_cluster, agent_bin)[0]
+    agents = start_pg_agents(workdir / "agents", pg_cluster, agent_bin)
+    agent = agents[0]
     try:
         status, body = http_get(agent.http_port, "/metrics")
         assert status == 200
@@ -103,4 +104,5 @@ def test_agent_serves_exactly_the_documented_metrics_and_endpoints(pg_cluster, a
         assert http_get(agent.http_port, "/backend/no_such_backend")[0] == 404
         assert http_get(agent.http_port, "/undocumented")[0] == 404
     finally:
-        agent.stop()
+        for a in agents:
+            a.stop()
