@@ -43,6 +43,45 @@ void global_init_once() {
 using MultiPtr = std::unique_ptr<CURLM, decltype(&curl_multi_cleanup)>;
 using EasyPtr = std::unique_ptr<CURL, decltype(&curl_easy_cleanup)>;
 
+// The options every request of ours carries: bounded by `budget_ms`, never through a proxy or
+// a redirect, body into `t` (capped), errors into t's buffer.
+void set_common_options(CURL* h, const std::string& url, long budget_ms, Transfer& t,
+                        const HttpOptions& options) {
+  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  // Never wait for a resolver thread at cleanup: a member whose name does not resolve must
+  // not hold the answer of one that did (curl >= 7.87).
+  curl_easy_setopt(h, CURLOPT_QUICK_EXIT, 1L);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, budget_ms);
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, budget_ms);
+  curl_easy_setopt(h, CURLOPT_NOPROXY, "*"); // never route a health check through a proxy
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+  curl_easy_setopt(h, CURLOPT_USERAGENT, "dbcheck");
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &on_body);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, t.errbuf.data());
+  if (options.cafile) {
+    curl_easy_setopt(h, CURLOPT_CAINFO, options.cafile->c_str());
+  }
+}
+
+// True when a finished transfer failed as a transport (too big, the deadline, a curl error),
+// with the reason in a.error (and a.timed_out set for the deadline).
+bool transport_failed(const Transfer& t, CURLcode rc, const HttpOptions& options, HttpAttempt& a) {
+  if (t.too_big) {
+    a.error = fmt::format("answer larger than {} bytes", options.max_body);
+  } else if (rc == CURLE_OPERATION_TIMEDOUT) {
+    a.timed_out = true;
+    a.error = "no answer before the deadline";
+  } else if (rc != CURLE_OK) {
+    a.error = t.errbuf[0] != '\0' ? std::string{t.errbuf.data()} : curl_easy_strerror(rc);
+  } else {
+    return false;
+  }
+  return true;
+}
+
 } // namespace
 
 HttpOutcome get_first_accepted(const std::vector<std::string>& urls, const AcceptFn& accept,
@@ -67,24 +106,8 @@ HttpOutcome get_first_accepted(const std::vector<std::string>& urls, const Accep
       continue;
     }
     CURL* h = easy.get();
-    curl_easy_setopt(h, CURLOPT_URL, urls[i].c_str());
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    // Never wait for a resolver thread at cleanup: a member whose name does not resolve must
-    // not hold the answer of one that did (curl >= 7.87).
-    curl_easy_setopt(h, CURLOPT_QUICK_EXIT, 1L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, budget_ms);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, budget_ms);
-    curl_easy_setopt(h, CURLOPT_NOPROXY, "*"); // never route a health check through a proxy
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(h, CURLOPT_USERAGENT, "dbcheck");
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, t.get());
+    set_common_options(h, urls[i], budget_ms, *t, options);
     curl_easy_setopt(h, CURLOPT_PRIVATE, t.get());
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, t->errbuf.data());
-    if (options.cafile) {
-      curl_easy_setopt(h, CURLOPT_CAINFO, options.cafile->c_str());
-    }
     curl_multi_add_handle(multi.get(), h);
     transfers.push_back(std::move(t));
     easies.push_back(std::move(easy));
@@ -104,15 +127,10 @@ HttpOutcome get_first_accepted(const std::vector<std::string>& urls, const Accep
       t->done = true;
       a.latency_ms = elapsed_ms(t->started, Clock::now());
       curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &a.status);
-      const CURLcode rc = msg->data.result;
-      if (t->too_big) {
-        a.error = fmt::format("answer larger than {} bytes", options.max_body);
-      } else if (rc == CURLE_OPERATION_TIMEDOUT) {
-        a.timed_out = true;
-        a.error = "no answer before the deadline";
-      } else if (rc != CURLE_OK) {
-        a.error = t->errbuf[0] != '\0' ? std::string{t->errbuf.data()} : curl_easy_strerror(rc);
-      } else if (out.accepted) {
+      if (transport_failed(*t, msg->data.result, options, a)) {
+        continue; // a.error says why
+      }
+      if (out.accepted) {
         a.error = "not needed: another member answered first";
       } else if (a.status != 200) {
         a.error = fmt::format("HTTP {}", a.status);
@@ -163,43 +181,20 @@ HttpReply post_json(const std::string& url, const std::string& json_body,
   using HeaderList = std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)>;
   HeaderList headers(curl_slist_append(nullptr, "Content-Type: application/json"),
                      &curl_slist_free_all);
-  const long budget_ms = std::max(1, deadline.remaining_ms());
   CURL* h = easy.get();
-  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_QUICK_EXIT, 1L);
-  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, budget_ms);
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, budget_ms);
-  curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
-  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-  curl_easy_setopt(h, CURLOPT_USERAGENT, "dbcheck");
+  set_common_options(h, url, std::max(1, deadline.remaining_ms()), t, options);
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());
   curl_easy_setopt(h, CURLOPT_POSTFIELDS, json_body.c_str());
   curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, static_cast<long>(json_body.size()));
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &on_body);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
-  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, t.errbuf.data());
   if (credentials) {
     curl_easy_setopt(h, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
     curl_easy_setopt(h, CURLOPT_USERNAME, credentials->user.c_str());
     curl_easy_setopt(h, CURLOPT_PASSWORD, credentials->password.c_str());
   }
-  if (options.cafile) {
-    curl_easy_setopt(h, CURLOPT_CAINFO, options.cafile->c_str());
-  }
   const CURLcode rc = curl_easy_perform(h);
   reply.attempt.latency_ms = elapsed_ms(t.started, Clock::now());
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &reply.attempt.status);
-  if (t.too_big) {
-    reply.attempt.error = fmt::format("answer larger than {} bytes", options.max_body);
-  } else if (rc == CURLE_OPERATION_TIMEDOUT) {
-    reply.attempt.timed_out = true;
-    reply.attempt.error = "no answer before the deadline";
-  } else if (rc != CURLE_OK) {
-    reply.attempt.error =
-        t.errbuf[0] != '\0' ? std::string{t.errbuf.data()} : curl_easy_strerror(rc);
-  }
+  transport_failed(t, rc, options, reply.attempt);
   reply.body = std::move(t.body);
   return reply;
 }
