@@ -225,26 +225,24 @@ class Matrix:
         """Targets on the current leader (writer) and/or the first replica (reader)."""
         leader = self.pg.wait_healthy()
         replica = self.pg.replicas()[0]
-        out = []
-        if writer:
-            out.append(Target("pg_write", leader.pg_addr, f"pg_write @ {leader.name} (leader)",
-                              self.pg_agents[leader.name], **kw))
-        if reader:
-            out.append(Target("pg_read", replica.pg_addr, f"pg_read @ {replica.name} (replica)",
-                              self.pg_agents[replica.name], **kw))
-        return out
+        return self._targets(("pg_write", leader.pg_addr, leader.name, "leader"),
+                             ("pg_read", replica.pg_addr, replica.name, "replica"), self.pg_agents, writer, reader, kw)
 
     def redis_targets(self, writer=True, reader=False, **kw):
+        """Targets on the current master (writer) and/or its replica (reader)."""
         master = self.redis.wait_stable()
         replica = next(n for n in self.redis.nodes() if n != master)
-        out = []
-        if writer:
-            out.append(Target("redis_write", master.addr, f"redis_write @ {master.name} (master)",
-                              self.redis_agents[master.name], **kw))
-        if reader:
-            out.append(Target("redis_read", replica.addr, f"redis_read @ {replica.name} (replica)",
-                              self.redis_agents[replica.name], **kw))
-        return out
+        return self._targets(("redis_write", master.addr, master.name, "master"),
+                             ("redis_read", replica.addr, replica.name, "replica"), self.redis_agents, writer, reader,
+                             kw)
+
+    @staticmethod
+    def _targets(primary, replica, agents, writer, reader, kw):
+        """Target rows for (backend, node address, node name, its role) of the primary and/or
+        the replica, each with its node's agent."""
+        chosen = ([primary] if writer else []) + ([replica] if reader else [])
+        return [Target(backend, addr, f"{backend} @ {name} ({role})", agents[name], **kw)
+                for backend, addr, name, role in chosen]
 
     # ---------------------------------------------------------------- one row
     def external(self, line, config):

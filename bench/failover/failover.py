@@ -181,8 +181,9 @@ class PgLab(Lab):
     def server_name(self, v, name):
         return name
 
-    def settle(self):
-        """The leader once every member streams from it. A member left on a timeline the
+    def settle(self, not_master=None):
+        """The leader once every member streams from it (`not_master` is not enforced: Patroni
+        may rightly hand leadership back to the old leader, see docs/failover.md). A member left on a timeline the
         leader does not have (after the manager took the key back from it; Patroni 3.0.2 does
         not always rewind it) is re-initialised from the leader, as an operator would, and
         noted in self.repairs."""
@@ -369,7 +370,7 @@ def run_scenario(lab, scenario, rep):
             comeback_at = time.monotonic()
             comeback, undo = None, comeback
             undo()
-        new = lab.settle(not_master=old) if isinstance(lab, RedisLab) else lab.settle()
+        new = lab.settle(not_master=old)
         for v in lab.variants:  # bounded: a naive variant may never route right, that is data
             try:
                 wait_until(lambda v=v: routed_only(lab, v, new), 30, f"{v.key}: only {new} UP")
@@ -385,7 +386,6 @@ def run_scenario(lab, scenario, rep):
             s.stop()
         watch.stop()
     t0p, t0 = watch.switch(old, t_fault)
-    new = lab.settle()
     run.update(new=new, t_manager_s=round(t0 - t_fault, 2), t0_uncertainty_s=round(t0 - t0p, 2),
                manager_reverted=watch.reverted(old, t_fault), repaired=lab.repairs[repairs_before:],
                comeback_s=round(comeback_at - t_fault, 2) if comeback_at else None)

@@ -14,6 +14,7 @@ primary goes down at its next round):
     B_agent = interval + t + agent-inter
 """
 
+import shutil
 from dataclasses import dataclass
 
 from fixtures import redis as redis_fx
@@ -104,7 +105,6 @@ def pg_node_only(cluster, workdir):
     passfile = d / "pgpass"
     passfile.write_text(f"*:*:*:{HC_USER}:{HC_PASSWORD}\n")
     passfile.chmod(0o600)
-    import shutil
     shutil.chown(passfile, "haproxy", "haproxy")
     script = d / "pg-node-check"
     script.write_text(f"""#!/bin/sh
