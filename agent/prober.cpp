@@ -2,6 +2,7 @@
 
 #include "log_line.hpp"
 
+#include <core/sentinel_event.hpp>
 #include <probe/async.hpp>
 #include <probe/run_check.hpp>
 
@@ -37,9 +38,46 @@ void Prober::start() {
       log_event(
           "info", "sentinel event",
           {{"cluster", m_cluster}, {"sentinel", sentinel}, {"event", event}, {"payload", payload}});
+      const auto parsed = core::parse_sentinel_event(event, payload);
+      if (parsed && parsed->failover && util::same_endpoint(parsed->master, m_node)) {
+        hold_writers(sentinel, event, payload);
+      }
       wake();
     });
     m_events->start();
+  }
+}
+
+void Prober::hold_writers(const std::string& sentinel, const std::string& event,
+                          const std::string& payload) {
+  const auto now = probe::Clock::now();
+  for (const auto& [name, b] : m_cfg->backends) {
+    if (b.cluster != m_cluster || b.role != config::Role::primary) {
+      continue;
+    }
+    core::Report r;
+    r.backend = name;
+    r.node = util::to_string(m_node);
+    r.role = std::string{config::to_string(b.role)};
+    // Sentinel promotes the replica before it announces the new master: a write this master
+    // acknowledges from now on may be lost. The next rounds keep it out while any Sentinel
+    // still reports the failover in progress, and while the majority names another master.
+    r.verdict = {core::State::down, core::Failure::role,
+                 fmt::format("Sentinel {} began failing over this master ({} {}): no writer "
+                             "until the failover ends",
+                             sentinel, event, payload)};
+    r.steps.push_back(core::Step{"manager", sentinel, "PSUBSCRIBE (event)",
+                                 fmt::format("{} {}", event, payload), 0});
+    const core::Transition t = m_cache.record_event(r, now);
+    if (t.changed) {
+      log_event("info", "transition",
+                {{"backend", name},
+                 {"node", r.node},
+                 {"from", t.from ? std::string{core::to_string(*t.from)} : "none"},
+                 {"to", std::string{core::to_string(t.to)}},
+                 {"failure", std::string{core::to_string(core::Failure::role)}},
+                 {"reason", r.verdict.reason}});
+    }
   }
 }
 

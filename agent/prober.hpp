@@ -41,6 +41,10 @@ public:
 private:
   void loop();
   void round();
+  // A Sentinel began failing over this node's master: every writer backend of the cluster
+  // goes down now, not at the next round (called on a watcher thread).
+  void hold_writers(const std::string& sentinel, const std::string& event,
+                    const std::string& payload);
 
   std::shared_ptr<const config::Config> m_cfg;
   std::string m_cluster;

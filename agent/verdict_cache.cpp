@@ -50,6 +50,23 @@ void VerdictCache::retain(const std::vector<std::string>& keep) {
   }
 }
 
+core::Transition VerdictCache::observe(Entry& e, const core::Report& report,
+                                       probe::Clock::time_point now) {
+  const util::Duration now_ms = since(e.origin, now);
+  const core::Transition t = e.tracker.observe(report.verdict, now_ms);
+  BackendSnapshot& s = e.snap;
+  fill_from_tracker(s, e.tracker, now_ms);
+  s.last_report = report;
+  if (!core::passes(report.verdict)) {
+    ++s.failures_by_kind[std::string{core::to_string(report.verdict.failure)}];
+  }
+  if (t.changed) {
+    ++s.transitions[std::string{core::to_string(t.to)} + "|" +
+                    std::string{core::to_string(s.reported.failure)}];
+  }
+  return t;
+}
+
 core::Transition VerdictCache::record(const core::Report& report, probe::Clock::time_point now,
                                       std::uint64_t connects) {
   std::lock_guard lock(m_mutex);
@@ -58,27 +75,27 @@ core::Transition VerdictCache::record(const core::Report& report, probe::Clock::
     return {};
   }
   Entry& e = it->second;
-  const util::Duration now_ms = since(e.origin, now);
-  const core::Transition t = e.tracker.observe(report.verdict, now_ms);
+  const core::Transition t = observe(e, report, now);
   BackendSnapshot& s = e.snap;
-  fill_from_tracker(s, e.tracker, now_ms);
-  s.last_report = report;
   s.updated = now;
   s.probe_connects = connects;
   ++s.rounds;
-  if (!core::passes(report.verdict)) {
-    ++s.failures_by_kind[std::string{core::to_string(report.verdict.failure)}];
-  }
-  if (t.changed) {
-    ++s.transitions[std::string{core::to_string(t.to)} + "|" +
-                    std::string{core::to_string(s.reported.failure)}];
-  }
   const double seconds = report.elapsed_ms / 1000.0;
   const auto bucket = std::find_if(k_duration_buckets.begin(), k_duration_buckets.end(),
                                    [&](double b) { return seconds <= b; });
   ++s.duration_buckets[static_cast<std::size_t>(bucket - k_duration_buckets.begin())];
   s.duration_sum_s += seconds;
   return t;
+}
+
+core::Transition VerdictCache::record_event(const core::Report& report,
+                                            probe::Clock::time_point now) {
+  std::lock_guard lock(m_mutex);
+  const auto it = m_entries.find(report.backend);
+  if (it == m_entries.end() || !it->second.tracker.started()) {
+    return {}; // before the first round there is nothing to hold down: the ports are closed
+  }
+  return observe(it->second, report, now);
 }
 
 std::optional<BackendSnapshot> VerdictCache::get(const std::string& backend) const {

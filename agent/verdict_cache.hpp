@@ -60,6 +60,11 @@ public:
   core::Transition record(const core::Report& report, probe::Clock::time_point now,
                           std::uint64_t connects = 0);
 
+  // Records a verdict that an event decided between rounds (a Sentinel starting a failover)
+  // through the same damping; it is not a round: counters of rounds, durations and
+  // connections, and the freshness time, are left as they were.
+  core::Transition record_event(const core::Report& report, probe::Clock::time_point now);
+
   // A copy of one backend's state, or nullopt if it is not tracked.
   std::optional<BackendSnapshot> get(const std::string& backend) const;
 
@@ -67,6 +72,11 @@ public:
   std::vector<BackendSnapshot> all() const;
 
 private:
+  struct Entry;
+  // Feeds `report` to the entry's tracker and its failure/transition counters.
+  static core::Transition observe(Entry& e, const core::Report& report,
+                                  probe::Clock::time_point now);
+
   struct Entry {
     BackendSnapshot snap;
     core::HealthTracker tracker;

@@ -3,6 +3,7 @@
 #include "fuzz_check.hpp"
 
 #include <core/patroni_cluster.hpp>
+#include <core/patroni_election.hpp>
 #include <core/pg_verdict.hpp>
 
 using dbcheck::fuzz::require;
@@ -11,10 +12,19 @@ using namespace dbcheck::core;
 
 namespace {
 
-// Patroni alone decides here: the node is read-write (writer) or a streaming replica.
+// The leader's own Patroni confirming it: running primary, DCS read a second ago.
+LeaderReport confirming() {
+  LeaderReport r;
+  r.status = PatroniStatus{"running", "primary", 1'700'000'000, std::nullopt};
+  r.server_time = 1'700'000'001;
+  return r;
+}
+
+// Patroni alone decides here: the node is read-write (writer) or a streaming replica, and a
+// leader's own Patroni confirms it.
 void check_verdicts(const ClusterView& view, const util::HostPort& node) {
   const PatroniMember* leader = find_leader(view);
-  WriterObservation w{node, view, NodeRole{false, false, std::nullopt, std::nullopt}};
+  WriterObservation w{node, view, NodeRole{false, false, std::nullopt, std::nullopt}, confirming()};
   const Verdict writer = evaluate_writer(w, SaturationPolicy::down);
   const bool named = leader != nullptr && util::same_endpoint(leader->address, node);
   require((writer.state == State::up) == named, "writer up exactly when Patroni names the node");
@@ -51,6 +61,16 @@ extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t siz
       require(!is_leader_role(m.role), "no leader found means no member has a leader role");
     }
   }
+  // Members agreeing on this view elect its leader; one member alone against two that name
+  // nobody does not.
+  ClusterView nobody;
+  const auto two = elect_leader({{"a", *view}, {"b", *view}, {"c", nobody}}, 3);
+  require(two.view.has_value() && two.agreeing >= 2, "two of three agreeing decide");
+  const auto one = elect_leader({{"a", *view}, {"b", nobody}, {"c", nobody}}, 3);
+  require(one.view.has_value(), "two members naming nobody decide");
+  require(find_leader(*one.view) == nullptr || find_leader(*view) == nullptr,
+          "a lone member does not name the leader against two");
+  require(election_decided({{"a", *view}, {"b", *view}}, 3), "two of three configured decide");
   check_verdicts(*view, util::HostPort{"10.0.0.1", 5432});
   for (const PatroniMember& m : view->members) {
     check_verdicts(*view, m.address);

@@ -101,10 +101,12 @@ extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t siz
     check_parsers(v);
   }
   // Replies in pairs are Sentinels' (GET-MASTER-ADDR-BY-NAME, MASTER) as ask_sentinel reads
-  // them; a last odd reply is the node's ROLE.
+  // them; a last odd reply is the node's ROLE. The input's size picks how many distinct
+  // Sentinels answer (so some answer twice) and how many are configured (fewer or more).
+  const std::size_t span = 1 + size % 4;
   std::vector<SentinelAnswer> answers;
   for (std::size_t i = 0; i + 1 < replies.size(); i += 2) {
-    SentinelAnswer a{util::HostPort{"10.0.0.9", static_cast<std::uint16_t>(26379 + i)},
+    SentinelAnswer a{util::HostPort{"10.0.0.9", static_cast<std::uint16_t>(26379 + (i / 2) % span)},
                      tl::make_unexpected(ProbeError{Failure::protocol, "unset", ""})};
     if (auto addr = parse_master_addr(replies[i])) {
       SentinelView view;
@@ -119,13 +121,28 @@ extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t siz
     }
     answers.push_back(std::move(a));
   }
-  const SentinelTally tally = tally_sentinels(answers, answers.size() + 1);
-  require(tally.needed == (answers.size() + 1) / 2 + 1, "a majority of the configured");
+  std::vector<SentinelAnswer> once; // each Sentinel's first answer
+  for (const auto& a : answers) {
+    bool seen = false;
+    for (const auto& o : once) {
+      seen = seen || o.sentinel == a.sentinel;
+    }
+    if (!seen) {
+      once.push_back(a);
+    }
+  }
+  const std::size_t configured = (size / 4) % 6;
+  const SentinelTally tally = tally_sentinels(answers, configured);
+  const std::size_t electorate = std::max(configured, once.size());
+  require(tally.needed == electorate / 2 + 1, "a majority of the configured or answering");
+  require(tally.majority == tally_sentinels(once, configured).majority,
+          "a Sentinel answering twice is counted once");
   if (tally.majority) {
     require(tally.majority_votes >= tally.needed, "a majority has the votes");
     require(votes_for(answers, *tally.majority) == tally.majority_votes, "votes are counted once");
+    require(votes_for(answers, *tally.majority) <= once.size(), "no more votes than Sentinels");
   }
-  RedisObservation obs{util::HostPort{"10.0.0.1", 6379}, answers, answers.size() + 1,
+  RedisObservation obs{util::HostPort{"10.0.0.1", 6379}, answers, configured,
                        tl::make_unexpected(ProbeError{Failure::timeout, "no ROLE", ""}),
                        LagEstimate{0.0, "fuzz"}};
   if (replies.size() % 2 == 1) {
@@ -135,6 +152,7 @@ extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t siz
   if (writer.state == State::up) {
     require(obs.node_answer && obs.node_answer->master, "an up writer says ROLE master");
     require(votes_for(answers, obs.node) >= tally.needed, "an up writer has the majority");
+    require(tally.failing_over.empty(), "no writer while a Sentinel fails the master over");
   }
   const Verdict reader = evaluate_redis_replica(obs, 1.0);
   if (reader.state == State::up) {

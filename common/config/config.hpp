@@ -3,7 +3,7 @@
 
 #include "secret.hpp"
 
-#include <core/pg_verdict.hpp>
+#include <core/writer_opinions.hpp>
 #include <util/duration.hpp>
 #include <util/host_port.hpp>
 

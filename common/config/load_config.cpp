@@ -301,9 +301,22 @@ const std::vector<KeySpec<RedisCluster>>& redis_keys() {
            return;
          }
          for (const toml::node& item : *arr) {
-           if (auto hp = want_host_port(item, e, key)) {
-             c.sentinels.push_back(*hp);
+           auto hp = want_host_port(item, e, key);
+           if (!hp) {
+             continue;
            }
+           // A Sentinel listed twice would vote twice: the majority counts distinct Sentinels.
+           const auto same =
+               std::find_if(c.sentinels.begin(), c.sentinels.end(),
+                            [&](const util::HostPort& s) { return util::same_endpoint(s, *hp); });
+           if (same != c.sentinels.end()) {
+             e.add(item.source(), key,
+                   fmt::format("Sentinel {} is listed twice (as \"{}\" and \"{}\"): each Sentinel "
+                               "must appear once, or it would count twice towards the majority",
+                               util::to_string(*hp), util::to_string(*same), util::to_string(*hp)));
+             continue;
+           }
+           c.sentinels.push_back(*hp);
          }
        }},
       {"master_name",

@@ -57,6 +57,7 @@ tl::expected<ClusterView, std::string> parse_patroni_cluster(std::string_view bo
     member.name = string_field(m, "name");
     member.role = string_field(m, "role");
     member.state = string_field(m, "state");
+    member.api_url = string_field(m, "api_url");
     const std::string host = string_field(m, "host");
     const auto port = m.find("port");
     if (member.role.empty()) {

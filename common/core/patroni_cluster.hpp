@@ -18,6 +18,7 @@ struct PatroniMember {
   std::string state;      // running, streaming, stopped, ...
   util::HostPort address; // the member's PostgreSQL host:port as Patroni advertises it
   bool noloadbalance = false;
+  std::string api_url; // its own REST API ("http://10.0.0.1:8008/patroni"), "" if not listed
 };
 
 // The whole answer of GET /cluster: who is in the cluster, in which role.

@@ -11,6 +11,73 @@ std::string member_label(const PatroniMember& m) {
   return fmt::format("{} ({})", m.name.empty() ? "?" : m.name, util::to_string(m.address));
 }
 
+bool is_primary_role(std::string_view role) {
+  return role == "master" || role == "primary"; // Patroni 3.x / 4.x
+}
+
+// The members name this node leader: its own Patroni must say it is a running primary that
+// reached the DCS recently (by its own clock: dcs_last_seen against its answer's Date, so
+// clock skew between hosts cannot hide an unmanaged leader).
+Opinion leader_confirms(const WriterObservation& obs, const PatroniMember& leader) {
+  const std::string named = fmt::format("Patroni names this node ({}) leader", leader.name);
+  if (!obs.leader_report) {
+    return {false, fmt::format("{}, but its own Patroni was not asked", named), Failure::protocol};
+  }
+  const auto& report = *obs.leader_report;
+  if (!report) {
+    return {false,
+            fmt::format("{}, but its own Patroni does not confirm it (unmanaged leader?): {}",
+                        named, report.error().detail),
+            report.error().kind};
+  }
+  const PatroniStatus& st = report->status;
+  if (st.name && *st.name != leader.name) {
+    return {false,
+            fmt::format("{}, but {} answers as member {}, not {}", named, report->url, *st.name,
+                        leader.name),
+            Failure::role};
+  }
+  if (!is_primary_role(st.role)) {
+    return {false, fmt::format("{}, but its own Patroni says role {}", named, st.role),
+            Failure::role};
+  }
+  if (st.state != "running") {
+    return {false, fmt::format("{}, but its own Patroni says PostgreSQL is {}", named, st.state),
+            Failure::not_ready};
+  }
+  if (!report->server_time) {
+    return {false,
+            fmt::format("{}, but its Patroni's answer carries no Date header to judge its DCS "
+                        "contact by",
+                        named),
+            Failure::protocol};
+  }
+  const double limit = max_dcs_silence_s(report->timing);
+  const std::string limit_text =
+      fmt::format("loop_wait {} + retry_timeout {}", util::format_seconds(report->timing.loop_wait),
+                  util::format_seconds(report->timing.retry_timeout));
+  if (!st.dcs_last_seen || *st.dcs_last_seen <= 0) {
+    return {false,
+            fmt::format("{}, but its own Patroni has not reached the DCS since it started", named),
+            Failure::role};
+  }
+  const double silence = static_cast<double>(*report->server_time - *st.dcs_last_seen);
+  if (silence > limit) {
+    return {false,
+            fmt::format("{}, but its own Patroni last reached the DCS {} ago (more than {}): an "
+                        "unmanaged leader, whose leader key may expire under it",
+                        named, util::format_seconds(silence), limit_text),
+            Failure::role};
+  }
+  Opinion o{true,
+            fmt::format("{}, confirmed by its own Patroni (running {}, DCS reached {} ago, limit "
+                        "{})",
+                        named, st.role, util::format_seconds(std::max(0.0, silence)), limit_text),
+            Failure::none};
+  o.vouches_for_node = true; // Patroni's own query of PostgreSQL says primary
+  return o;
+}
+
 Opinion manager_writer_opinion(const WriterObservation& obs) {
   if (!obs.manager) {
     return {false, fmt::format("Patroni: {}", obs.manager.error().detail),
@@ -19,8 +86,7 @@ Opinion manager_writer_opinion(const WriterObservation& obs) {
   const ClusterView& view = *obs.manager;
   if (const PatroniMember* leader = find_leader(view)) {
     if (util::same_endpoint(leader->address, obs.node)) {
-      return {true, fmt::format("Patroni names this node ({}) leader", leader->name),
-              Failure::none};
+      return leader_confirms(obs, *leader);
     }
     // Patroni compares nothing for us: its connect_address and HAProxy's server address must
     // be spelled alike. Say so when one is a name and the other an IP.
@@ -57,10 +123,12 @@ Opinion node_writer_opinion(const WriterObservation& obs) {
   const NodeRole& n = *obs.node_answer;
   if (n.connections && n.connection_limit && *n.connections >= *n.connection_limit) {
     // Seen over a connection kept open (the agent): alive, but no one else gets in.
-    return {false,
-            fmt::format("PostgreSQL is read-write but full: {} of {} connections in use",
-                        *n.connections, *n.connection_limit),
-            Failure::saturated};
+    Opinion o{false,
+              fmt::format("PostgreSQL is read-write but full: {} of {} connections in use",
+                          *n.connections, *n.connection_limit),
+              Failure::saturated};
+    o.role_known = true;
+    return o;
   }
   return {true, "PostgreSQL is read-write, not in recovery", Failure::none};
 }

@@ -3,6 +3,7 @@
 // tests/unit/test_core_pg_verdict.cpp.
 
 #include "patroni_cluster.hpp"
+#include "patroni_status.hpp"
 #include "probe_error.hpp"
 #include "replica_lag.hpp"
 #include "verdict.hpp"
@@ -26,11 +27,23 @@ struct NodeRole {
   std::optional<int> connection_limit; // max_connections - superuser_reserved_connections
 };
 
+// What the leader's own Patroni said about itself (GET /patroni, GET /config), with the
+// clock of its answer: the leader confirming that it is a running primary in touch with the DCS.
+struct LeaderReport {
+  std::string url; // where it was asked, without credentials
+  PatroniStatus status;
+  std::optional<long long> server_time; // the answer's Date header, epoch seconds
+  PatroniTiming timing;
+};
+
 // Everything the writer check saw: the manager's answer and the node's, or why each failed.
 struct WriterObservation {
   util::HostPort node;
-  tl::expected<ClusterView, ProbeError> manager;
+  tl::expected<ClusterView, ProbeError> manager; // the view the members agree on
   tl::expected<NodeRole, ProbeError> node_answer;
+  // The named leader's own report, asked only when the members name this node; nullopt when
+  // it was not asked.
+  std::optional<tl::expected<LeaderReport, ProbeError>> leader_report;
 };
 
 // The node's own answer to the reader query.
@@ -53,9 +66,11 @@ struct ReplicaObservation {
 
 // --- Interface ---
 
-// Writer: up only when Patroni names `node` leader AND PostgreSQL there is out of recovery and
-// read-write; anything unknown is down. A full server (53300 on connect, or, over a kept
-// connection, every slot in use) with Patroni's agreement follows `saturation`.
+// Writer: up only when the Patroni members agree `node` is the leader, its own Patroni confirms
+// it (running primary, DCS reached within loop_wait + retry_timeout by its own clock) AND
+// PostgreSQL there is out of recovery and read-write; anything unknown is down. A full server
+// (53300 on connect, or, over a kept connection, every slot in use) with Patroni's agreement
+// follows `saturation` (core/writer_opinions.hpp).
 Verdict evaluate_writer(const WriterObservation& obs, SaturationPolicy saturation);
 
 // Reader: up when in recovery, streaming, not Patroni's leader, not tagged noloadbalance, and the

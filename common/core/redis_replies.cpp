@@ -57,7 +57,11 @@ std::optional<util::HostPort> to_address(const RespValue& host, const RespValue&
 } // namespace
 
 bool SentinelView::unsettled() const {
-  return has_flag(flags, "o_down") || has_flag(flags, "failover_in_progress");
+  return has_flag(flags, "o_down") || failing_over();
+}
+
+bool SentinelView::failing_over() const {
+  return has_flag(flags, "failover_in_progress");
 }
 
 ProbeError classify_redis_error(const std::string& message) {
@@ -157,6 +161,10 @@ tl::expected<SentinelView, ProbeError> parse_sentinel_master(const RespValue& r)
       have_flags = true;
     } else if (field.str == "config-epoch") {
       view.config_epoch = to_integer(value);
+    } else if (field.str == "role-reported" && is_text(value)) {
+      view.role_reported = value.str;
+    } else if (field.str == "info-refresh") {
+      view.info_refresh_ms = to_integer(value);
     }
   }
   if (!have_flags) {

@@ -26,8 +26,12 @@ struct SentinelView {
   std::optional<util::HostPort> master; // GET-MASTER-ADDR-BY-NAME; nullopt: unknown name (nil)
   std::string flags;                    // SENTINEL MASTER "flags", e.g. "master,o_down"
   std::optional<long long> config_epoch;
+  std::string role_reported;                // the role the master last reported to this Sentinel
+  std::optional<long long> info_refresh_ms; // how long ago this Sentinel last read its INFO
   // True when this Sentinel's answer cannot count as a vote for anyone (o_down, failover).
   bool unsettled() const;
+  // True while this Sentinel is failing the master over (flag failover_in_progress).
+  bool failing_over() const;
 };
 
 // --- Interface ---
@@ -45,7 +49,8 @@ tl::expected<void, ProbeError> parse_ping(const RespValue& reply);
 // Parses GET-MASTER-ADDR-BY-NAME: [host, port] -> the address, nil -> nullopt.
 tl::expected<std::optional<util::HostPort>, ProbeError> parse_master_addr(const RespValue& reply);
 
-// Reads "flags" and "config-epoch" from SENTINEL MASTER's flat [field, value, ...] array.
+// Reads "flags", "config-epoch", "role-reported" and "info-refresh" from SENTINEL MASTER's flat
+// [field, value, ...] array.
 tl::expected<SentinelView, ProbeError> parse_sentinel_master(const RespValue& reply);
 
 // A short text for logs: "master offset 123", "replica of 10.0.0.1:6379 (connected) offset 120".

@@ -7,16 +7,55 @@
 namespace dbcheck::core {
 namespace {
 
+// Sentinel reads INFO from every instance every 10 s (1 s during a failover): a role report
+// this fresh, from a majority, is the node's own word over the manager's kept links.
+constexpr long long k_role_report_max_age_ms = 12'000;
+
+std::string addresses(const std::vector<util::HostPort>& hps) {
+  std::string out;
+  for (const auto& hp : hps) {
+    out += (out.empty() ? "" : ", ") + util::to_string(hp);
+  }
+  return out;
+}
+
+// The failure class of the Sentinels that did not answer: theirs when they share one (all
+// timed out), else network.
+Failure failures_kind(const std::vector<SentinelAnswer>& answers) {
+  std::optional<Failure> kind;
+  for (const auto& a : answers) {
+    if (!a.view) {
+      kind = !kind || *kind == a.view.error().kind ? a.view.error().kind : Failure::network;
+    }
+  }
+  return kind.value_or(Failure::network);
+}
+
 Opinion sentinel_writer_opinion(const RedisObservation& obs) {
   const SentinelTally t = tally_sentinels(obs.sentinels, obs.configured_sentinels);
+  if (!t.failing_over.empty()) {
+    // Sentinel promotes the replica before it announces the new master: from the moment any
+    // Sentinel starts failing this master over, writes to it may be lost.
+    return {false,
+            fmt::format("Sentinel {} is failing the master over: no writer until the failover "
+                        "ends ({})",
+                        addresses(t.failing_over), t.detail),
+            Failure::role};
+  }
   const std::size_t yes = votes_for(obs.sentinels, obs.node);
   if (yes >= t.needed) {
-    return {true,
-            fmt::format("{} of {} Sentinels name this node master (need {})", yes, t.configured,
-                        t.needed),
-            Failure::none};
+    Opinion o{true,
+              fmt::format("{} of {} Sentinels name this node master (need {})", yes, t.configured,
+                          t.needed),
+              Failure::none};
+    o.vouches_for_node =
+        vouchers_for(obs.sentinels, obs.node, k_role_report_max_age_ms) >= t.needed;
+    return o;
   }
-  const Failure kind = t.common_failure.value_or(Failure::role);
+  // A Sentinel that answered (another master, nil, o_down) is a definite "not this node"; only
+  // failures to answer leave it open.
+  const Failure kind =
+      dissenters(obs.sentinels, obs.node) > 0 ? Failure::role : failures_kind(obs.sentinels);
   return {false,
           fmt::format("Sentinels: {} of {} name this node master, need {} ({})", yes, t.configured,
                       t.needed, t.detail),

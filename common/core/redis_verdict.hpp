@@ -2,11 +2,11 @@
 // The two-opinion decisions for Redis/Valkey under Sentinel: pure functions, tabled in
 // tests/unit/test_core_redis_verdict.cpp.
 
-#include "pg_verdict.hpp"
 #include "redis_replies.hpp"
 #include "replica_lag.hpp"
 #include "sentinel_vote.hpp"
 #include "verdict.hpp"
+#include "writer_opinions.hpp"
 
 #include <util/host_port.hpp>
 

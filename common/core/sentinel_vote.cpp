@@ -2,14 +2,31 @@
 
 #include <fmt/format.h>
 
-#include <map>
-
 namespace dbcheck::core {
 namespace {
 
 bool counts_for(const SentinelAnswer& a, const util::HostPort& node) {
   return a.view && a.view->master && !a.view->unsettled() &&
          util::same_endpoint(*a.view->master, node);
+}
+
+// The answers with each Sentinel once (its first answer), in the order given.
+std::vector<const SentinelAnswer*> distinct(const std::vector<SentinelAnswer>& answers) {
+  std::vector<const SentinelAnswer*> out;
+  for (const auto& a : answers) {
+    bool seen = false;
+    for (const SentinelAnswer* o : out) {
+      seen = seen || util::same_endpoint(o->sentinel, a.sentinel);
+    }
+    if (!seen) {
+      out.push_back(&a);
+    }
+  }
+  return out;
+}
+
+bool is_master_role(const std::string& role) {
+  return role == "master" || role == "primary"; // Valkey 8 may say primary
 }
 
 std::string describe(const SentinelAnswer& a) {
@@ -32,33 +49,58 @@ std::string describe(const SentinelAnswer& a) {
 
 std::size_t votes_for(const std::vector<SentinelAnswer>& answers, const util::HostPort& node) {
   std::size_t n = 0;
-  for (const auto& a : answers) {
-    n += counts_for(a, node) ? 1 : 0;
+  for (const SentinelAnswer* a : distinct(answers)) {
+    n += counts_for(*a, node) ? 1 : 0;
+  }
+  return n;
+}
+
+std::size_t dissenters(const std::vector<SentinelAnswer>& answers, const util::HostPort& node) {
+  std::size_t n = 0;
+  for (const SentinelAnswer* a : distinct(answers)) {
+    n += a->view && !counts_for(*a, node) ? 1 : 0;
+  }
+  return n;
+}
+
+std::size_t vouchers_for(const std::vector<SentinelAnswer>& answers, const util::HostPort& node,
+                         long long max_info_age_ms) {
+  std::size_t n = 0;
+  for (const SentinelAnswer* a : distinct(answers)) {
+    n += counts_for(*a, node) && is_master_role(a->view->role_reported) &&
+                 a->view->info_refresh_ms && *a->view->info_refresh_ms >= 0 &&
+                 *a->view->info_refresh_ms <= max_info_age_ms
+             ? 1
+             : 0;
   }
   return n;
 }
 
 SentinelTally tally_sentinels(const std::vector<SentinelAnswer>& answers, std::size_t configured) {
+  const std::vector<const SentinelAnswer*> each = distinct(answers);
   SentinelTally t;
-  t.configured = configured;
-  t.needed = configured / 2 + 1;
-  for (const auto& a : answers) {
-    if (a.view && a.view->master && !a.view->unsettled()) {
-      const std::size_t n = votes_for(answers, *a.view->master);
+  t.configured = std::max(configured, each.size());
+  t.needed = t.configured / 2 + 1;
+  for (const SentinelAnswer* a : each) {
+    if (a->view && a->view->master && !a->view->unsettled()) {
+      const std::size_t n = votes_for(answers, *a->view->master);
       if (n >= t.needed && n > t.majority_votes) {
-        t.majority = *a.view->master;
+        t.majority = *a->view->master;
         t.majority_votes = n;
       }
     }
-    t.detail += fmt::format("{}{}", t.detail.empty() ? "" : "; ", describe(a));
+    if (a->view && a->view->master && a->view->failing_over()) {
+      t.failing_over.push_back(a->sentinel);
+    }
+    t.detail += fmt::format("{}{}", t.detail.empty() ? "" : "; ", describe(*a));
   }
-  if (!answers.empty()) {
+  if (!each.empty()) {
     bool same = true;
-    for (const auto& a : answers) {
-      same = same && !a.view && a.view.error().kind == answers.front().view.error().kind;
+    for (const SentinelAnswer* a : each) {
+      same = same && !a->view && a->view.error().kind == each.front()->view.error().kind;
     }
     if (same) {
-      t.common_failure = answers.front().view.error().kind;
+      t.common_failure = each.front()->view.error().kind;
     }
   }
   return t;

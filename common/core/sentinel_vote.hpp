@@ -3,7 +3,9 @@
 //
 // Why configured, not answering: a lone Sentinel partitioned with a stale master would
 // otherwise be "all of those that answered". Why exact host:port: 10.0.0.1 is not 10.0.0.10,
-// and a second instance on the same host is another node.
+// and a second instance on the same host is another node. Why distinct: a Sentinel listed or
+// answering twice is still one vote (the configuration refuses duplicates; the count does not
+// trust that).
 
 #include "probe_error.hpp"
 #include "redis_replies.hpp"
@@ -26,21 +28,33 @@ struct SentinelAnswer {
 
 // The count over all configured Sentinels.
 struct SentinelTally {
-  std::size_t configured = 0;
+  std::size_t configured = 0;             // distinct Sentinels: configured, or answering if more
   std::size_t needed = 0;                 // configured / 2 + 1
   std::optional<util::HostPort> majority; // named by at least `needed` settled Sentinels
   std::size_t majority_votes = 0;
-  std::string detail;                    // who said what, for reasons and explain
-  std::optional<Failure> common_failure; // every Sentinel failed the same way (e.g. timeout)
+  std::string detail;                       // who said what, for reasons and explain
+  std::optional<Failure> common_failure;    // every Sentinel failed the same way (e.g. timeout)
+  std::vector<util::HostPort> failing_over; // Sentinels failing the master over right now
 };
 
 // --- Interface ---
 
 // Counts the answers; Sentinels that failed, answered nil, or see the master o_down or mid-
-// failover count for no one. `configured` is the number of Sentinels in the configuration.
+// failover count for no one; a Sentinel answering twice counts once. `configured` is the
+// number of Sentinels in the configuration; more distinct answers than that raise the bar.
 SentinelTally tally_sentinels(const std::vector<SentinelAnswer>& answers, std::size_t configured);
 
-// How many settled Sentinels name exactly `node`.
+// How many distinct settled Sentinels name exactly `node`.
 std::size_t votes_for(const std::vector<SentinelAnswer>& answers, const util::HostPort& node);
+
+// How many distinct Sentinels answered but do not vote for `node`: they name another master,
+// do not know the master name, or see it o_down or mid-failover (a definite "not now").
+std::size_t dissenters(const std::vector<SentinelAnswer>& answers, const util::HostPort& node);
+
+// How many distinct settled Sentinels name exactly `node` AND read ROLE master from it over
+// their own link at most `max_info_age_ms` ago (Sentinel's INFO every 10 s): the node's own
+// role as the manager saw it, for a node that refuses the check's connection.
+std::size_t vouchers_for(const std::vector<SentinelAnswer>& answers, const util::HostPort& node,
+                         long long max_info_age_ms);
 
 } // namespace dbcheck::core

@@ -1,5 +1,6 @@
 #pragma once
-// The writer rule shared by every engine: two opinions, both must agree.
+// The writer rule shared by every engine: two opinions, both must agree; either one saying
+// "not this node" wins at once.
 
 #include "verdict.hpp"
 
@@ -9,7 +10,8 @@ namespace dbcheck::core {
 
 // What to do with a writer the manager names that refuses new connections (it is full).
 enum class SaturationPolicy {
-  up,  // keep it: ejecting the sole writer turns overload into a full outage (seed 000)
+  up,  // keep it, if its role is still known: ejecting the sole writer turns overload into a
+       // full outage (seed 000)
   down // eject it
 };
 
@@ -18,13 +20,26 @@ struct Opinion {
   bool ok = false;
   std::string text;             // for the reason line: "Patroni names this node (pg1) leader"
   Failure kind = Failure::none; // saturated: alive but full; role: a definite "not the primary"
+  // Manager only: the manager also read the node's own role first-hand, over its own link
+  // (Patroni's GET /patroni on the node; Sentinels' recent INFO), so a node that refuses the
+  // check's connection is still known to be the primary.
+  bool vouches_for_node = false;
+  // Node only, with kind saturated: the node answered the writer query anyway (a kept
+  // connection) and is a read-write primary, only full.
+  bool role_known = false;
 };
 
 // --- Interface ---
 
-// The writer verdict from the manager's and the node's opinions: up only when both agree;
-// a full node follows `saturation` when the manager agrees; otherwise down, naming both
-// opinions and reporting the node's own failure class first (the more actionable one).
+// The writer verdict from the manager's and the node's opinions:
+// - either opinion of kind `role` (a definite "not this node") makes it down/role, whatever
+//   the other's state, so damping never keeps an old primary in the write pool;
+// - up only when both agree;
+// - a full node the manager names follows `saturation`, and `up` holds only while the node's
+//   role is known (its own answer over a kept connection, or the manager's first-hand
+//   report): saturation never makes a one-opinion pass;
+// - otherwise down, naming both opinions and reporting the node's failure class first (the
+//   more actionable one).
 Verdict combine_writer_opinions(const Opinion& manager, const Opinion& node,
                                 SaturationPolicy saturation);
 

@@ -68,6 +68,19 @@ void set_common_options(CURL* h, const std::string& url, long budget_ms, Transfe
 
 // True when a finished transfer failed as a transport (too big, the deadline, a curl error),
 // with the reason in a.error (and a.timed_out set for the deadline).
+// The Date header of a finished transfer as epoch seconds, or nullopt (absent, unparsable).
+std::optional<long long> date_header(CURL* h) {
+  curl_header* header = nullptr;
+  if (curl_easy_header(h, "Date", 0, CURLH_HEADER, -1, &header) != CURLHE_OK || header == nullptr) {
+    return std::nullopt;
+  }
+  const time_t t = curl_getdate(header->value, nullptr);
+  if (t <= 0) {
+    return std::nullopt;
+  }
+  return static_cast<long long>(t);
+}
+
 bool transport_failed(const Transfer& t, CURLcode rc, const HttpOptions& options, HttpAttempt& a) {
   if (t.too_big) {
     a.error = fmt::format("answer larger than {} bytes", options.max_body);
@@ -84,37 +97,38 @@ bool transport_failed(const Transfer& t, CURLcode rc, const HttpOptions& options
 
 } // namespace
 
-HttpOutcome get_first_accepted(const std::vector<std::string>& urls, const AcceptFn& accept,
-                               const HttpOptions& options, const Deadline& deadline) {
+std::vector<HttpReply> get_all(const std::vector<std::string>& urls, const HttpOptions& options,
+                               const Deadline& deadline, const EnoughFn& enough) {
   global_init_once();
-  HttpOutcome out;
-  out.attempts.resize(urls.size());
+  std::vector<HttpReply> replies(urls.size());
   MultiPtr multi(curl_multi_init(), &curl_multi_cleanup);
   std::vector<std::unique_ptr<Transfer>> transfers;
   std::vector<EasyPtr> easies;
   const long budget_ms = std::max(1, deadline.remaining_ms());
 
   for (std::size_t i = 0; i < urls.size(); ++i) {
-    out.attempts[i].url = util::redact_url(urls[i]);
+    replies[i].attempt.url = util::redact_url(urls[i]);
     auto t = std::make_unique<Transfer>();
     t->index = i;
     t->max_body = options.max_body;
     t->started = Clock::now();
     EasyPtr easy(curl_easy_init(), &curl_easy_cleanup);
     if (!multi || !easy) {
-      out.attempts[i].error = "cannot allocate an HTTP transfer";
+      replies[i].attempt.error = "cannot allocate an HTTP transfer";
+      t->done = true;
+      transfers.push_back(std::move(t));
       continue;
     }
     CURL* h = easy.get();
-    set_common_options(h, urls[i], budget_ms, *t, options);
-    curl_easy_setopt(h, CURLOPT_PRIVATE, t.get());
+    set_common_options(h, urls[i], budget_ms, *transfers.emplace_back(std::move(t)), options);
+    curl_easy_setopt(h, CURLOPT_PRIVATE, transfers.back().get());
     curl_multi_add_handle(multi.get(), h);
-    transfers.push_back(std::move(t));
     easies.push_back(std::move(easy));
   }
 
+  bool stop = false;
   int running = static_cast<int>(easies.size());
-  while (running > 0 && !out.accepted && !deadline.expired()) {
+  while (running > 0 && !stop && !deadline.expired()) {
     curl_multi_perform(multi.get(), &running);
     int queued = 0;
     while (CURLMsg* msg = curl_multi_info_read(multi.get(), &queued)) {
@@ -123,35 +137,32 @@ HttpOutcome get_first_accepted(const std::vector<std::string>& urls, const Accep
       }
       Transfer* t = nullptr;
       curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
-      HttpAttempt& a = out.attempts[t->index];
+      HttpReply& r = replies[t->index];
       t->done = true;
-      a.latency_ms = elapsed_ms(t->started, Clock::now());
-      curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &a.status);
-      if (transport_failed(*t, msg->data.result, options, a)) {
-        continue; // a.error says why
+      r.attempt.latency_ms = elapsed_ms(t->started, Clock::now());
+      curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &r.attempt.status);
+      if (!transport_failed(*t, msg->data.result, options, r.attempt)) {
+        r.body = std::move(t->body);
+        r.date = date_header(msg->easy_handle);
+        if (r.attempt.status != 200) {
+          r.attempt.error = fmt::format("HTTP {}", r.attempt.status);
+        }
       }
-      if (out.accepted) {
-        a.error = "not needed: another member answered first";
-      } else if (a.status != 200) {
-        a.error = fmt::format("HTTP {}", a.status);
-      } else if (std::string why = accept(t->body); !why.empty()) {
-        a.error = std::move(why);
-      } else {
-        out.accepted = t->index;
-        out.body = std::move(t->body);
+      if (!stop) {
+        stop = enough(t->index, r);
       }
     }
-    if (running > 0 && !out.accepted) {
+    if (running > 0 && !stop) {
       const int wait = std::clamp(deadline.remaining_ms(), 0, 50);
       curl_multi_poll(multi.get(), nullptr, 0, wait, nullptr);
     }
   }
   for (auto& t : transfers) {
     if (!t->done) {
-      HttpAttempt& a = out.attempts[t->index];
+      HttpAttempt& a = replies[t->index].attempt;
       a.latency_ms = elapsed_ms(t->started, Clock::now());
-      if (out.accepted) {
-        a.error = "not needed: another member answered first";
+      if (stop) {
+        a.error = "not needed: the answers already in decide";
       } else {
         a.timed_out = true;
         a.error = "no answer before the deadline";
@@ -161,7 +172,7 @@ HttpOutcome get_first_accepted(const std::vector<std::string>& urls, const Accep
   for (auto& e : easies) {
     curl_multi_remove_handle(multi.get(), e.get());
   }
-  return out;
+  return replies;
 }
 
 HttpReply post_json(const std::string& url, const std::string& json_body,
@@ -194,7 +205,9 @@ HttpReply post_json(const std::string& url, const std::string& json_body,
   const CURLcode rc = curl_easy_perform(h);
   reply.attempt.latency_ms = elapsed_ms(t.started, Clock::now());
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &reply.attempt.status);
-  transport_failed(t, rc, options, reply.attempt);
+  if (!transport_failed(t, rc, options, reply.attempt)) {
+    reply.date = date_header(h);
+  }
   reply.body = std::move(t.body);
   return reply;
 }

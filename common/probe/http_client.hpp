@@ -19,21 +19,11 @@ struct HttpAttempt {
   double latency_ms = 0;
 };
 
-// The result of asking all URLs: which answer was taken, and each attempt.
-struct HttpOutcome {
-  std::optional<std::size_t> accepted; // index into attempts of the answer that was taken
-  std::string body;                    // its body
-  std::vector<HttpAttempt> attempts;   // one per URL, in the order given
-};
-
 // Transport settings shared by all the GETs of one call.
 struct HttpOptions {
   std::optional<std::string> cafile;      // CA bundle for https
   std::size_t max_body = 4 * 1024 * 1024; // an answer larger than this is refused, not buffered
 };
-
-// Judges one 200 answer: returns an empty string to accept it, or why it is refused.
-using AcceptFn = std::function<std::string(const std::string& body)>;
 
 // HTTP basic authentication (Patroni's restapi.authentication).
 struct HttpCredentials {
@@ -41,19 +31,27 @@ struct HttpCredentials {
   std::string password;
 };
 
-// The answer to one request: the attempt (status, error, latency) and the body.
+// The answer to one request: the attempt (status, error, latency), the body, and the server's
+// clock.
 struct HttpReply {
   HttpAttempt attempt;
   std::string body;
+  std::optional<long long> date; // the Date header, epoch seconds, when present and valid
 };
+
+// Called with each finished GET (its index among the URLs and its reply, transport failures
+// included); returns true when no further answer is needed. Runs on the calling thread.
+using EnoughFn = std::function<bool(std::size_t index, HttpReply& reply)>;
 
 // --- Interface ---
 
-// GETs every URL at once and returns when one 200 answer passes `accept`, when all have
-// finished, or at `deadline`, whichever comes first; transfers still running are aborted.
-// Never throws; never outlives the deadline by more than libcurl's poll granularity (~1 ms).
-HttpOutcome get_first_accepted(const std::vector<std::string>& urls, const AcceptFn& accept,
-                               const HttpOptions& options, const Deadline& deadline);
+// GETs every URL at once; hands each finished transfer to `enough` and returns when it says
+// so, when all have finished, or at `deadline`, whichever comes first. Transfers still
+// running then are aborted and reported as "not needed" (stopped early) or timed out.
+// Returns one reply per URL, in the order given. Never throws; never outlives the deadline by
+// more than libcurl's poll granularity (~1 ms).
+std::vector<HttpReply> get_all(const std::vector<std::string>& urls, const HttpOptions& options,
+                               const Deadline& deadline, const EnoughFn& enough);
 
 // POSTs `json_body` (Content-Type: application/json) to `url`, with basic authentication when
 // `credentials` are given, and returns whatever status and body came back by `deadline`.

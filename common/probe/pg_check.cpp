@@ -8,7 +8,9 @@
 
 #include <core/lsn.hpp>
 #include <core/patroni_cluster.hpp>
+#include <core/patroni_election.hpp>
 #include <core/pg_verdict.hpp>
+#include <util/url.hpp>
 
 #include <fmt/format.h>
 
@@ -46,8 +48,8 @@ constexpr const char* k_replay_sql =
     "extract(epoch FROM clock_timestamp() - pg_last_xact_replay_timestamp())";
 
 struct ManagerResult {
-  tl::expected<core::ClusterView, ProbeError> view;
-  core::Step step;
+  tl::expected<core::ClusterView, ProbeError> view; // the view the members agree on
+  std::vector<core::Step> steps;                    // one per member asked
 };
 
 struct SampleResult {
@@ -74,6 +76,8 @@ std::string summarize(const core::ClusterView& view) {
   return view.paused ? out + "; cluster paused" : out;
 }
 
+// GET /cluster of every member at once, until more than half of them agree (or all have
+// answered, or the deadline); the members' agreement decides (core/patroni_election.hpp).
 ManagerResult ask_patroni(const std::vector<std::string>& bases,
                           const std::optional<std::string>& cafile, const Deadline& deadline) {
   std::vector<std::string> urls;
@@ -81,49 +85,146 @@ ManagerResult ask_patroni(const std::vector<std::string>& bases,
   for (const auto& b : bases) {
     urls.push_back(b + "/cluster");
   }
-  std::optional<core::ClusterView> parsed;
-  const AcceptFn accept = [&parsed](const std::string& body) -> std::string {
-    auto v = core::parse_patroni_cluster(body);
-    if (!v) {
-      return fmt::format("unusable answer: {}", v.error());
-    }
-    parsed = std::move(*v);
-    return {};
-  };
+  std::vector<core::MemberAnswer> answered;
+  std::vector<std::optional<core::ClusterView>> views(urls.size());
   HttpOptions options;
   options.cafile = cafile;
-  const HttpOutcome out = get_first_accepted(urls, accept, options, deadline);
+  const EnoughFn enough = [&](std::size_t i, HttpReply& reply) {
+    if (reply.attempt.error.empty()) {
+      auto v = core::parse_patroni_cluster(reply.body);
+      if (v) {
+        views[i] = std::move(*v);
+        answered.push_back({reply.attempt.url, *views[i]});
+      } else {
+        reply.attempt.error = fmt::format("unusable answer: {}", v.error());
+      }
+    }
+    return core::election_decided(answered, bases.size());
+  };
+  std::vector<HttpReply> replies = get_all(urls, options, deadline, enough);
 
   ManagerResult r{tl::make_unexpected(ProbeError{}), {}};
-  r.step.opinion = "manager";
-  r.step.asked = "GET /cluster";
-  if (out.accepted && parsed) {
-    const HttpAttempt& a = out.attempts[*out.accepted];
-    r.step.peer = a.url;
-    r.step.latency_ms = a.latency_ms;
-    r.step.answer = summarize(*parsed);
-    r.view = std::move(*parsed);
+  std::vector<core::MemberAnswer> answers;
+  for (std::size_t i = 0; i < replies.size(); ++i) {
+    const HttpAttempt& a = replies[i].attempt;
+    core::Step step;
+    step.opinion = "manager";
+    step.asked = "GET /cluster";
+    step.peer = a.url;
+    step.latency_ms = a.latency_ms;
+    if (views[i]) {
+      step.answer = summarize(*views[i]);
+      answers.push_back({a.url, std::move(*views[i])});
+    } else {
+      step.answer = a.error;
+      const core::Failure kind = a.timed_out     ? core::Failure::timeout
+                                 : a.status != 0 ? core::Failure::protocol
+                                                 : core::Failure::network;
+      answers.push_back({a.url, tl::make_unexpected(ProbeError{kind, a.error, ""})});
+    }
+    r.steps.push_back(std::move(step));
+  }
+  r.view = core::elect_leader(answers, bases.size()).view;
+  return r;
+}
+
+// The base URL to ask the leader's own Patroni at: the configured URL that reaches the same
+// server as the api_url the members list for it (so the configured scheme and CA apply), else
+// that api_url's origin.
+std::optional<std::string> leader_base(const core::PatroniMember& leader,
+                                       const std::vector<std::string>& bases) {
+  const auto origin = util::url_origin(leader.api_url);
+  if (!origin) {
+    return std::nullopt;
+  }
+  for (const auto& b : bases) {
+    if (util::url_origin(b) == origin) {
+      return b;
+    }
+  }
+  return *origin;
+}
+
+// GET /patroni and GET /config of the leader's own Patroni, at once: its own word that it is
+// a running primary in touch with the DCS, and the times that bound that contact.
+tl::expected<core::LeaderReport, ProbeError>
+ask_leader(const core::PatroniMember& leader, const std::vector<std::string>& bases,
+           const std::optional<std::string>& cafile, const Deadline& deadline, core::Step& step) {
+  step.opinion = "manager";
+  step.asked = "GET /patroni, GET /config";
+  const auto base = leader_base(leader, bases);
+  if (!base) {
+    step.peer = leader.name;
+    step.answer = fmt::format("no usable api_url (\"{}\")", leader.api_url);
+    return tl::make_unexpected(ProbeError{
+        core::Failure::protocol,
+        fmt::format("the members list no usable REST API address for it (api_url \"{}\")",
+                    util::redact_url(leader.api_url)),
+        ""});
+  }
+  step.peer = util::redact_url(*base);
+  HttpOptions options;
+  options.cafile = cafile;
+  options.max_body = 256 * 1024;
+  std::vector<HttpReply> replies = get_all({*base + "/patroni", *base + "/config"}, options,
+                                           deadline, [](std::size_t, HttpReply&) { return false; });
+  step.latency_ms = std::max(replies[0].attempt.latency_ms, replies[1].attempt.latency_ms);
+  const auto fail = [&](const HttpAttempt& a, std::string what) -> ProbeError {
+    const core::Failure kind = a.timed_out     ? core::Failure::timeout
+                               : a.status != 0 ? core::Failure::protocol
+                                               : core::Failure::network;
+    step.answer = fmt::format("{}: {}", a.url, what);
+    return ProbeError{kind, step.answer, ""};
+  };
+  for (const HttpReply& r : replies) {
+    if (!r.attempt.error.empty()) {
+      return tl::make_unexpected(fail(r.attempt, r.attempt.error));
+    }
+  }
+  auto status = core::parse_patroni_status(replies[0].body);
+  if (!status) {
+    return tl::make_unexpected(fail(replies[0].attempt, "unusable answer: " + status.error()));
+  }
+  auto timing = core::parse_patroni_timing(replies[1].body);
+  if (!timing) {
+    return tl::make_unexpected(fail(replies[1].attempt, "unusable answer: " + timing.error()));
+  }
+  core::LeaderReport report{util::redact_url(*base), std::move(*status), replies[0].date, *timing};
+  step.answer = fmt::format(
+      "state {}, role {}, dcs_last_seen {}, Date {}; ttl {}, loop_wait {}, retry_timeout {}",
+      report.status.state, report.status.role,
+      report.status.dcs_last_seen ? std::to_string(*report.status.dcs_last_seen) : "none",
+      report.server_time ? std::to_string(*report.server_time) : "none",
+      util::format_seconds(timing->ttl), util::format_seconds(timing->loop_wait),
+      util::format_seconds(timing->retry_timeout));
+  return report;
+}
+
+// The members' view, and when they name `node` leader, its own Patroni's report.
+struct WriterManagerResult {
+  ManagerResult members;
+  std::optional<tl::expected<core::LeaderReport, ProbeError>> leader_report;
+};
+
+WriterManagerResult ask_patroni_for_writer(const std::vector<std::string>& bases,
+                                           const std::optional<std::string>& cafile,
+                                           const util::HostPort& node, const Deadline& deadline) {
+  // The members may take most of the time; the leader's own answer gets what they leave, but
+  // at least a quarter (a hung member must not starve the confirmation).
+  WriterManagerResult r{ask_patroni(bases, cafile, deadline.minus(reserve_for_last_step(deadline))),
+                        std::nullopt};
+  if (!r.members.view) {
     return r;
   }
-  bool all_timed_out = !out.attempts.empty();
-  bool any_answer = false;
-  std::string detail;
-  double latency = 0;
-  for (const auto& a : out.attempts) {
-    all_timed_out = all_timed_out && a.timed_out;
-    any_answer = any_answer || a.status != 0;
-    latency = std::max(latency, a.latency_ms);
-    detail += fmt::format("{}{}: {}", detail.empty() ? "" : "; ", a.url, a.error);
+  const core::PatroniMember* leader = core::find_leader(*r.members.view);
+  if (leader == nullptr || !util::same_endpoint(leader->address, node)) {
+    return r; // not this node: nothing to confirm
   }
-  const core::Failure kind = all_timed_out ? core::Failure::timeout
-                             : any_answer  ? core::Failure::protocol
-                                           : core::Failure::network;
-  const std::string lead = all_timed_out ? "timeout: no Patroni member answered before the deadline"
-                                         : "no Patroni member gave a usable answer";
-  r.view = tl::make_unexpected(ProbeError{kind, fmt::format("{} ({})", lead, detail), ""});
-  r.step.peer = fmt::format("{} member(s)", bases.size());
-  r.step.answer = r.view.error().detail;
-  r.step.latency_ms = latency;
+  core::Step step;
+  const auto t0 = Clock::now();
+  r.leader_report = ask_leader(*leader, bases, cafile, deadline, step);
+  step.latency_ms = elapsed_ms(t0, Clock::now());
+  r.members.steps.push_back(std::move(step));
   return r;
 }
 
@@ -174,8 +275,8 @@ core::Step node_step(const std::string& opinion, const util::HostPort& addr, con
 core::Report check_writer(const config::PostgresCluster& cluster, const config::Backend& backend,
                           const util::HostPort& node, const Deadline& deadline,
                           ConnectionCache* cache) {
-  auto manager = spawn([bases = cluster.patroni, cafile = cluster.patroni_cafile, deadline] {
-    return ask_patroni(bases, cafile, deadline);
+  auto manager = spawn([bases = cluster.patroni, cafile = cluster.patroni_cafile, node, deadline] {
+    return ask_patroni_for_writer(bases, cafile, node, deadline);
   });
 
   core::Step nstep = node_step("node", node, k_writer_sql);
@@ -207,12 +308,15 @@ core::Report check_writer(const config::PostgresCluster& cluster, const config::
     nstep.answer = role.error().detail;
   }
 
-  core::WriterObservation obs{node, tl::make_unexpected(ProbeError{}), std::move(role)};
+  core::WriterObservation obs{node, tl::make_unexpected(ProbeError{}), std::move(role), {}};
   core::Report report;
   if (manager.wait_until(deadline.at() + k_grace) == std::future_status::ready) {
-    ManagerResult m = manager.get();
-    obs.manager = std::move(m.view);
-    report.steps.push_back(std::move(m.step));
+    WriterManagerResult m = manager.get();
+    obs.manager = std::move(m.members.view);
+    obs.leader_report = std::move(m.leader_report);
+    for (auto& step : m.members.steps) {
+      report.steps.push_back(std::move(step));
+    }
   } else {
     obs.manager = tl::make_unexpected(ProbeError{
         core::Failure::timeout, "timeout: the Patroni query did not finish by the deadline", ""});
@@ -315,7 +419,9 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
   if (manager.wait_until(deadline.at() + k_grace) == std::future_status::ready) {
     ManagerResult m = manager.get();
     obs.manager = std::move(m.view);
-    report.steps.push_back(std::move(m.step));
+    for (auto& step : m.steps) {
+      report.steps.push_back(std::move(step));
+    }
   } else {
     obs.manager = tl::make_unexpected(ProbeError{
         core::Failure::timeout, "timeout: the Patroni query did not finish by the deadline", ""});

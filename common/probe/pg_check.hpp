@@ -26,8 +26,9 @@ core::Report check_postgres(const config::PostgresCluster& cluster, const config
                             const util::HostPort& node, const Deadline& deadline,
                             const std::shared_ptr<ConnectionCache>& cache = nullptr);
 
-// Patroni's view of `cluster` (GET /cluster of every member in parallel, the first valid
-// answer), or why there is none by `deadline`.
+// Patroni's view of `cluster`: GET /cluster of every member in parallel, the view more than
+// half of the answering members agree on (core/patroni_election.hpp), or why there is none by
+// `deadline`.
 tl::expected<core::ClusterView, core::ProbeError>
 patroni_view(const config::PostgresCluster& cluster, const Deadline& deadline);
 

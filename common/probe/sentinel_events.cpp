@@ -2,6 +2,8 @@
 
 #include "redis_link.hpp"
 
+#include <core/sentinel_event.hpp>
+
 #include <chrono>
 
 namespace dbcheck::probe {
@@ -19,8 +21,12 @@ std::string text(const core::RespValue& v) {
 } // namespace
 
 const std::vector<std::string>& sentinel_event_channels() {
-  static const std::vector<std::string> k = {"+switch-master", "+failover-state-*",
-                                             "+promoted-slave", "+sdown", "+odown"};
+  // Every step of a failover, from its first sign (+try-failover) to the announcement
+  // (+switch-master), and its abort: the agent takes the old master out at the first one.
+  static const std::vector<std::string> k = {
+      "+try-failover",     "+elected-leader", "+failover-state-*",
+      "+selected-slave",   "+promoted-slave", "+switch-master",
+      "-failover-abort-*", "+sdown",          "+odown"};
   return k;
 }
 
@@ -87,7 +93,9 @@ void SentinelWatcher::watch(const util::HostPort& sentinel) {
           text(m.elements[0]) == "pmessage") {
         const std::string channel = text(m.elements[2]);
         const std::string payload = text(m.elements[3]);
-        if (payload.find(m_cluster.master_name) != std::string::npos) {
+        // Exactly our master's name: "cache" must not match a master called "cache2".
+        const auto event = core::parse_sentinel_event(channel, payload);
+        if (event && event->master_name == m_cluster.master_name) {
           m_on_event(who, channel, payload);
         }
       }

@@ -13,13 +13,14 @@
 
 namespace dbcheck::probe {
 
-// Called with (sentinel "host:port", event channel, message) for each event of our master,
+// Called with (sentinel "host:port", event channel, message) for each event of our master
+// (core/sentinel_event.hpp names it exactly),
 // and with event "error" when a subscription fails (it is retried every second).
 using SentinelEventFn =
     std::function<void(const std::string& sentinel, const std::string& event, const std::string&)>;
 
-// The channels dbcheck listens to (and the ACL must allow): switch-master, failover states,
-// promoted replica, sdown/odown.
+// The channels dbcheck listens to (and the ACL must allow): every step of a failover from
+// +try-failover to +switch-master, its abort, and sdown/odown.
 const std::vector<std::string>& sentinel_event_channels();
 
 class SentinelWatcher {

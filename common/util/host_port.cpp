@@ -4,7 +4,9 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 
 namespace dbcheck::util {
@@ -75,7 +77,18 @@ bool same_endpoint(const HostPort& a, const HostPort& b) {
       inet_pton(AF_INET6, b.host.c_str(), bb.data()) == 1) {
     return ba == bb;
   }
-  return a.host == b.host;
+  std::array<unsigned char, 4> a4{};
+  std::array<unsigned char, 4> b4{};
+  if (inet_pton(AF_INET, a.host.c_str(), a4.data()) == 1 &&
+      inet_pton(AF_INET, b.host.c_str(), b4.data()) == 1) {
+    return a4 == b4;
+  }
+  // Host names are case-insensitive (DNS); never a prefix or substring match.
+  return a.host.size() == b.host.size() &&
+         std::equal(a.host.begin(), a.host.end(), b.host.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
 }
 
 } // namespace dbcheck::util

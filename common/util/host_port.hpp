@@ -31,7 +31,8 @@ std::string to_string(const HostPort& hp);
 // True when `host` is a numeric IPv4 or IPv6 address (no DNS needed to reach it).
 bool is_ip_literal(std::string_view host);
 
-// True when both denote the same address and port (IPv6 spellings normalised).
+// True when both denote the same address and port: IP literals compared as addresses (IPv6
+// spellings normalised), names compared whole and case-insensitively.
 bool same_endpoint(const HostPort& a, const HostPort& b);
 
 } // namespace dbcheck::util

@@ -222,6 +222,20 @@ max_lag = "2s"
           "(expected one of: engine, sentinels, master_name, user, password_file, sentinel_user, "
           "sentinel_password_file, operator_user, operator_password_file)\n");
   }
+  SECTION("a Sentinel listed twice, however spelled, is refused: it would vote twice") {
+    std::string bad = text;
+    bad.replace(bad.find("\"10.0.0.2:26379\""), 16, "\"10.0.0.1:26379\"");
+    bad.replace(bad.find("\"[::1]:26379\""), 13, "\"[0:0::1]:26379\", \"[::1]:26379\"");
+    const auto r = parse_config(bad, "dbcheck.toml");
+    REQUIRE_FALSE(r);
+    CHECK(errors_of(r) ==
+          "dbcheck.toml:3: cluster.cache.sentinels: Sentinel 10.0.0.1:26379 is listed twice (as "
+          "\"10.0.0.1:26379\" and \"10.0.0.1:26379\"): each Sentinel must appear once, or it "
+          "would count twice towards the majority\n"
+          "dbcheck.toml:3: cluster.cache.sentinels: Sentinel [::1]:26379 is listed twice (as "
+          "\"[0:0::1]:26379\" and \"[::1]:26379\"): each Sentinel must appear once, or it would "
+          "count twice towards the majority\n");
+  }
   SECTION("an unknown engine") {
     std::string bad = text;
     bad.replace(bad.find("engine = \"redis\""), 16, "engine = \"mysql\"");

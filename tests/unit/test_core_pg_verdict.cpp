@@ -1,7 +1,9 @@
 // Verdict tables: every combination of the two opinions and their error kinds.
+#include <core/health_tracker.hpp>
 #include <core/pg_verdict.hpp>
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <map>
 
@@ -13,7 +15,9 @@ namespace {
 const HostPort k_self{"10.0.0.1", 5432};
 
 PatroniMember member(const char* name, const char* role, const char* host, bool nlb = false) {
-  return PatroniMember{name, role, "running", HostPort{host, 5432}, nlb};
+  return PatroniMember{name,      role,
+                       "running", HostPort{host, 5432},
+                       nlb,       fmt::format("http://{}:8008/patroni", host)};
 }
 
 ClusterView view_with(std::vector<PatroniMember> members) {
@@ -41,6 +45,48 @@ std::map<std::string, Manager> managers() {
   };
 }
 
+using Report = std::optional<tl::expected<LeaderReport, ProbeError>>;
+
+// The leader's own Patroni: running primary, DCS read 1 s before its answer, loop_wait 2 +
+// retry_timeout 5 (the test cluster's timing).
+LeaderReport confirming(const char* role = "master", const char* state = "running",
+                        long long seen_ago = 1) {
+  LeaderReport r;
+  r.url = "http://10.0.0.1:8008";
+  r.status = PatroniStatus{state, role, 1'700'000'000 - seen_ago, std::nullopt};
+  r.server_time = 1'700'000'000;
+  r.timing = PatroniTiming{20, 2, 5};
+  return r;
+}
+
+std::map<std::string, Report> leader_reports() {
+  LeaderReport never = confirming();
+  never.status.dcs_last_seen = 0;
+  LeaderReport undated = confirming();
+  undated.server_time = std::nullopt;
+  LeaderReport renamed = confirming("primary");
+  renamed.status.name = "pg3";
+  LeaderReport named = confirming("primary");
+  named.status.name = "pg1";
+  return {
+      {"confirms", confirming()},
+      {"confirms4", named},
+      {"at limit", confirming("master", "running", 7)},
+      {"refused", tl::make_unexpected(ProbeError{
+                      Failure::network, "http://10.0.0.1:8008/patroni: Connection refused", ""})},
+      {"timeout",
+       tl::make_unexpected(ProbeError{
+           Failure::timeout, "http://10.0.0.1:8008/patroni: no answer before the deadline", ""})},
+      {"stale", confirming("master", "running", 8)},
+      {"never", never},
+      {"replica", confirming("replica")},
+      {"stopped", confirming("master", "stopped")},
+      {"undated", undated},
+      {"renamed", renamed},
+      {"not asked", std::nullopt},
+  };
+}
+
 using Node = tl::expected<NodeRole, ProbeError>;
 
 std::map<std::string, Node> writer_nodes() {
@@ -65,6 +111,12 @@ std::map<std::string, Node> writer_nodes() {
   };
 }
 
+WriterObservation writer_obs(const std::string& manager, const std::string& node,
+                             const std::string& report = "confirms") {
+  return WriterObservation{k_self, managers().at(manager), writer_nodes().at(node),
+                           leader_reports().at(report)};
+}
+
 // Expected "U"/"D" + failure for node (row) x manager (column), on_saturation = up.
 struct Cell {
   State state;
@@ -79,31 +131,31 @@ constexpr Cell D_auth{State::down, Failure::auth};
 constexpr Cell D_sat{State::down, Failure::saturated};
 constexpr Cell U_sat{State::up, Failure::saturated};
 constexpr Cell D_nr{State::down, Failure::not_ready};
+constexpr Cell R = D_role;
 
 const std::vector<std::string> k_columns = {"self",    "other",   "none",   "standby",
                                             "timeout", "network", "garbage"};
+// Either opinion saying "not this node" wins (role) whatever the other's state: damping must
+// never keep an old primary in the write pool.
 const std::map<std::string, std::vector<Cell>> k_writer_table = {
-    //              self    other   none    standby timeout network garbage
-    {"rw", {U, D_role, D_role, D_role, D_to, D_net, D_proto}},
-    {"recovery", {D_role, D_role, D_role, D_role, D_to, D_net, D_proto}},
-    {"readonly", {D_role, D_role, D_role, D_role, D_to, D_net, D_proto}},
-    {"timeout", {D_to, D_to, D_to, D_to, D_to, D_to, D_to}},
-    {"refused", {D_net, D_net, D_net, D_net, D_net, D_net, D_net}},
-    {"auth", {D_auth, D_auth, D_auth, D_auth, D_auth, D_auth, D_auth}},
-    {"saturated", {U_sat, D_role, D_role, D_role, D_to, D_net, D_proto}},
-    {"notready", {D_nr, D_nr, D_nr, D_nr, D_nr, D_nr, D_nr}},
+    //              self    other none standby timeout network garbage
+    {"rw", {U, R, R, R, D_to, D_net, D_proto}},
+    {"recovery", {R, R, R, R, R, R, R}},
+    {"readonly", {R, R, R, R, R, R, R}},
+    {"timeout", {D_to, R, R, R, D_to, D_to, D_to}},
+    {"refused", {D_net, R, R, R, D_net, D_net, D_net}},
+    {"auth", {D_auth, R, R, R, D_auth, D_auth, D_auth}},
+    {"saturated", {U_sat, R, R, R, D_to, D_net, D_proto}},
+    {"notready", {D_nr, R, R, R, D_nr, D_nr, D_nr}},
 };
 
 } // namespace
 
 TEST_CASE("writer: every node answer x every manager answer", "[core][verdict][writer]") {
-  const auto ms = managers();
-  const auto ns = writer_nodes();
   for (const auto& [node_name, row] : k_writer_table) {
     for (std::size_t c = 0; c < k_columns.size(); ++c) {
       CAPTURE(node_name, k_columns[c]);
-      const WriterObservation obs{k_self, ms.at(k_columns[c]), ns.at(node_name)};
-      const Verdict v = evaluate_writer(obs, SaturationPolicy::up);
+      const Verdict v = evaluate_writer(writer_obs(k_columns[c], node_name), SaturationPolicy::up);
       CHECK(v.state == row[c].state);
       CHECK(v.failure == row[c].failure);
       CHECK_FALSE(v.reason.empty());
@@ -111,59 +163,107 @@ TEST_CASE("writer: every node answer x every manager answer", "[core][verdict][w
   }
 }
 
+TEST_CASE("writer: the leader's own Patroni must confirm it", "[core][verdict][writer]") {
+  const std::vector<std::pair<std::string, Cell>> rows = {
+      {"confirms", U},   {"confirms4", U},     {"at limit", U}, {"refused", D_net},
+      {"timeout", D_to}, {"stale", R},         {"never", R},    {"replica", R},
+      {"stopped", D_nr}, {"undated", D_proto}, {"renamed", R},  {"not asked", D_proto},
+  };
+  for (const auto& [report, cell] : rows) {
+    CAPTURE(report);
+    for (const char* node : {"rw", "saturated"}) {
+      CAPTURE(node);
+      const Verdict v = evaluate_writer(writer_obs("self", node, report), SaturationPolicy::up);
+      const bool sat = std::string{node} == "saturated";
+      CHECK(v.state == cell.state);
+      CHECK(v.failure == (sat && cell.state == State::up ? Failure::saturated : cell.failure));
+    }
+    // A node that says it is not the primary wins over any report.
+    CHECK(evaluate_writer(writer_obs("self", "recovery", report), SaturationPolicy::up).failure ==
+          Failure::role);
+  }
+  CHECK(evaluate_writer(writer_obs("self", "rw", "stale"), SaturationPolicy::up).reason ==
+        "not the writer: Patroni names this node (pg1) leader, but its own Patroni last reached "
+        "the DCS 8.000s ago (more than loop_wait 2.000s + retry_timeout 5.000s): an unmanaged "
+        "leader, whose leader key may expire under it; PostgreSQL is read-write, not in "
+        "recovery");
+  CHECK(evaluate_writer(writer_obs("self", "rw", "refused"), SaturationPolicy::up).reason ==
+        "not the writer: Patroni names this node (pg1) leader, but its own Patroni does not "
+        "confirm it (unmanaged leader?): http://10.0.0.1:8008/patroni: Connection refused; "
+        "PostgreSQL is read-write, not in recovery");
+}
+
 TEST_CASE("writer: a full server seen over a kept connection is saturated",
           "[core][verdict][writer]") {
-  const WriterObservation full{k_self, managers().at("self"), NodeRole{false, false, 47, 47}};
+  const auto full_node = NodeRole{false, false, 47, 47};
+  const WriterObservation full{k_self, managers().at("self"), full_node, confirming()};
   const Verdict up = evaluate_writer(full, SaturationPolicy::up);
   CHECK(up.state == State::up);
   CHECK(up.failure == Failure::saturated);
   CHECK(up.reason ==
-        "saturated: Patroni names this node (pg1) leader; PostgreSQL is read-write but "
-        "full: 47 of 47 connections in use; on_saturation=up keeps the sole writer in "
-        "rotation");
+        "saturated: Patroni names this node (pg1) leader, confirmed by its own Patroni (running "
+        "master, DCS reached 1.000s ago, limit loop_wait 2.000s + retry_timeout 5.000s); "
+        "PostgreSQL is read-write but full: 47 of 47 connections in use; on_saturation=up keeps "
+        "the sole writer in rotation");
   CHECK(evaluate_writer(full, SaturationPolicy::down).state == State::down);
-  const WriterObservation room{k_self, managers().at("self"), NodeRole{false, false, 46, 47}};
+  const WriterObservation room{k_self, managers().at("self"), NodeRole{false, false, 46, 47},
+                               confirming()};
   CHECK(evaluate_writer(room, SaturationPolicy::up).failure == Failure::none);
-  const WriterObservation other{k_self, managers().at("other"), NodeRole{false, false, 47, 47}};
+  const WriterObservation other{k_self, managers().at("other"), full_node, std::nullopt};
   CHECK(evaluate_writer(other, SaturationPolicy::up).state == State::down);
 }
 
+TEST_CASE("writer: saturation never passes on one opinion", "[core][verdict][writer]") {
+  // The node refused the check's connection (53300): only the leader's own Patroni, which
+  // queries PostgreSQL over its own connection, can still say it is the primary.
+  const Verdict unconfirmed =
+      evaluate_writer(writer_obs("self", "saturated", "timeout"), SaturationPolicy::up);
+  CHECK(unconfirmed.state == State::down);
+  CHECK(unconfirmed.failure == Failure::timeout);
+  const Verdict stale =
+      evaluate_writer(writer_obs("self", "saturated", "stale"), SaturationPolicy::up);
+  CHECK(stale.state == State::down);
+  CHECK(stale.failure == Failure::role);
+}
+
 TEST_CASE("writer: on_saturation = down ejects a saturated leader", "[core][verdict][writer]") {
-  const WriterObservation obs{k_self, managers().at("self"), writer_nodes().at("saturated")};
-  const Verdict v = evaluate_writer(obs, SaturationPolicy::down);
+  const Verdict v = evaluate_writer(writer_obs("self", "saturated"), SaturationPolicy::down);
   CHECK(v.state == State::down);
   CHECK(v.failure == Failure::saturated);
-  CHECK(v.reason == "saturated: Patroni names this node (pg1) leader; PostgreSQL: 53300: FATAL: "
-                    "sorry, too many clients already; on_saturation=down");
+  CHECK(v.reason == "saturated: Patroni names this node (pg1) leader, confirmed by its own "
+                    "Patroni (running master, DCS reached 1.000s ago, limit loop_wait 2.000s + "
+                    "retry_timeout 5.000s); PostgreSQL: 53300: FATAL: sorry, too many clients "
+                    "already; on_saturation=down");
 }
 
 TEST_CASE("writer: reasons name both opinions", "[core][verdict][writer]") {
-  const auto ms = managers();
-  const auto ns = writer_nodes();
-  CHECK(evaluate_writer({k_self, ms.at("self"), ns.at("rw")}, SaturationPolicy::up).reason ==
-        "Patroni names this node (pg1) leader; PostgreSQL is read-write, not in recovery");
+  const std::string confirmed =
+      "Patroni names this node (pg1) leader, confirmed by its own Patroni (running master, DCS "
+      "reached 1.000s ago, limit loop_wait 2.000s + retry_timeout 5.000s)";
+  CHECK(evaluate_writer(writer_obs("self", "rw"), SaturationPolicy::up).reason ==
+        confirmed + "; PostgreSQL is read-write, not in recovery");
   // The split-brain case: the old primary still says it is writable, Patroni disagrees.
-  CHECK(evaluate_writer({k_self, ms.at("other"), ns.at("rw")}, SaturationPolicy::up).reason ==
+  CHECK(evaluate_writer(writer_obs("other", "rw"), SaturationPolicy::up).reason ==
         "not the writer: Patroni names pg2 (10.0.0.2:5432) leader, not this node; PostgreSQL "
         "is read-write, not in recovery");
   // Patroni holds the lock, PostgreSQL has not finished promoting (patroni #3603).
-  CHECK(evaluate_writer({k_self, ms.at("self"), ns.at("recovery")}, SaturationPolicy::up).reason ==
-        "not the writer: Patroni names this node (pg1) leader; PostgreSQL is in recovery (a "
-        "standby, or a promotion not yet finished)");
-  CHECK(evaluate_writer({k_self, ms.at("self"), ns.at("timeout")}, SaturationPolicy::up).reason ==
-        "not the writer: Patroni names this node (pg1) leader; PostgreSQL: timeout: no answer "
-        "before the deadline (connecting)");
-  CHECK(evaluate_writer({k_self, ms.at("none"), ns.at("rw")}, SaturationPolicy::up).reason ==
+  CHECK(evaluate_writer(writer_obs("self", "recovery"), SaturationPolicy::up).reason ==
+        "not the writer: " + confirmed +
+            "; PostgreSQL is in recovery (a standby, or a promotion not yet finished)");
+  CHECK(evaluate_writer(writer_obs("self", "timeout"), SaturationPolicy::up).reason ==
+        "not the writer: " + confirmed +
+            "; PostgreSQL: timeout: no answer before the deadline (connecting)");
+  CHECK(evaluate_writer(writer_obs("none", "rw"), SaturationPolicy::up).reason ==
         "not the writer: Patroni names no leader (failover in progress or DCS trouble); "
         "PostgreSQL is read-write, not in recovery");
-  CHECK(
-      evaluate_writer({k_self, ms.at("standby"), ns.at("recovery")}, SaturationPolicy::up).reason ==
-      "not the writer: Patroni: this node leads a standby cluster "
-      "(standby_leader), not writable; PostgreSQL is in recovery (a standby, or "
-      "a promotion not yet finished)");
-  CHECK(evaluate_writer({k_self, ms.at("self"), ns.at("saturated")}, SaturationPolicy::up).reason ==
-        "saturated: Patroni names this node (pg1) leader; PostgreSQL: 53300: FATAL: sorry, too "
-        "many clients already; on_saturation=up keeps the sole writer in rotation");
+  CHECK(evaluate_writer(writer_obs("standby", "recovery"), SaturationPolicy::up).reason ==
+        "not the writer: Patroni: this node leads a standby cluster "
+        "(standby_leader), not writable; PostgreSQL is in recovery (a standby, or "
+        "a promotion not yet finished)");
+  CHECK(evaluate_writer(writer_obs("self", "saturated"), SaturationPolicy::up).reason ==
+        "saturated: " + confirmed +
+            "; PostgreSQL: 53300: FATAL: sorry, too many clients already; on_saturation=up "
+            "keeps the sole writer in rotation");
 }
 
 namespace {
@@ -320,4 +420,30 @@ TEST_CASE("reader: an address Patroni lists twice, once as leader, is the writer
   CHECK(v.state == State::down);
   CHECK(v.failure == Failure::role);
   CHECK(v.reason == "Patroni names this node (pg2) leader");
+}
+
+TEST_CASE("writer: the whole table through the agent's tracker", "[core][verdict][writer]") {
+  // An old primary must leave at the first round that says "not this node", whatever the
+  // other opinion did; only uncertainty is damped by fall.
+  const Verdict was_up = evaluate_writer(writer_obs("self", "rw"), SaturationPolicy::up);
+  REQUIRE(passes(was_up));
+  for (const auto& [node_name, row] : k_writer_table) {
+    for (std::size_t c = 0; c < k_columns.size(); ++c) {
+      CAPTURE(node_name, k_columns[c]);
+      const Verdict raw =
+          evaluate_writer(writer_obs(k_columns[c], node_name), SaturationPolicy::up);
+      HealthTracker t(TrackerPolicy{3, 2, dbcheck::util::Duration{5000}, true});
+      t.observe(was_up, dbcheck::util::Duration{0});
+      t.observe(raw, dbcheck::util::Duration{1000});
+      if (passes(raw)) {
+        CHECK(t.reported().state == State::up);
+      } else if (raw.failure == Failure::role) {
+        CHECK(t.reported().state == State::down);
+      } else {
+        CHECK(t.reported().state == State::up); // failing 1 of 2
+        t.observe(raw, dbcheck::util::Duration{2000});
+        CHECK(t.reported().state == State::down);
+      }
+    }
+  }
 }

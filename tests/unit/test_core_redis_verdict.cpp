@@ -1,4 +1,5 @@
 // Verdict tables for Redis/Valkey under Sentinel.
+#include <core/health_tracker.hpp>
 #include <core/redis_verdict.hpp>
 
 #include <catch2/catch.hpp>
@@ -11,11 +12,14 @@ namespace {
 const HostPort k_node{"10.0.0.1", 6379};
 const HostPort k_other{"10.0.0.2", 6379};
 
-SentinelAnswer says(int i, const HostPort& master, const char* flags = "master") {
+SentinelAnswer says(int i, const HostPort& master, const char* flags = "master",
+                    long long info_refresh_ms = 2000) {
   SentinelView v;
   v.master = master;
   v.flags = flags;
   v.config_epoch = 3;
+  v.role_reported = "master";
+  v.info_refresh_ms = info_refresh_ms;
   return {HostPort{"10.0.0.9", static_cast<std::uint16_t>(26379 + i)}, v};
 }
 
@@ -76,9 +80,40 @@ TEST_CASE("writer: Sentinel majority x node ROLE", "[core][verdict][redis]") {
        master_role(),
        State::down,
        Failure::role},
+      // Only failures to answer stand against it: not a definite "not this node" (damped).
       {"1/3 answered",
        {says(0, k_node), down(1), down(2)},
        master_role(),
+       State::down,
+       Failure::timeout},
+      {"1/3 answered, one refused",
+       {says(0, k_node), down(1), down(2, Failure::network)},
+       master_role(),
+       State::down,
+       Failure::network},
+      {"one Sentinel listed twice is one vote",
+       {says(0, k_node), says(0, k_node), says(1, k_other)},
+       master_role(),
+       State::down,
+       Failure::role},
+      {"failover in progress on one Sentinel",
+       {says(0, k_node), says(1, k_node), says(2, k_node, "master,failover_in_progress")},
+       master_role(),
+       State::down,
+       Failure::role},
+      {"failover in progress, the others time out",
+       {says(0, k_node, "master,failover_in_progress"), down(1), down(2)},
+       master_role(),
+       State::down,
+       Failure::role},
+      {"node says replica, Sentinels time out (role wins)",
+       {down(0), down(1), down(2)},
+       replica_of(k_other),
+       State::down,
+       Failure::role},
+      {"node times out, Sentinels name another (role wins)",
+       {says(0, k_other), says(1, k_other), says(2, k_other)},
+       node_error(Failure::timeout, "timeout: no answer before the deadline (connecting)"),
        State::down,
        Failure::role},
       {"all Sentinels time out",
@@ -121,18 +156,35 @@ TEST_CASE("writer: Sentinel majority x node ROLE", "[core][verdict][redis]") {
        node_error(Failure::saturated, "ERR max number of clients reached"),
        State::up,
        Failure::saturated},
+      // The node refused the check: only the Sentinels' own recent INFO says it is master.
+      {"majority + max clients, Sentinels' INFO stale",
+       {says(0, k_node, "master", 30000), says(1, k_node, "master", 30000), says(2, k_node)},
+       node_error(Failure::saturated, "ERR max number of clients reached"),
+       State::down,
+       Failure::saturated},
       {"minority + max clients",
        {says(0, k_other), says(1, k_other), says(2, k_node)},
        node_error(Failure::saturated, "ERR max number of clients reached"),
        State::down,
        Failure::role},
   };
+  const Verdict was_up = evaluate_redis_writer(
+      RedisObservation{k_node, rows.front().sentinels, 3, master_role(), {}}, SaturationPolicy::up);
+  REQUIRE(passes(was_up));
   for (const auto& row : rows) {
     CAPTURE(row.name);
     const RedisObservation obs{k_node, row.sentinels, 3, row.node, {}};
     const Verdict v = evaluate_redis_writer(obs, SaturationPolicy::up);
     CHECK(v.state == row.state);
     CHECK(v.failure == row.failure);
+    // Through the agent's tracker: "not this node" leaves at once, uncertainty after fall.
+    HealthTracker t(TrackerPolicy{3, 2, dbcheck::util::Duration{5000}, true});
+    t.observe(was_up, dbcheck::util::Duration{0});
+    t.observe(v, dbcheck::util::Duration{1000});
+    const bool leaves_now = !passes(v) && v.failure == Failure::role;
+    CHECK((t.reported().state == State::down) == leaves_now);
+    t.observe(v, dbcheck::util::Duration{2000});
+    CHECK(t.reported().state == v.state);
   }
 }
 
@@ -156,6 +208,18 @@ TEST_CASE("writer reasons say who said what", "[core][verdict][redis]") {
   CHECK(evaluate_redis_writer(sat, SaturationPolicy::down).reason ==
         "saturated: 3 of 3 Sentinels name this node master (need 2); Redis: ERR max number of "
         "clients reached; on_saturation=down");
+  const RedisObservation failing{
+      k_node,
+      {says(0, k_node), says(1, k_node), says(2, k_node, "master,failover_in_progress")},
+      3,
+      master_role(),
+      {}};
+  CHECK(evaluate_redis_writer(failing, SaturationPolicy::up).reason ==
+        "not the writer: Sentinel 10.0.0.9:26381 is failing the master over: no writer until the "
+        "failover ends (10.0.0.9:26379 names 10.0.0.1:6379 (epoch 3, flags master); "
+        "10.0.0.9:26380 names 10.0.0.1:6379 (epoch 3, flags master); 10.0.0.9:26381 names "
+        "10.0.0.1:6379 (epoch 3, flags master,failover_in_progress): not counted); Redis ROLE "
+        "says master");
 }
 
 TEST_CASE("reader: each condition decides, with its reason", "[core][verdict][redis]") {

@@ -1,6 +1,9 @@
 #include <core/sentinel_vote.hpp>
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <random>
 
 using namespace dbcheck::core;
 using dbcheck::util::HostPort;
@@ -80,4 +83,94 @@ TEST_CASE("a common failure is reported as such", "[core][redis][vote]") {
                                              fails("s2", Failure::timeout, "timeout"),
                                              names("s3", "10.0.0.1", 6379)};
   CHECK_FALSE(tally_sentinels(mixed, 3).common_failure);
+}
+
+TEST_CASE("a Sentinel answering twice is one vote", "[core][redis][vote]") {
+  const HostPort node{"10.0.0.1", 6379};
+  // s1 listed twice, alone: it must not make a majority of three on its own.
+  const std::vector<SentinelAnswer> twice = {names("s1", "10.0.0.1", 6379),
+                                             names("s1", "10.0.0.1", 6379),
+                                             fails("s2", Failure::timeout, "timeout")};
+  CHECK(votes_for(twice, node) == 1);
+  CHECK_FALSE(tally_sentinels(twice, 3).majority);
+  // Spelled differently, the same IPv6 Sentinel is still one.
+  const std::vector<SentinelAnswer> spelled = {
+      {HostPort{"::1", 26379}, names("x", "10.0.0.1", 6379).view},
+      {HostPort{"0:0:0:0:0:0:0:1", 26379}, names("x", "10.0.0.1", 6379).view}};
+  CHECK(votes_for(spelled, node) == 1);
+}
+
+TEST_CASE("more distinct answers than configured raise the bar", "[core][redis][vote]") {
+  const std::vector<SentinelAnswer> four = {
+      names("s1", "10.0.0.1", 6379), names("s2", "10.0.0.1", 6379), names("s3", "10.0.0.2", 6379),
+      names("s4", "10.0.0.2", 6379)};
+  const SentinelTally t = tally_sentinels(four, 3);
+  CHECK(t.configured == 4);
+  CHECK(t.needed == 3);
+  CHECK_FALSE(t.majority);
+}
+
+TEST_CASE("the tally's invariants hold for any answers", "[core][redis][vote][property]") {
+  // Random answers over 5 Sentinel names (so duplicates are common), 3 masters, flags and
+  // failures, with `configured` both below and above the number of answers.
+  std::mt19937 rng(20261130);
+  const std::vector<HostPort> masters = {
+      {"10.0.0.1", 6379}, {"10.0.0.2", 6379}, {"10.0.0.10", 6379}};
+  const std::vector<const char*> flags = {"master", "master", "master,o_down",
+                                          "master,failover_in_progress", "master,s_down"};
+  for (int round = 0; round < 20000; ++round) {
+    std::vector<SentinelAnswer> answers;
+    const int n = static_cast<int>(rng() % 8);
+    for (int i = 0; i < n; ++i) {
+      const HostPort who{fmt::format("s{}", rng() % 5), 26379};
+      if (rng() % 5 == 0) {
+        answers.push_back({who, tl::make_unexpected(ProbeError{Failure::timeout, "t", ""})});
+      } else {
+        SentinelView v;
+        v.master = masters[rng() % masters.size()];
+        v.flags = flags[rng() % flags.size()];
+        answers.push_back({who, v});
+      }
+    }
+    const std::size_t configured = 1 + rng() % 6;
+    CAPTURE(round, configured, answers.size());
+    // The first answer of each Sentinel, brute force.
+    std::vector<SentinelAnswer> once;
+    for (const auto& a : answers) {
+      bool seen = false;
+      for (const auto& o : once) {
+        seen = seen || o.sentinel == a.sentinel;
+      }
+      if (!seen) {
+        once.push_back(a);
+      }
+    }
+    const SentinelTally t = tally_sentinels(answers, configured);
+    const SentinelTally t_once = tally_sentinels(once, configured);
+    CHECK(t.configured == std::max(configured, once.size()));
+    CHECK(t.needed == t.configured / 2 + 1);
+    CHECK(t.majority == t_once.majority); // duplicates never change the outcome
+    std::size_t winners = 0;
+    for (const auto& m : masters) {
+      std::size_t brute = 0;
+      for (const auto& a : once) {
+        brute += a.view && a.view->master == m && !a.view->unsettled() ? 1 : 0;
+      }
+      CHECK(votes_for(answers, m) == brute);
+      CHECK(votes_for(answers, m) <= t.configured);
+      winners += brute >= t.needed ? 1 : 0;
+      if (t.majority && *t.majority == m) {
+        CHECK(brute >= t.needed);
+        CHECK(2 * brute > t.configured); // a strict majority of the distinct electorate
+      }
+    }
+    CHECK(winners <= 1);
+    CHECK(t.majority.has_value() == (winners == 1));
+    // Any Sentinel failing the master over is reported.
+    bool failing = false;
+    for (const auto& a : once) {
+      failing = failing || (a.view && a.view->failing_over());
+    }
+    CHECK(t.failing_over.empty() == !failing);
+  }
 }

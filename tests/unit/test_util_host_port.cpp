@@ -26,6 +26,11 @@ TEST_CASE("to_string brackets IPv6 and same_endpoint normalises it", "[util][hos
   CHECK(same_endpoint(HostPort{"::1", 5432}, HostPort{"0:0::1", 5432}));
   CHECK_FALSE(same_endpoint(HostPort{"10.0.0.1", 5432}, HostPort{"10.0.0.1", 5433}));
   CHECK_FALSE(same_endpoint(HostPort{"10.0.0.1", 5432}, HostPort{"10.0.0.2", 5432}));
+  CHECK_FALSE(same_endpoint(HostPort{"10.0.0.1", 5432}, HostPort{"10.0.0.10", 5432}));
+  // Names: whole and case-insensitive, never a prefix.
+  CHECK(same_endpoint(HostPort{"Pg1.Example", 5432}, HostPort{"pg1.example", 5432}));
+  CHECK_FALSE(same_endpoint(HostPort{"pg1", 5432}, HostPort{"pg1.example", 5432}));
+  CHECK_FALSE(same_endpoint(HostPort{"pg1", 5432}, HostPort{"pg10", 5432}));
   CHECK(is_ip_literal("127.0.0.1"));
   CHECK(is_ip_literal("::1"));
   CHECK_FALSE(is_ip_literal("localhost"));

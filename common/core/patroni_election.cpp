@@ -1,0 +1,100 @@
+#include "patroni_election.hpp"
+
+#include <fmt/format.h>
+
+namespace dbcheck::core {
+namespace {
+
+// Two views agree when they name the same leader by name and address, or both name none.
+bool same_leader(const ClusterView& a, const ClusterView& b) {
+  const PatroniMember* la = find_leader(a);
+  const PatroniMember* lb = find_leader(b);
+  if (la == nullptr || lb == nullptr) {
+    return la == lb;
+  }
+  return la->name == lb->name && util::same_endpoint(la->address, lb->address);
+}
+
+std::size_t agreeing_with(const std::vector<MemberAnswer>& answers, const ClusterView& view) {
+  std::size_t n = 0;
+  for (const auto& a : answers) {
+    n += a.view && same_leader(*a.view, view) ? 1 : 0;
+  }
+  return n;
+}
+
+// The index of the first usable answer that the most answers agree with, and their count.
+std::pair<std::size_t, std::size_t> largest_group(const std::vector<MemberAnswer>& answers) {
+  std::size_t best = answers.size();
+  std::size_t votes = 0;
+  for (std::size_t i = 0; i < answers.size(); ++i) {
+    if (answers[i].view) {
+      const std::size_t n = agreeing_with(answers, *answers[i].view);
+      if (n > votes) {
+        best = i;
+        votes = n;
+      }
+    }
+  }
+  return {best, votes};
+}
+
+} // namespace
+
+std::string leader_label(const ClusterView& view) {
+  const PatroniMember* l = find_leader(view);
+  return l == nullptr
+             ? std::string{"no leader"}
+             : fmt::format("{} ({})", l->name.empty() ? "?" : l->name, util::to_string(l->address));
+}
+
+bool election_decided(const std::vector<MemberAnswer>& answers, std::size_t configured) {
+  return largest_group(answers).second > configured / 2;
+}
+
+PatroniElection elect_leader(const std::vector<MemberAnswer>& answers, std::size_t configured) {
+  PatroniElection e{configured, 0, 0, tl::make_unexpected(ProbeError{}), {}};
+  bool all_timed_out = !answers.empty();
+  bool any_protocol = false;
+  std::string failures;
+  for (const auto& a : answers) {
+    if (a.view) {
+      ++e.answered;
+      e.detail +=
+          fmt::format("{}{} names {}", e.detail.empty() ? "" : "; ", a.url, leader_label(*a.view));
+    } else {
+      all_timed_out = all_timed_out && a.view.error().kind == Failure::timeout;
+      any_protocol = any_protocol || a.view.error().kind == Failure::protocol;
+      failures +=
+          fmt::format("{}{}: {}", failures.empty() ? "" : "; ", a.url, a.view.error().detail);
+    }
+  }
+  if (!failures.empty()) {
+    e.detail += (e.detail.empty() ? "" : "; ") + failures;
+  }
+  if (e.answered == 0) {
+    const Failure kind = all_timed_out  ? Failure::timeout
+                         : any_protocol ? Failure::protocol
+                                        : Failure::network;
+    const std::string lead = all_timed_out
+                                 ? "timeout: no Patroni member answered before the deadline"
+                                 : "no Patroni member gave a usable answer";
+    e.view = tl::make_unexpected(ProbeError{kind, fmt::format("{} ({})", lead, failures), ""});
+    return e;
+  }
+  const auto [index, votes] = largest_group(answers);
+  e.agreeing = votes;
+  if (votes * 2 <= e.answered) {
+    e.view = tl::make_unexpected(ProbeError{
+        Failure::role,
+        fmt::format("Patroni members disagree: no leader is named by more than half of the {} "
+                    "that answered ({})",
+                    e.answered, e.detail),
+        ""});
+    return e;
+  }
+  e.view = *answers[index].view;
+  return e;
+}
+
+} // namespace dbcheck::core

@@ -1,0 +1,109 @@
+"""The PostgreSQL manager opinion: the members' majority names the leader, and the leader's
+own Patroni must confirm it. A real cluster for the unmanaged leader (its Patroni killed,
+PostgreSQL left running); fake members for the lies a real Patroni cannot be made to tell
+on demand (a stale view answering first, a leader that lost the DCS)."""
+
+import time
+
+from fixtures.dbcheck import explain, write_dbcheck_config
+from fixtures.fake_patroni import CONFIG_DOC, FakePatroni, cluster_doc, status_doc
+from fixtures.ports import free_ports
+from fixtures.procs import wait_until
+
+TIMEOUT = 0.8
+
+
+def config(workdir, pg_cluster, name, urls=None):
+    return write_dbcheck_config(workdir / name, pg_cluster, owner=None, timeout="800ms",
+                                patroni_urls=urls)
+
+
+def test_unmanaged_leader_is_down_until_its_patroni_returns(workdir, pg_cluster, dbcheck_bin, figures):
+    """Patroni SIGKILLed on the leader, its PostgreSQL still a writable primary: the other
+    members still name it leader (its key has not expired), but its own REST API cannot
+    confirm it: the writer is down at once, as Patroni's own GET /primary is."""
+    cfg = config(workdir, pg_cluster, "unmanaged")
+    leader = pg_cluster.wait_healthy()
+    assert explain(dbcheck_bin, cfg, "pg_write", leader.pg_addr).rc == 0
+    pg_cluster.kill_patroni(leader)
+    try:
+        run = explain(dbcheck_bin, cfg, "pg_write", leader.pg_addr)
+        view = pg_cluster.cluster_view()  # from a member that still reaches the DCS
+        still_named = any(m["name"] == leader.name and m["role"] in ("leader", "master", "primary")
+                          for m in view["members"])
+        assert run.rc == 1, run
+        assert run.failure == "network", run
+        assert "its own Patroni does not confirm it" in run.reason, run
+        assert "PostgreSQL is read-write" in run.reason, run  # the node alone would pass it
+        assert run.report["elapsed_ms"] <= TIMEOUT * 1000 + 100, run
+    finally:
+        pg_cluster.start_patroni(leader)
+    back = wait_until(lambda: explain(dbcheck_bin, cfg, "pg_write", pg_cluster.wait_healthy().pg_addr).rc == 0,
+                      90, "a confirmed writer again")
+    assert back
+    figures("unmanaged leader (Patroni killed, PostgreSQL running)",
+            f"writer DOWN ({run.failure}) in {run.report['elapsed_ms']:.0f} ms while the DCS still "
+            f"named it leader: {still_named}; reason: {run.reason[:160]}")
+
+
+def _stale_setup(pg_cluster):
+    """The real leader's address, and another member's (the one a stale view names)."""
+    leader = pg_cluster.wait_healthy()
+    other = next(m for m in pg_cluster.members() if m.name != leader.name)
+    return leader, other
+
+
+def test_a_stale_member_answering_first_is_outvoted(workdir, pg_cluster, dbcheck_bin, figures):
+    """Member A answers at once with a stale view naming this node leader (and confirms
+    itself); B and C answer 150 ms later naming another leader. Under "first valid answer"
+    A alone passed the writer; the majority takes it out."""
+    leader, other = _stale_setup(pg_cluster)
+    with FakePatroni() as a, FakePatroni(delay=0.15) as b, FakePatroni(delay=0.15) as c:
+        a.routes = {"/cluster": (200, cluster_doc("stale", leader.pg_addr, a.url)),
+                    "/patroni": (200, status_doc()), "/config": (200, CONFIG_DOC)}
+        for fake in (b, c):
+            fake.routes = {"/cluster": (200, cluster_doc("fresh", other.pg_addr, fake.url)),
+                           "/patroni": (200, status_doc()), "/config": (200, CONFIG_DOC)}
+        cfg = config(workdir, pg_cluster, "stale", [a.url, b.url, c.url])
+        run = explain(dbcheck_bin, cfg, "pg_write", leader.pg_addr)
+        assert run.rc == 1, run
+        assert run.failure == "role", run
+        assert run.reason.startswith(f"not the writer: Patroni names fresh ({other.pg_addr}) leader"), run
+        assert "/patroni" not in a.asked, a.asked  # the outvoted member's leader is not asked
+        # Two members agreeing decide: the third is not waited for.
+        with FakePatroni(delay=5) as slow:
+            slow.routes = b.routes
+            cfg = config(workdir, pg_cluster, "stale-decided", [b.url, c.url, slow.url])
+            run2 = explain(dbcheck_bin, cfg, "pg_write", other.pg_addr)
+            assert run2.report["elapsed_ms"] < TIMEOUT * 1000, run2
+            assert "Patroni names this node (fresh) leader, confirmed" in run2.reason, run2
+    figures("stale member answering first", f"outvoted: DOWN (role) in {run.report['elapsed_ms']:.0f} ms")
+
+
+def test_a_lone_member_needs_its_leader_to_confirm(workdir, pg_cluster, dbcheck_bin, figures):
+    """Only one member answers (the others refuse) and names this node leader: it is all
+    of those that answered, so the leader's own confirmation decides: fresh DCS contact
+    passes; DCS silence beyond loop_wait + retry_timeout, a replica role, or a refused
+    /patroni fail."""
+    leader, _ = _stale_setup(pg_cluster)
+    dead = [f"http://127.0.0.1:{p}" for p in free_ports(2)]
+    cases = [
+        ("fresh", status_doc(dcs_seen_ago=1), 200, True, None),
+        ("silent DCS", status_doc(dcs_seen_ago=30), 200, False, "role"),
+        ("replica", status_doc(role="replica"), 200, False, "role"),
+        ("stopped", status_doc(state="stopped"), 200, False, "not_ready"),
+        ("no /patroni", None, 503, False, "protocol"),
+    ]
+    seen = []
+    for name, status, code, passes, failure in cases:
+        with FakePatroni() as lone:
+            lone.routes = {"/cluster": (200, cluster_doc("pg-lone", leader.pg_addr, lone.url)),
+                           "/patroni": (code, status or {}), "/config": (200, CONFIG_DOC)}
+            cfg = config(workdir, pg_cluster, f"lone-{name.replace(' ', '-')}", [lone.url, *dead])
+            run = explain(dbcheck_bin, cfg, "pg_write", leader.pg_addr)
+            assert "/patroni" in lone.asked and "/config" in lone.asked, (name, lone.asked)
+        assert (run.rc == 0) == passes, (name, run)
+        if failure:
+            assert run.failure == failure, (name, run)
+        seen.append(f"{name}: {'UP' if run.rc == 0 else 'DOWN (' + run.failure + ')'}")
+    figures("lone member naming the writer", "; ".join(seen))

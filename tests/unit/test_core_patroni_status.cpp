@@ -1,0 +1,57 @@
+// GET /patroni and GET /config as Patroni 3.0.2 and 4.1 answer them.
+#include <core/patroni_status.hpp>
+
+#include <catch2/catch.hpp>
+
+using namespace dbcheck::core;
+
+TEST_CASE("GET /patroni: state, role, DCS contact and name", "[core][patroni][status]") {
+  // Patroni 3.0.2 (no member name), trimmed.
+  auto s = parse_patroni_status(
+      R"({"state": "running", "postmaster_start_time": "2026-11-30 05:00:00+00:00",
+          "role": "master", "server_version": 150018, "xlog": {"location": 67108960},
+          "timeline": 1, "dcs_last_seen": 1764480000, "database_system_identifier": "7",
+          "patroni": {"version": "3.0.2", "scope": "demo"}})");
+  REQUIRE(s);
+  CHECK(s->state == "running");
+  CHECK(s->role == "master");
+  CHECK(s->dcs_last_seen == 1764480000);
+  CHECK_FALSE(s->name);
+  // Patroni 4.1: primary, and its name.
+  s = parse_patroni_status(
+      R"({"state": "running", "role": "primary", "dcs_last_seen": 1764480001,
+          "patroni": {"version": "4.1.4", "scope": "demo", "name": "pg1"}})");
+  REQUIRE(s);
+  CHECK(s->role == "primary");
+  CHECK(s->name == "pg1");
+  // A Patroni whose query failed says only its state and remembered role.
+  s = parse_patroni_status(R"({"state": "unknown", "role": "master"})");
+  REQUIRE(s);
+  CHECK_FALSE(s->dcs_last_seen);
+
+  CHECK(parse_patroni_status("<html>").error() == "answer is not JSON");
+  CHECK(parse_patroni_status("[]").error() == "answer is not a JSON object");
+  CHECK(parse_patroni_status(R"({"role": "master"})").error() ==
+        "answer has no \"state\" and \"role\"");
+  CHECK(parse_patroni_status(R"({"state": 1, "role": "master"})").error() ==
+        "answer has no \"state\" and \"role\"");
+}
+
+TEST_CASE("GET /config: the times, Patroni's defaults when absent", "[core][patroni][status]") {
+  auto t = parse_patroni_timing(R"({"ttl": 20, "loop_wait": 2, "retry_timeout": 5,
+                                     "postgresql": {"use_pg_rewind": true}})");
+  REQUIRE(t);
+  CHECK(t->ttl == 20);
+  CHECK(max_dcs_silence_s(*t) == 7);
+  t = parse_patroni_timing(R"({"ttl": "30", "loop_wait": "10"})");
+  REQUIRE(t);
+  CHECK(max_dcs_silence_s(*t) == 20);
+  t = parse_patroni_timing("{}");
+  REQUIRE(t);
+  CHECK(max_dcs_silence_s(*t) == 20);
+  CHECK(parse_patroni_timing(R"({"loop_wait": -1})").error() ==
+        "\"loop_wait\" is not a number of seconds");
+  CHECK(parse_patroni_timing(R"({"retry_timeout": "ten"})").error() ==
+        "\"retry_timeout\" is not a number of seconds");
+  CHECK_FALSE(parse_patroni_timing("null"));
+}
