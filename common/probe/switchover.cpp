@@ -364,13 +364,17 @@ public:
     util::HostPort fresh;
     std::string seen;
     const WaitEnd confirmed = wait_for(m_d.deadline(), &m_d, [&] {
+      // An answer cut short by the deadline itself says nothing: `seen` keeps the one before.
       const auto t = sentinel_majority(m_c, m_d.step());
       if (!t.majority || util::same_endpoint(*t.majority, m_old)) {
-        seen = t.detail;
+        seen = m_d.deadline().expired() && !seen.empty() ? seen : t.detail;
         return false;
       }
       const auto r = writer_check(m_cluster, *t.majority, m_d.step());
-      seen = r.verdict.reason;
+      seen = m_d.deadline().expired() && !seen.empty()
+                 ? seen
+                 : fmt::format("{} named by the majority: {}", util::to_string(*t.majority),
+                               r.verdict.reason);
       fresh = *t.majority;
       return core::passes(r.verdict);
     });
