@@ -434,3 +434,26 @@ def test_pg_switchover_loses_no_acknowledged_write(pg_cluster, dbcheck_bin, hapr
     figures("pg dbcheck switchover", f"{res.stdout.strip().splitlines()[-1]}; {len(acked)} writes acknowledged, "
             "0 lost")
     pg_cluster.wait_healthy()
+
+
+def test_pg_sigterm_stops_waiting_and_leaves_the_switchover_to_patroni(pg_cluster, dbcheck_bin, workdir):
+    """SIGTERM while Patroni's POST /switchover is under way (Patroni answers it only once the
+    new leader holds the lock, a second or more later): dbcheck stops waiting at once, exits 9,
+    and says where things stand without undoing anything; the cluster then settles by itself."""
+    old = pg_cluster.wait_healthy()
+    op_cfg = write_dbcheck_config(workdir / "dbcheck-op", pg_cluster, owner=None)
+    target = next(m for m in pg_cluster.replicas() if m != old)
+    live = LiveSwitchover(dbcheck_bin, op_cfg, "pg", "--to", target.pg_addr)
+    try:
+        live.wait_for_line("request waiting for: Patroni accepting POST /switchover", 20)
+        live.proc.send_signal(signal.SIGTERM)
+        rc, stdout, stderr = live.finish(30)
+    finally:
+        live.kill()
+    out = flat(stdout)
+    assert rc == EXIT_INTERRUPTED, stdout + stderr
+    assert "INTERRUPTED in request" in out and "interrupted by SIGTERM after the switchover request was sent" in out, \
+        stdout
+    assert "it is not undone" in out and re.search(r"Patroni (still names|now names|names no leader)", out), stdout
+    assert "to do: see where the switchover went" in out, stdout
+    pg_cluster.wait_healthy(90)
