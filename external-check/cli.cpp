@@ -163,8 +163,8 @@ int switchover(const std::string& path, const std::string& cluster_name, const s
   }
   if (!r.ok) {
     if (!r.advice.empty()) {
-      std::cout << fmt::format("{}: {}\n",
-                               r.left_paused ? "OPERATOR ACTION NEEDED" : "to do", r.advice);
+      std::cout << fmt::format("{}: {}\n", r.left_paused ? "OPERATOR ACTION NEEDED" : "to do",
+                               r.advice);
     }
     std::cout << fmt::format("switchover of {} {} in {} after {:.1f}s: {} ({})\n", cluster_name,
                              r.interrupted_by ? "INTERRUPTED" : "FAILED",

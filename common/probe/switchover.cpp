@@ -347,8 +347,8 @@ public:
     m_d.begin(SwitchoverPhase::pause,
               fmt::format("CLIENT PAUSE {} WRITE on {}", m_pause_ms, m_d.result.old_primary));
     m_paused_at = Clock::now();
-    if (auto r = redis_call(m_old, m_op,
-                            {"CLIENT", "PAUSE", std::to_string(m_pause_ms), "WRITE"}, m_d.step());
+    if (auto r = redis_call(m_old, m_op, {"CLIENT", "PAUSE", std::to_string(m_pause_ms), "WRITE"},
+                            m_d.step());
         !r) {
       return abort(r.error()); // the reply may be what was lost: release it anyway
     }
@@ -379,8 +379,8 @@ public:
       return core::passes(r.verdict);
     });
     if (confirmed != WaitEnd::done) {
-      return abort(m_d.stop_reason("no new master confirmed before the deadline (last: " + seen +
-                                   ")"));
+      return abort(
+          m_d.stop_reason("no new master confirmed before the deadline (last: " + seen + ")"));
     }
     m_d.result.new_primary = util::to_string(fresh);
     m_d.end(m_d.result.new_primary + " is the master for the Sentinel majority and for itself");
@@ -400,10 +400,10 @@ public:
     // No interruption from here on: releasing a replica's writes is also what an abort does.
     m_d.begin(SwitchoverPhase::unpause, "CLIENT UNPAUSE on " + m_d.result.old_primary);
     if (auto r = unpause(); !r) {
-      m_d.result.advice = fmt::format("CLIENT UNPAUSE on {} (a replica of {} now: safe); its "
-                                      "pause ends by itself in about {} s anyway",
-                                      m_d.result.old_primary, m_d.result.new_primary,
-                                      pause_left_s());
+      m_d.result.advice =
+          fmt::format("CLIENT UNPAUSE on {} (a replica of {} now: safe); its "
+                      "pause ends by itself in about {} s anyway",
+                      m_d.result.old_primary, m_d.result.new_primary, pause_left_s());
       return m_d.fail(r.error());
     }
     m_d.end("held writes released (they now meet a replica and are refused: clients retry them)");
@@ -491,18 +491,16 @@ private:
     }
     // What is left of the deadline now, plus the margin: the pause cannot end while the run
     // (or the release after it) still counts on it.
-    m_pause_ms =
-        m_options.pause
-            ? m_options.pause->count()
-            : std::chrono::ceil<std::chrono::milliseconds>(m_d.deadline().remaining() +
-                                                           k_pause_margin)
-                  .count();
+    m_pause_ms = m_options.pause ? m_options.pause->count()
+                                 : std::chrono::ceil<std::chrono::milliseconds>(
+                                       m_d.deadline().remaining() + k_pause_margin)
+                                       .count();
     m_d.result.plan = {
-        fmt::format("pause writes on {} (CLIENT PAUSE {} WRITE: held, not refused; the pause "
-                    "outlives the deadline by at least {})",
-                    m_d.result.old_primary, m_pause_ms,
-                    util::format_duration(std::chrono::duration_cast<util::Duration>(
-                        k_pause_margin))),
+        fmt::format(
+            "pause writes on {} (CLIENT PAUSE {} WRITE: held, not refused; the pause "
+            "outlives the deadline by at least {})",
+            m_d.result.old_primary, m_pause_ms,
+            util::format_duration(std::chrono::duration_cast<util::Duration>(k_pause_margin))),
         fmt::format("SENTINEL FAILOVER {} to a Sentinel of the majority naming {} (counted again "
                     "just before; Sentinel promotes one of: {})",
                     m_c.master_name, m_d.result.old_primary, fmt::join(eligible, ", ")),
@@ -530,8 +528,8 @@ private:
     const WaitEnd requested = wait_for(request_by, &m_d, [&] {
       const auto t = sentinel_majority(m_c, m_d.step());
       if (!t.majority || !util::same_endpoint(*t.majority, m_old)) {
-        last_error = fmt::format("no Sentinel majority names {} now ({})",
-                                 m_d.result.old_primary, t.detail);
+        last_error =
+            fmt::format("no Sentinel majority names {} now ({})", m_d.result.old_primary, t.detail);
         return false;
       }
       const auto voters = sentinels_naming(m_c, m_old, m_d.step());
@@ -553,8 +551,8 @@ private:
         if (r.sent == FailoverSent::unknown) {
           // Another Sentinel could start a second failover: go on as if it was accepted.
           m_failover_sent = true;
-          accepted = fmt::format("sent to {}, no reply ({}): taken as accepted",
-                                 util::to_string(s), r.text);
+          accepted = fmt::format("sent to {}, no reply ({}): taken as accepted", util::to_string(s),
+                                 r.text);
           return true;
         }
         last_error = util::to_string(s) + ": " + r.text;
@@ -711,8 +709,9 @@ std::string patroni_state(const config::PostgresCluster& c, const std::string& o
   if (now == nullptr) {
     return "Patroni names no leader right now (the switchover may be under way)";
   }
-  return fmt::format("Patroni {} {} ({}) as leader", now->name == old_name ? "still names" : "now names",
-                     now->name, util::to_string(now->address));
+  return fmt::format("Patroni {} {} ({}) as leader",
+                     now->name == old_name ? "still names" : "now names", now->name,
+                     util::to_string(now->address));
 }
 
 SwitchoverResult pg_switchover(const config::PostgresCluster& c, const config::Cluster& cluster,
@@ -802,10 +801,9 @@ SwitchoverResult pg_switchover(const config::PostgresCluster& c, const config::C
   for (const auto& base : c.patroni) {
     // Patroni answers when the switchover is done (or has failed): the whole deadline. The
     // POST runs on its own thread so that a signal stops the waiting for it.
-    auto reply = spawn([url = base + "/switchover", text = body.dump(), creds, http,
-                        deadline = d.deadline()] {
-      return post_json(url, text, creds, http, deadline);
-    });
+    auto reply =
+        spawn([url = base + "/switchover", text = body.dump(), creds, http,
+               deadline = d.deadline()] { return post_json(url, text, creds, http, deadline); });
     while (reply.wait_for(k_poll) != std::future_status::ready) {
       if (d.interrupted()) {
         return interrupted_after_request();
