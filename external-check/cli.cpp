@@ -79,14 +79,24 @@ int exit_code(const core::Report& r) {
   return core::passes(r.verdict) ? k_exit_pass : k_exit_fail;
 }
 
-// Exit status of a switchover that failed in `phase` (3 preflight ... 8 unpause).
-int switchover_exit(probe::SwitchoverPhase phase) {
-  return 3 + static_cast<int>(phase);
+// Exit status of a switchover that did not succeed: the state the operator must act on
+// first (left paused, interrupted), else the phase it failed in (3 preflight ... 8 unpause).
+int switchover_exit(const probe::SwitchoverResult& r) {
+  if (r.left_paused) {
+    return k_exit_left_paused;
+  }
+  if (r.interrupted_by) {
+    return k_exit_interrupted;
+  }
+  return 3 + static_cast<int>(*r.failed);
 }
 
 // `dbcheck switchover`: progress on stdout as it happens, a summary, an exit code per phase.
 int switchover(const std::string& path, const std::string& cluster_name, const std::string& to,
                const std::string& timeout, const std::string& pause, bool dry_run) {
+  // Before anything starts a thread: SIGINT/SIGTERM are then only taken between steps, and
+  // run the release of the old master instead of killing the process half-way.
+  block_stop_signals();
   auto cfg = load(path, Output::terminal);
   if (!cfg) {
     return cfg.error();
@@ -98,14 +108,31 @@ int switchover(const std::string& path, const std::string& cluster_name, const s
   }
   probe::SwitchoverOptions options;
   options.dry_run = dry_run;
+  options.interrupted = take_stop_signal;
   auto parsed_timeout = util::parse_duration(timeout);
-  auto parsed_pause = util::parse_duration(pause);
-  if (!parsed_timeout || !parsed_pause) {
-    std::cerr << "dbcheck: --timeout and --pause take durations such as 60s or 1500ms\n";
+  if (!parsed_timeout) {
+    std::cerr << fmt::format("dbcheck: --timeout {}: {}\n", timeout, parsed_timeout.error());
     return k_exit_config;
   }
   options.timeout = *parsed_timeout;
-  options.pause = *parsed_pause;
+  if (!pause.empty()) {
+    auto parsed_pause = util::parse_duration(pause);
+    if (!parsed_pause) {
+      std::cerr << fmt::format("dbcheck: --pause {}: {}\n", pause, parsed_pause.error());
+      return k_exit_config;
+    }
+    const util::Duration least = probe::minimum_pause(options.timeout);
+    if (*parsed_pause < least) {
+      std::cerr << fmt::format(
+          "dbcheck: --pause {} is shorter than --timeout {} plus the {} margin for releasing "
+          "the old master: the pause must outlive the switchover (give --pause {} or more, or "
+          "leave it out)\n",
+          pause, util::format_duration(options.timeout),
+          util::format_duration(least - options.timeout), util::format_duration(least));
+      return k_exit_config;
+    }
+    options.pause = *parsed_pause;
+  }
   if (!to.empty()) {
     auto hp = util::parse_host_port(to);
     if (!hp) {
@@ -135,9 +162,15 @@ int switchover(const std::string& path, const std::string& cluster_name, const s
                           p.seconds);
   }
   if (!r.ok) {
-    std::cout << fmt::format("switchover of {} FAILED in {} after {:.1f}s: {} ({})\n", cluster_name,
-                             probe::to_string(*r.failed), r.total_s, r.error, phases);
-    return switchover_exit(*r.failed);
+    if (!r.advice.empty()) {
+      std::cout << fmt::format("{}: {}\n", r.left_paused ? "OPERATOR ACTION NEEDED" : "to do",
+                               r.advice);
+    }
+    std::cout << fmt::format("switchover of {} {} in {} after {:.1f}s: {} ({})\n", cluster_name,
+                             r.interrupted_by ? "INTERRUPTED" : "FAILED",
+                             probe::to_string(*r.failed), r.total_s, r.error, phases)
+              << std::flush;
+    return switchover_exit(r);
   }
   if (dry_run) {
     std::cout << fmt::format("dry run of {}: the cluster is ready ({})\n", cluster_name, phases);
@@ -215,21 +248,25 @@ int run(int argc, char** argv) {
   std::string sw_cluster;
   std::string sw_to;
   std::string sw_timeout = "60s";
-  std::string sw_pause = "30s";
+  std::string sw_pause;
   bool sw_dry_run = false;
   auto* switchover_cmd = app.add_subcommand(
       "switchover",
       "planned switchover of a cluster that loses no acknowledged write (Redis: pause writes, "
       "SENTINEL FAILOVER, wait for agreement, unpause; PostgreSQL: Patroni's POST /switchover, "
-      "wait for agreement). Exit 0 done, 2 configuration, 3 preflight, 4 pause, 5 request, "
-      "6 confirm, 7 demote, 8 unpause failed");
+      "wait for agreement). SIGINT/SIGTERM stop it and release the old master. Exit 0 done, 2 "
+      "configuration, 3 preflight, 4 pause, 5 request, 6 confirm, 7 demote, 8 unpause failed, "
+      "9 interrupted, 10 old master left paused (the output says what to do)");
   switchover_cmd->add_option("cluster", sw_cluster, "[cluster.NAME] in the configuration")
       ->required();
   switchover_cmd->add_option("--to", sw_to, "the replica to promote (HOST:PORT)");
   switchover_cmd->add_flag("--dry-run", sw_dry_run, "check the cluster and print the plan only");
   switchover_cmd->add_option("--timeout", sw_timeout, "for the whole switchover (default 60s)");
   switchover_cmd->add_option("--pause", sw_pause,
-                             "Redis: CLIENT PAUSE limit, a safety net (default 30s)");
+                             "Redis: CLIENT PAUSE limit, a safety net; default and least: "
+                             "--timeout plus " +
+                                 util::format_duration(probe::minimum_pause(util::Duration{0})) +
+                                 " (shorter is refused)");
   switchover_cmd->fallthrough();
 
   std::string shell;

@@ -1,6 +1,7 @@
 #include "process_setup.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -31,6 +32,37 @@ void reopen_standard_fds() {
 
 void ignore_sigpipe() {
   std::signal(SIGPIPE, SIG_IGN);
+}
+
+namespace {
+
+sigset_t stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  return set;
+}
+
+} // namespace
+
+void block_stop_signals() {
+  const sigset_t set = stop_signals();
+  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+std::optional<std::string> take_stop_signal() {
+  const sigset_t set = stop_signals();
+  const struct timespec now {};
+  // A zero timeout: takes one pending signal of the set, or returns -1 (EAGAIN) at once.
+  const int sig = ::sigtimedwait(&set, nullptr, &now);
+  if (sig == SIGINT) {
+    return "SIGINT";
+  }
+  if (sig == SIGTERM) {
+    return "SIGTERM";
+  }
+  return std::nullopt;
 }
 
 void scrub_libpq_environment() {

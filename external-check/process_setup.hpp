@@ -1,6 +1,9 @@
 #pragma once
 // Making a process started by HAProxy safe to run (research/haproxy.md §1.4).
 
+#include <optional>
+#include <string>
+
 namespace dbcheck::extcheck {
 
 // --- Interface ---
@@ -11,6 +14,15 @@ void reopen_standard_fds();
 
 // Ignores SIGPIPE: a peer closing early must surface as EPIPE on that socket, not kill us.
 void ignore_sigpipe();
+
+// Blocks SIGINT and SIGTERM in the calling thread and in every thread it starts afterwards
+// (call before starting any): they stay pending until take_stop_signal() takes one, so a
+// switchover is never stopped half-way and no handler runs async-signal-unsafe code.
+void block_stop_signals();
+
+// Takes a pending SIGINT or SIGTERM without waiting: "SIGINT"/"SIGTERM", or nullopt when
+// none is pending (block_stop_signals() first).
+std::optional<std::string> take_stop_signal();
 
 // Removes PG* variables, so libpq cannot pick up hosts, options or files from whoever ran us.
 void scrub_libpq_environment();
