@@ -50,6 +50,7 @@ void Prober::start() {
 
 void Prober::hold_writers(const std::string& sentinel, const std::string& event,
                           const std::string& payload) {
+  ++m_holds;
   const auto now = probe::Clock::now();
   for (const auto& [name, b] : m_cfg->backends) {
     if (b.cluster != m_cluster || b.role != config::Role::primary) {
@@ -137,6 +138,7 @@ void Prober::round() {
   const auto interval = cfg.agent->interval;
   const util::Duration cap = interval - std::max(util::Duration{50}, interval / 10);
   std::vector<std::future<core::Report>> running;
+  const std::uint64_t holds_before = m_holds.load();
   const auto started = probe::Clock::now();
   for (const auto& [name, b] : cfg.backends) {
     if (b.cluster != m_cluster) {
@@ -164,6 +166,10 @@ void Prober::round() {
   }
   for (auto& f : running) {
     core::Report report = f.get(); // run_check is bounded by its own deadline
+    if (m_holds.load() != holds_before &&
+        cfg.backends.at(report.backend).role == config::Role::primary) {
+      continue; // a failover began while this was asked: its answer is from before
+    }
     const core::Transition t =
         m_cache.record(report, probe::Clock::now(), m_connections[report.backend]->connects());
     if (t.changed) {

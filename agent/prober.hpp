@@ -8,6 +8,7 @@
 #include <probe/connection_cache.hpp>
 #include <probe/sentinel_events.hpp>
 
+#include <atomic>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -56,6 +57,9 @@ private:
   bool m_wake = false;
   std::thread m_thread;
   std::unique_ptr<probe::SentinelWatcher> m_events; // Redis clusters only
+  // Writer holds made by events so far: a round that began before one drops its writer
+  // results, which were asked before the failover began.
+  std::atomic<std::uint64_t> m_holds{0};
   // Per backend: connections kept open between rounds (each backend's check runs on its own
   // thread, so each has its own connections).
   std::map<std::string, std::shared_ptr<probe::ConnectionCache>> m_connections;

@@ -73,7 +73,8 @@ public:
 
 private:
   struct Entry;
-  // Feeds `report` to the entry's tracker and its failure/transition counters.
+  // Feeds `report` to the entry's tracker and its failure/transition counters; the caller
+  // holds m_mutex.
   static core::Transition observe(Entry& e, const core::Report& report,
                                   probe::Clock::time_point now);
 

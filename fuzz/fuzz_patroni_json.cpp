@@ -12,12 +12,9 @@ using namespace dbcheck::core;
 
 namespace {
 
-// The leader's own Patroni confirming it: running primary, DCS read a second ago.
+// The leader's own Patroni confirming it: GET /primary 200, running primary.
 LeaderReport confirming() {
-  LeaderReport r;
-  r.status = PatroniStatus{"running", "primary", 1'700'000'000, std::nullopt};
-  r.server_time = 1'700'000'001;
-  return r;
+  return LeaderReport{"", 200, PatroniStatus{"running", "primary", std::nullopt, std::nullopt}};
 }
 
 // Patroni alone decides here: the node is read-write (writer) or a streaming replica, and a

@@ -184,6 +184,18 @@ KeySpec<Target> engine_key() {
   return {"engine", [](Target&, const toml::node&, Errors&, const std::string&) {}};
 }
 
+// True when two Patroni REST URLs reach the same member: the same origin (scheme, host, port,
+// credentials aside) and the same path below it.
+bool same_member_url(const std::string& a, const std::string& b) {
+  const auto path = [](const std::string& u) {
+    const auto scheme = u.find("://");
+    const auto slash = u.find('/', scheme == std::string::npos ? 0 : scheme + 3);
+    return slash == std::string::npos ? std::string{} : u.substr(slash);
+  };
+  const auto oa = util::url_origin(a);
+  return oa && oa == util::url_origin(b) && path(a) == path(b);
+}
+
 const std::vector<KeySpec<PostgresCluster>>& postgres_keys() {
   static const std::vector<KeySpec<PostgresCluster>> k = {
       engine_key<PostgresCluster>(),
@@ -208,6 +220,17 @@ const std::vector<KeySpec<PostgresCluster>>& postgres_keys() {
            }
            while (!url->empty() && url->back() == '/') {
              url->pop_back();
+           }
+           // The same member listed twice would count twice towards the members' majority.
+           const auto same =
+               std::find_if(c.patroni.begin(), c.patroni.end(),
+                            [&](const std::string& u) { return same_member_url(u, *url); });
+           if (same != c.patroni.end()) {
+             e.add(item.source(), key,
+                   fmt::format("\"{}\" is listed twice (also as \"{}\"): each member must appear "
+                               "once, or it would count twice towards the majority",
+                               util::redact_url(*url), util::redact_url(*same)));
+             continue;
            }
            c.patroni.push_back(*url);
          }

@@ -85,8 +85,9 @@ PatroniElection elect_leader(const std::vector<MemberAnswer>& answers, std::size
   const auto [index, votes] = largest_group(answers);
   e.agreeing = votes;
   if (votes * 2 <= e.answered) {
+    // Uncertainty, not a "not this node": a stale member against a fresh one splits evenly.
     e.view = tl::make_unexpected(ProbeError{
-        Failure::role,
+        Failure::protocol,
         fmt::format("Patroni members disagree: no leader is named by more than half of the {} "
                     "that answered ({})",
                     e.answered, e.detail),

@@ -30,7 +30,7 @@ struct PatroniElection {
   std::size_t answered = 0;   // of which gave a usable /cluster answer
   std::size_t agreeing = 0;   // of which name the majority's leader (or its absence)
   // The view of the first member of the majority; or why there is none: every member failed
-  // (its kind: timeout, network, protocol) or the answers disagree (role).
+  // (its kind: timeout, network, protocol) or the answers split evenly (protocol).
   tl::expected<ClusterView, ProbeError> view;
   std::string detail; // who said what, for reasons and explain
 };

@@ -3,8 +3,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <cmath>
-
 namespace dbcheck::core {
 namespace {
 
@@ -19,30 +17,6 @@ tl::expected<json, std::string> parse_object(std::string_view body) {
     return tl::make_unexpected(std::string{"answer is not a JSON object"});
   }
   return doc;
-}
-
-// A positive number of seconds under `key` (Patroni accepts numbers or numeric strings), the
-// default when absent, an error when present but unusable.
-tl::expected<double, std::string> seconds_field(const json& doc, const char* key, double dflt) {
-  const auto it = doc.find(key);
-  if (it == doc.end() || it->is_null()) {
-    return dflt;
-  }
-  double v = -1;
-  if (it->is_number()) {
-    v = it->get<double>();
-  } else if (it->is_string()) {
-    const std::string s = it->get<std::string>();
-    char* end = nullptr;
-    v = std::strtod(s.c_str(), &end);
-    if (s.empty() || end != s.c_str() + s.size()) {
-      v = -1;
-    }
-  }
-  if (!std::isfinite(v) || v <= 0 || v > 86400) {
-    return tl::make_unexpected(fmt::format("\"{}\" is not a number of seconds", key));
-  }
-  return v;
 }
 
 } // namespace
@@ -72,27 +46,6 @@ tl::expected<PatroniStatus, std::string> parse_patroni_status(std::string_view b
     }
   }
   return s;
-}
-
-tl::expected<PatroniTiming, std::string> parse_patroni_timing(std::string_view body) {
-  auto doc = parse_object(body);
-  if (!doc) {
-    return tl::make_unexpected(doc.error());
-  }
-  PatroniTiming t;
-  auto ttl = seconds_field(*doc, "ttl", t.ttl);
-  auto loop_wait = seconds_field(*doc, "loop_wait", t.loop_wait);
-  auto retry = seconds_field(*doc, "retry_timeout", t.retry_timeout);
-  for (const auto* r : {&ttl, &loop_wait, &retry}) {
-    if (!*r) {
-      return tl::make_unexpected(r->error());
-    }
-  }
-  return PatroniTiming{*ttl, *loop_wait, *retry};
-}
-
-double max_dcs_silence_s(const PatroniTiming& timing) {
-  return timing.loop_wait + timing.retry_timeout;
 }
 
 } // namespace dbcheck::core

@@ -15,9 +15,9 @@ bool is_primary_role(std::string_view role) {
   return role == "master" || role == "primary"; // Patroni 3.x / 4.x
 }
 
-// The members name this node leader: its own Patroni must say it is a running primary that
-// reached the DCS recently (by its own clock: dcs_last_seen against its answer's Date, so
-// clock skew between hosts cannot hide an unmanaged leader).
+// The members name this node leader: its own Patroni must say so too. GET /primary answers
+// 200 only while that Patroni renewed the leader lock within ttl by its own clock (and is not
+// a standby cluster): Patroni's own check, so dbcheck never passes a writer it would fail.
 Opinion leader_confirms(const WriterObservation& obs, const PatroniMember& leader) {
   const std::string named = fmt::format("Patroni names this node ({}) leader", leader.name);
   if (!obs.leader_report) {
@@ -37,6 +37,19 @@ Opinion leader_confirms(const WriterObservation& obs, const PatroniMember& leade
                         leader.name),
             Failure::role};
   }
+  if (report->http_status == 503) {
+    return {false,
+            fmt::format("{}, but its own Patroni answers GET /primary 503 (it does not hold the "
+                        "leader lock; role {}, state {})",
+                        named, st.role, st.state),
+            Failure::role};
+  }
+  if (report->http_status != 200) {
+    return {
+        false,
+        fmt::format("{}, but its own Patroni answers GET /primary {}", named, report->http_status),
+        Failure::protocol};
+  }
   if (!is_primary_role(st.role)) {
     return {false, fmt::format("{}, but its own Patroni says role {}", named, st.role),
             Failure::role};
@@ -45,34 +58,10 @@ Opinion leader_confirms(const WriterObservation& obs, const PatroniMember& leade
     return {false, fmt::format("{}, but its own Patroni says PostgreSQL is {}", named, st.state),
             Failure::not_ready};
   }
-  if (!report->server_time) {
-    return {false,
-            fmt::format("{}, but its Patroni's answer carries no Date header to judge its DCS "
-                        "contact by",
-                        named),
-            Failure::protocol};
-  }
-  const double limit = max_dcs_silence_s(report->timing);
-  const std::string limit_text =
-      fmt::format("loop_wait {} + retry_timeout {}", util::format_seconds(report->timing.loop_wait),
-                  util::format_seconds(report->timing.retry_timeout));
-  if (!st.dcs_last_seen || *st.dcs_last_seen <= 0) {
-    return {false,
-            fmt::format("{}, but its own Patroni has not reached the DCS since it started", named),
-            Failure::role};
-  }
-  const double silence = static_cast<double>(*report->server_time - *st.dcs_last_seen);
-  if (silence > limit) {
-    return {false,
-            fmt::format("{}, but its own Patroni last reached the DCS {} ago (more than {}): an "
-                        "unmanaged leader, whose leader key may expire under it",
-                        named, util::format_seconds(silence), limit_text),
-            Failure::role};
-  }
   Opinion o{true,
-            fmt::format("{}, confirmed by its own Patroni (running {}, DCS reached {} ago, limit "
-                        "{})",
-                        named, st.role, util::format_seconds(std::max(0.0, silence)), limit_text),
+            fmt::format("{}, confirmed by its own Patroni (GET /primary 200: holds the leader "
+                        "lock, running {})",
+                        named, st.role),
             Failure::none};
   o.vouches_for_node = true; // Patroni's own query of PostgreSQL says primary
   return o;

@@ -27,13 +27,12 @@ struct NodeRole {
   std::optional<int> connection_limit; // max_connections - superuser_reserved_connections
 };
 
-// What the leader's own Patroni said about itself (GET /patroni, GET /config), with the
-// clock of its answer: the leader confirming that it is a running primary in touch with the DCS.
+// What the leader's own Patroni answered to GET /primary: 200 only while it holds the leader
+// lock by its own clock (renewed within ttl; Patroni's own check), with its status document.
 struct LeaderReport {
-  std::string url; // where it was asked, without credentials
-  PatroniStatus status;
-  std::optional<long long> server_time; // the answer's Date header, epoch seconds
-  PatroniTiming timing;
+  std::string url;      // where it was asked, without credentials
+  long http_status = 0; // 200 or 503
+  PatroniStatus status; // the body: state, role, name (4.x)
 };
 
 // Everything the writer check saw: the manager's answer and the node's, or why each failed.
@@ -67,7 +66,7 @@ struct ReplicaObservation {
 // --- Interface ---
 
 // Writer: up only when the Patroni members agree `node` is the leader, its own Patroni confirms
-// it (running primary, DCS reached within loop_wait + retry_timeout by its own clock) AND
+// it (GET /primary 200: it holds the leader lock; a running primary) AND
 // PostgreSQL there is out of recovery and read-write; anything unknown is down. A full server
 // (53300 on connect, or, over a kept connection, every slot in use) with Patroni's agreement
 // follows `saturation` (core/writer_opinions.hpp).

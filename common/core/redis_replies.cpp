@@ -64,6 +64,10 @@ bool SentinelView::failing_over() const {
   return has_flag(flags, "failover_in_progress");
 }
 
+bool SentinelView::has(std::string_view flag) const {
+  return has_flag(flags, flag);
+}
+
 ProbeError classify_redis_error(const std::string& message) {
   const auto starts = [&](std::string_view p) { return message.rfind(p, 0) == 0; };
   Failure kind = Failure::protocol;

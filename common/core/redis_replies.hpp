@@ -32,6 +32,8 @@ struct SentinelView {
   bool unsettled() const;
   // True while this Sentinel is failing the master over (flag failover_in_progress).
   bool failing_over() const;
+  // True when `flag` is one of the comma-separated flags (whole words: "s_down", ...).
+  bool has(std::string_view flag) const;
 };
 
 // --- Interface ---

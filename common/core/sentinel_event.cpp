@@ -52,10 +52,11 @@ std::optional<SentinelEvent> parse_sentinel_event(std::string_view channel,
     }
     e.master_name = std::string{w[0]};
     master = address(w[1], w[2]);
-  } else if (w.size() >= 8 && w[4] == "@") {
+  } else if (w.size() == 8 && w[4] == "@" &&
+             (w[0] == "slave" || w[0] == "replica" || w[0] == "sentinel")) {
     e.master_name = std::string{w[5]};
     master = address(w[6], w[7]);
-  } else if (w.size() >= 4 && w[0] == "master") {
+  } else if (w.size() == 4 && (w[0] == "master" || w[0] == "primary")) {
     e.master_name = std::string{w[1]};
     master = address(w[2], w[3]);
   }

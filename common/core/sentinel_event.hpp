@@ -5,7 +5,8 @@
 // Payloads (redis src/sentinel.c, sentinelEvent): for a master instance
 // "master <name> <ip> <port>", for a replica or Sentinel instance
 // "<type> <name> <ip> <port> @ <master-name> <master-ip> <master-port>"; +switch-master is
-// "<master-name> <old-ip> <old-port> <new-ip> <new-port>".
+// "<master-name> <old-ip> <old-port> <new-ip> <new-port>". Read exactly: a payload with more
+// or fewer words is not one of these (Valkey's "primary"/"replica" words are accepted).
 
 #include <util/host_port.hpp>
 

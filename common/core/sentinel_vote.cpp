@@ -67,9 +67,12 @@ std::size_t vouchers_for(const std::vector<SentinelAnswer>& answers, const util:
                          long long max_info_age_ms) {
   std::size_t n = 0;
   for (const SentinelAnswer* a : distinct(answers)) {
-    n += counts_for(*a, node) && is_master_role(a->view->role_reported) &&
-                 a->view->info_refresh_ms && *a->view->info_refresh_ms >= 0 &&
-                 *a->view->info_refresh_ms <= max_info_age_ms
+    // Sentinel reports info-refresh 0 and role-reported "master" for an instance it never
+    // read INFO from: only a positive age on a linked, reachable master is a report.
+    const SentinelView* v = a->view ? &*a->view : nullptr;
+    n += counts_for(*a, node) && is_master_role(v->role_reported) && v->info_refresh_ms &&
+                 *v->info_refresh_ms > 0 && *v->info_refresh_ms <= max_info_age_ms &&
+                 !v->has("disconnected") && !v->has("s_down")
              ? 1
              : 0;
   }

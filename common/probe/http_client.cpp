@@ -68,19 +68,6 @@ void set_common_options(CURL* h, const std::string& url, long budget_ms, Transfe
 
 // True when a finished transfer failed as a transport (too big, the deadline, a curl error),
 // with the reason in a.error (and a.timed_out set for the deadline).
-// The Date header of a finished transfer as epoch seconds, or nullopt (absent, unparsable).
-std::optional<long long> date_header(CURL* h) {
-  curl_header* header = nullptr;
-  if (curl_easy_header(h, "Date", 0, CURLH_HEADER, -1, &header) != CURLHE_OK || header == nullptr) {
-    return std::nullopt;
-  }
-  const time_t t = curl_getdate(header->value, nullptr);
-  if (t <= 0) {
-    return std::nullopt;
-  }
-  return static_cast<long long>(t);
-}
-
 bool transport_failed(const Transfer& t, CURLcode rc, const HttpOptions& options, HttpAttempt& a) {
   if (t.too_big) {
     a.error = fmt::format("answer larger than {} bytes", options.max_body);
@@ -143,14 +130,13 @@ std::vector<HttpReply> get_all(const std::vector<std::string>& urls, const HttpO
       curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &r.attempt.status);
       if (!transport_failed(*t, msg->data.result, options, r.attempt)) {
         r.body = std::move(t->body);
-        r.date = date_header(msg->easy_handle);
         if (r.attempt.status != 200) {
           r.attempt.error = fmt::format("HTTP {}", r.attempt.status);
         }
       }
-      if (!stop) {
-        stop = enough(t->index, r);
-      }
+      // Every finished reply is handed over, also after `enough` said stop: those that
+      // arrived in the same batch are answers too.
+      stop = enough(t->index, r) || stop;
     }
     if (running > 0 && !stop) {
       const int wait = std::clamp(deadline.remaining_ms(), 0, 50);
@@ -205,9 +191,7 @@ HttpReply post_json(const std::string& url, const std::string& json_body,
   const CURLcode rc = curl_easy_perform(h);
   reply.attempt.latency_ms = elapsed_ms(t.started, Clock::now());
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &reply.attempt.status);
-  if (!transport_failed(t, rc, options, reply.attempt)) {
-    reply.date = date_header(h);
-  }
+  transport_failed(t, rc, options, reply.attempt);
   reply.body = std::move(t.body);
   return reply;
 }

@@ -31,12 +31,10 @@ struct HttpCredentials {
   std::string password;
 };
 
-// The answer to one request: the attempt (status, error, latency), the body, and the server's
-// clock.
+// The answer to one request: the attempt (status, error, latency) and the body.
 struct HttpReply {
   HttpAttempt attempt;
   std::string body;
-  std::optional<long long> date; // the Date header, epoch seconds, when present and valid
 };
 
 // Called with each finished GET (its index among the URLs and its reply, transport failures

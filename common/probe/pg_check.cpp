@@ -128,76 +128,91 @@ ManagerResult ask_patroni(const std::vector<std::string>& bases,
   return r;
 }
 
-// The base URL to ask the leader's own Patroni at: the configured URL that reaches the same
-// server as the api_url the members list for it (so the configured scheme and CA apply), else
-// that api_url's origin.
-std::optional<std::string> leader_base(const core::PatroniMember& leader,
-                                       const std::vector<std::string>& bases) {
+// The base URL to ask the leader's own Patroni at, and how it was chosen. In order: the
+// configured URL that reaches the same server as the api_url the members list for it (so
+// the configured scheme, name and CA apply); else the configured URL on the leader's
+// PostgreSQL host (api_url often holds an address the HAProxy host cannot use: a NAT or
+// container address, an IP where the certificate names the host); else that api_url itself.
+struct LeaderBase {
+  std::string url;
+  std::string why; // for the reason when the leader does not answer there
+};
+
+std::optional<LeaderBase> leader_base(const core::PatroniMember& leader,
+                                      const std::vector<std::string>& bases) {
   const auto origin = util::url_origin(leader.api_url);
-  if (!origin) {
-    return std::nullopt;
-  }
   for (const auto& b : bases) {
-    if (util::url_origin(b) == origin) {
-      return b;
+    if (origin && util::url_origin(b) == origin) {
+      return LeaderBase{b, "its api_url"};
     }
   }
-  return *origin;
+  for (const auto& b : bases) {
+    const auto o = util::url_origin(b);
+    const auto host_start = o ? o->find("://") : std::string::npos;
+    const auto port_colon = o ? o->rfind(':') : std::string::npos;
+    if (host_start != std::string::npos && port_colon != std::string::npos) {
+      std::string host = o->substr(host_start + 3, port_colon - host_start - 3);
+      if (host.size() > 2 && host.front() == '[') {
+        host = host.substr(1, host.size() - 2);
+      }
+      if (util::same_endpoint(util::HostPort{host, 1}, util::HostPort{leader.address.host, 1})) {
+        return LeaderBase{b, fmt::format("the configured URL on its host, not its api_url \"{}\"",
+                                         util::redact_url(leader.api_url))};
+      }
+    }
+  }
+  if (origin) {
+    return LeaderBase{*origin, "its api_url: no configured URL reaches that server or its host"};
+  }
+  return std::nullopt;
 }
 
-// GET /patroni and GET /config of the leader's own Patroni, at once: its own word that it is
-// a running primary in touch with the DCS, and the times that bound that contact.
+// GET /primary of the leader's own Patroni: 200 only while it holds the leader lock by its
+// own clock; its body says whether PostgreSQL runs as primary.
 tl::expected<core::LeaderReport, ProbeError>
 ask_leader(const core::PatroniMember& leader, const std::vector<std::string>& bases,
            const std::optional<std::string>& cafile, const Deadline& deadline, core::Step& step) {
   step.opinion = "manager";
-  step.asked = "GET /patroni, GET /config";
+  step.asked = "GET /primary";
   const auto base = leader_base(leader, bases);
   if (!base) {
     step.peer = leader.name;
-    step.answer = fmt::format("no usable api_url (\"{}\")", leader.api_url);
+    step.answer = fmt::format("no usable REST API address (api_url \"{}\")",
+                              util::redact_url(leader.api_url));
     return tl::make_unexpected(ProbeError{
         core::Failure::protocol,
-        fmt::format("the members list no usable REST API address for it (api_url \"{}\")",
+        fmt::format("no configured URL is on its host and the members list no usable api_url "
+                    "for it (\"{}\")",
                     util::redact_url(leader.api_url)),
         ""});
   }
-  step.peer = util::redact_url(*base);
+  step.peer = util::redact_url(base->url);
   HttpOptions options;
   options.cafile = cafile;
   options.max_body = 256 * 1024;
-  std::vector<HttpReply> replies = get_all({*base + "/patroni", *base + "/config"}, options,
-                                           deadline, [](std::size_t, HttpReply&) { return false; });
-  step.latency_ms = std::max(replies[0].attempt.latency_ms, replies[1].attempt.latency_ms);
-  const auto fail = [&](const HttpAttempt& a, std::string what) -> ProbeError {
+  std::vector<HttpReply> replies = get_all({base->url + "/primary"}, options, deadline,
+                                           [](std::size_t, HttpReply&) { return false; });
+  const HttpAttempt& a = replies[0].attempt;
+  step.latency_ms = a.latency_ms;
+  const bool answered = a.status == 200 || a.status == 503;
+  if (!answered) {
     const core::Failure kind = a.timed_out     ? core::Failure::timeout
                                : a.status != 0 ? core::Failure::protocol
                                                : core::Failure::network;
-    step.answer = fmt::format("{}: {}", a.url, what);
-    return ProbeError{kind, step.answer, ""};
-  };
-  for (const HttpReply& r : replies) {
-    if (!r.attempt.error.empty()) {
-      return tl::make_unexpected(fail(r.attempt, r.attempt.error));
-    }
+    step.answer = a.error;
+    return tl::make_unexpected(
+        ProbeError{kind, fmt::format("{} (asked at {}): {}", a.url, base->why, a.error), ""});
   }
   auto status = core::parse_patroni_status(replies[0].body);
   if (!status) {
-    return tl::make_unexpected(fail(replies[0].attempt, "unusable answer: " + status.error()));
+    step.answer = fmt::format("HTTP {}, unusable answer: {}", a.status, status.error());
+    return tl::make_unexpected(
+        ProbeError{core::Failure::protocol,
+                   fmt::format("{}: unusable answer: {}", a.url, status.error()), ""});
   }
-  auto timing = core::parse_patroni_timing(replies[1].body);
-  if (!timing) {
-    return tl::make_unexpected(fail(replies[1].attempt, "unusable answer: " + timing.error()));
-  }
-  core::LeaderReport report{util::redact_url(*base), std::move(*status), replies[0].date, *timing};
-  step.answer = fmt::format(
-      "state {}, role {}, dcs_last_seen {}, Date {}; ttl {}, loop_wait {}, retry_timeout {}",
-      report.status.state, report.status.role,
-      report.status.dcs_last_seen ? std::to_string(*report.status.dcs_last_seen) : "none",
-      report.server_time ? std::to_string(*report.server_time) : "none",
-      util::format_seconds(timing->ttl), util::format_seconds(timing->loop_wait),
-      util::format_seconds(timing->retry_timeout));
-  return report;
+  step.answer = fmt::format("HTTP {}: state {}, role {}{}", a.status, status->state, status->role,
+                            status->name ? ", member " + *status->name : "");
+  return core::LeaderReport{util::redact_url(base->url), a.status, std::move(*status)};
 }
 
 // The members' view, and when they name `node` leader, its own Patroni's report.
@@ -404,8 +419,11 @@ tl::expected<ReplayReading, ProbeError> read_replay(const std::optional<std::str
 core::Report check_replica(const config::PostgresCluster& cluster, const config::Backend& backend,
                            const util::HostPort& node, const Deadline& deadline,
                            ConnectionCache* cache) {
-  auto manager = spawn([bases = cluster.patroni, cafile = cluster.patroni_cafile, deadline] {
-    return ask_patroni(bases, cafile, deadline);
+  // The members get what the replica's own query leaves: a hung member (no majority yet)
+  // must not starve the query and take every healthy replica out.
+  const Deadline members_by = deadline.minus(reserve_for_last_step(deadline));
+  auto manager = spawn([bases = cluster.patroni, cafile = cluster.patroni_cafile, members_by] {
+    return ask_patroni(bases, cafile, members_by);
   });
   core::Step nstep = node_step("node", node, k_replica_sql);
   const auto t0 = Clock::now();

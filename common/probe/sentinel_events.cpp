@@ -4,6 +4,8 @@
 
 #include <core/sentinel_event.hpp>
 
+#include <fmt/format.h>
+
 #include <chrono>
 
 namespace dbcheck::probe {
@@ -58,20 +60,27 @@ void SentinelWatcher::watch(const util::HostPort& sentinel) {
   while (!m_stop) {
     auto link = RedisLink::connect(sentinel, Deadline::in(util::Duration{500}));
     bool ok = link.has_value();
+    // AUTH, then one PSUBSCRIBE per channel: an ACL written for an older dbcheck that lacks
+    // a channel refuses that channel only, not the whole subscription.
+    std::size_t auth_replies = 0;
     if (ok) {
-      // AUTH, then one PSUBSCRIBE for every channel (patterns and plain names alike).
       std::vector<RedisCommand> cmds =
           auth_command(m_cluster.sentinel_user.value_or(""), m_cluster.sentinel_password.reveal());
-      RedisCommand sub{"PSUBSCRIBE"};
-      sub.insert(sub.end(), sentinel_event_channels().begin(), sentinel_event_channels().end());
+      auth_replies = cmds.size();
+      for (const auto& channel : sentinel_event_channels()) {
+        cmds.push_back({"PSUBSCRIBE", channel});
+      }
       for (const auto& c : cmds) {
         ok = ok && link->send(c, Deadline::in(util::Duration{500})).has_value();
       }
-      ok = ok && link->send(sub, Deadline::in(util::Duration{500})).has_value();
       if (ok) {
         ++m_connects;
       }
     }
+    const std::size_t setup_replies = auth_replies + sentinel_event_channels().size();
+    std::size_t replies = 0;
+    std::size_t subscribed = 0;
+    std::string refused;
     while (ok && !m_stop) {
       auto msg = link->next(Deadline::in(util::Duration{250}));
       if (!msg) {
@@ -83,10 +92,30 @@ void SentinelWatcher::watch(const util::HostPort& sentinel) {
         continue; // quiet: check m_stop and wait again
       }
       const core::RespValue& m = **msg;
-      if (m.type == core::RespValue::Type::error) {
-        m_on_event(who, "error", m.str); // AUTH or ACL refused: say so, retry later
-        ok = false;
-        break;
+      if (replies < setup_replies) {
+        // The answers to AUTH and to each PSUBSCRIBE, in order.
+        const std::size_t i = replies++;
+        const bool error = m.type == core::RespValue::Type::error;
+        if (error && i < auth_replies) {
+          m_on_event(who, "error", m.str); // AUTH refused: say so, retry later
+          ok = false;
+          break;
+        }
+        if (error) {
+          refused += (refused.empty() ? "" : ", ") + sentinel_event_channels()[i - auth_replies];
+        } else if (i >= auth_replies) {
+          ++subscribed;
+        }
+        if (replies == setup_replies && !refused.empty()) {
+          m_on_event(who, "error",
+                     fmt::format("channels refused (update the Sentinel ACL: dbcheck setup-sql "
+                                 "sentinel): {}",
+                                 refused));
+        }
+        if (replies == setup_replies && subscribed == 0) {
+          ok = false; // nothing to listen to: retry later
+        }
+        continue;
       }
       // ["pmessage", pattern, channel, payload]; payload names the master first.
       if (m.type == core::RespValue::Type::array && m.elements.size() == 4 &&

@@ -6,7 +6,7 @@ on demand (a stale view answering first, a leader that lost the DCS)."""
 import time
 
 from fixtures.dbcheck import explain, write_dbcheck_config
-from fixtures.fake_patroni import CONFIG_DOC, FakePatroni, cluster_doc, status_doc
+from fixtures.fake_patroni import FakePatroni, cluster_doc, status_doc
 from fixtures.ports import free_ports
 from fixtures.procs import wait_until
 
@@ -60,16 +60,16 @@ def test_a_stale_member_answering_first_is_outvoted(workdir, pg_cluster, dbcheck
     leader, other = _stale_setup(pg_cluster)
     with FakePatroni() as a, FakePatroni(delay=0.15) as b, FakePatroni(delay=0.15) as c:
         a.routes = {"/cluster": (200, cluster_doc("stale", leader.pg_addr, a.url)),
-                    "/patroni": (200, status_doc()), "/config": (200, CONFIG_DOC)}
+                    "/primary": (200, status_doc())}
         for fake in (b, c):
             fake.routes = {"/cluster": (200, cluster_doc("fresh", other.pg_addr, fake.url)),
-                           "/patroni": (200, status_doc()), "/config": (200, CONFIG_DOC)}
+                           "/primary": (200, status_doc())}
         cfg = config(workdir, pg_cluster, "stale", [a.url, b.url, c.url])
         run = explain(dbcheck_bin, cfg, "pg_write", leader.pg_addr)
         assert run.rc == 1, run
         assert run.failure == "role", run
         assert run.reason.startswith(f"not the writer: Patroni names fresh ({other.pg_addr}) leader"), run
-        assert "/patroni" not in a.asked, a.asked  # the outvoted member's leader is not asked
+        assert "/primary" not in a.asked, a.asked  # the outvoted member's leader is not asked
         # Two members agreeing decide: the third is not waited for.
         with FakePatroni(delay=5) as slow:
             slow.routes = b.routes
@@ -82,28 +82,42 @@ def test_a_stale_member_answering_first_is_outvoted(workdir, pg_cluster, dbcheck
 
 def test_a_lone_member_needs_its_leader_to_confirm(workdir, pg_cluster, dbcheck_bin, figures):
     """Only one member answers (the others refuse) and names this node leader: it is all
-    of those that answered, so the leader's own confirmation decides: fresh DCS contact
-    passes; DCS silence beyond loop_wait + retry_timeout, a replica role, or a refused
-    /patroni fail."""
+    of those that answered, so the leader's own GET /primary decides: 200 with a running
+    primary passes; 503 (it does not hold the lock), a replica role, a stopped PostgreSQL or
+    no such endpoint fail."""
     leader, _ = _stale_setup(pg_cluster)
     dead = [f"http://127.0.0.1:{p}" for p in free_ports(2)]
     cases = [
-        ("fresh", status_doc(dcs_seen_ago=1), 200, True, None),
-        ("silent DCS", status_doc(dcs_seen_ago=30), 200, False, "role"),
-        ("replica", status_doc(role="replica"), 200, False, "role"),
-        ("stopped", status_doc(state="stopped"), 200, False, "not_ready"),
-        ("no /patroni", None, 503, False, "protocol"),
+        ("confirms", 200, status_doc(), True, None),
+        ("no lock", 503, status_doc(), False, "role"),
+        ("replica", 200, status_doc(role="replica"), False, "role"),
+        ("stopped", 200, status_doc(state="stopped"), False, "not_ready"),
+        ("no /primary", 404, {}, False, "protocol"),
     ]
     seen = []
-    for name, status, code, passes, failure in cases:
+    for name, code, status, passes, failure in cases:
         with FakePatroni() as lone:
             lone.routes = {"/cluster": (200, cluster_doc("pg-lone", leader.pg_addr, lone.url)),
-                           "/patroni": (code, status or {}), "/config": (200, CONFIG_DOC)}
-            cfg = config(workdir, pg_cluster, f"lone-{name.replace(' ', '-')}", [lone.url, *dead])
+                           "/primary": (code, status)}
+            cfg = config(workdir, pg_cluster, f"lone-{name.replace(' ', '-').strip('/')}", [lone.url, *dead])
             run = explain(dbcheck_bin, cfg, "pg_write", leader.pg_addr)
-            assert "/patroni" in lone.asked and "/config" in lone.asked, (name, lone.asked)
+            assert "/primary" in lone.asked, (name, lone.asked)
         assert (run.rc == 0) == passes, (name, run)
         if failure:
             assert run.failure == failure, (name, run)
         seen.append(f"{name}: {'UP' if run.rc == 0 else 'DOWN (' + run.failure + ')'}")
     figures("lone member naming the writer", "; ".join(seen))
+
+
+def test_a_hung_member_does_not_starve_the_replica_check(workdir, pg_cluster, dbcheck_bin):
+    """Two configured members, one hangs: no majority of the configured can form before the
+    deadline, yet the replica's own query keeps its share of the time and the check ends in
+    time, judged on the member that answered."""
+    leader = pg_cluster.wait_healthy()
+    replica = pg_cluster.replicas()[0]
+    with FakePatroni(delay=5) as hung:
+        hung.routes = {"/cluster": (200, {"members": []})}
+        cfg = config(workdir, pg_cluster, "hung-member", [leader.rest_url, hung.url])
+        run = explain(dbcheck_bin, cfg, "pg_read", replica.pg_addr)
+    assert run.rc == 0, run
+    assert run.report["elapsed_ms"] <= TIMEOUT * 1000 + 100, run

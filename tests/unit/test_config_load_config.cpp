@@ -328,3 +328,19 @@ TEST_CASE("operator credentials are a path only, never read by a check", "[confi
   CHECK(pg.operator_user == "dbcheck-operator");
   CHECK(pg.operator_password_file == dir.path + "/no-such-operator.password");
 }
+
+TEST_CASE("a Patroni member listed twice is refused: it would vote twice", "[config]") {
+  TempDir dir;
+  const std::string pw = dir.write("pg.password", "secret\n", 0600);
+  std::string text = valid_config(pw);
+  text.replace(text.find("\"http://10.0.0.2:8008/\""), 23,
+               "\"http://10.0.0.2:8008/\", \"http://10.0.0.1:8008/\", \"https://10.0.0.1:8008\", "
+               "\"http://proxy/pg1\", \"http://proxy/pg2\"");
+  const auto r = parse_config(text, "dbcheck.toml");
+  REQUIRE_FALSE(r);
+  // Another scheme or another path below one proxy is another member; the same origin is not.
+  CHECK(errors_of(r) ==
+        "dbcheck.toml:6: cluster.pg.patroni: \"http://10.0.0.1:8008\" is listed twice (also as "
+        "\"http://10.0.0.1:8008\"): each member must appear once, or it would count twice towards "
+        "the majority\n");
+}

@@ -51,7 +51,7 @@ TEST_CASE("more than half of the answering members must name the leader",
   // One each, the third down: no majority of those that answered.
   e = elect_leader({said("a", pg1), said("b", pg2), failed("c", Failure::network, "refused")}, 3);
   REQUIRE_FALSE(e.view);
-  CHECK(e.view.error().kind == Failure::role);
+  CHECK(e.view.error().kind == Failure::protocol);
   CHECK(e.view.error().detail ==
         "Patroni members disagree: no leader is named by more than half of the 2 that answered "
         "(a names pg1 (10.0.0.1:5432); b names pg2 (10.0.0.2:5432); c: refused)");

@@ -1,4 +1,4 @@
-// GET /patroni and GET /config as Patroni 3.0.2 and 4.1 answer them.
+// GET /patroni (and /primary, the same document) as Patroni 3.0.2 and 4.1 answer them.
 #include <core/patroni_status.hpp>
 
 #include <catch2/catch.hpp>
@@ -35,23 +35,4 @@ TEST_CASE("GET /patroni: state, role, DCS contact and name", "[core][patroni][st
         "answer has no \"state\" and \"role\"");
   CHECK(parse_patroni_status(R"({"state": 1, "role": "master"})").error() ==
         "answer has no \"state\" and \"role\"");
-}
-
-TEST_CASE("GET /config: the times, Patroni's defaults when absent", "[core][patroni][status]") {
-  auto t = parse_patroni_timing(R"({"ttl": 20, "loop_wait": 2, "retry_timeout": 5,
-                                     "postgresql": {"use_pg_rewind": true}})");
-  REQUIRE(t);
-  CHECK(t->ttl == 20);
-  CHECK(max_dcs_silence_s(*t) == 7);
-  t = parse_patroni_timing(R"({"ttl": "30", "loop_wait": "10"})");
-  REQUIRE(t);
-  CHECK(max_dcs_silence_s(*t) == 20);
-  t = parse_patroni_timing("{}");
-  REQUIRE(t);
-  CHECK(max_dcs_silence_s(*t) == 20);
-  CHECK(parse_patroni_timing(R"({"loop_wait": -1})").error() ==
-        "\"loop_wait\" is not a number of seconds");
-  CHECK(parse_patroni_timing(R"({"retry_timeout": "ten"})").error() ==
-        "\"retry_timeout\" is not a number of seconds");
-  CHECK_FALSE(parse_patroni_timing("null"));
 }

@@ -47,23 +47,14 @@ std::map<std::string, Manager> managers() {
 
 using Report = std::optional<tl::expected<LeaderReport, ProbeError>>;
 
-// The leader's own Patroni: running primary, DCS read 1 s before its answer, loop_wait 2 +
-// retry_timeout 5 (the test cluster's timing).
+// The leader's own Patroni answering GET /primary.
 LeaderReport confirming(const char* role = "master", const char* state = "running",
-                        long long seen_ago = 1) {
-  LeaderReport r;
-  r.url = "http://10.0.0.1:8008";
-  r.status = PatroniStatus{state, role, 1'700'000'000 - seen_ago, std::nullopt};
-  r.server_time = 1'700'000'000;
-  r.timing = PatroniTiming{20, 2, 5};
-  return r;
+                        long http_status = 200) {
+  return LeaderReport{"http://10.0.0.1:8008", http_status,
+                      PatroniStatus{state, role, 1'700'000'000, std::nullopt}};
 }
 
 std::map<std::string, Report> leader_reports() {
-  LeaderReport never = confirming();
-  never.status.dcs_last_seen = 0;
-  LeaderReport undated = confirming();
-  undated.server_time = std::nullopt;
   LeaderReport renamed = confirming("primary");
   renamed.status.name = "pg3";
   LeaderReport named = confirming("primary");
@@ -71,17 +62,15 @@ std::map<std::string, Report> leader_reports() {
   return {
       {"confirms", confirming()},
       {"confirms4", named},
-      {"at limit", confirming("master", "running", 7)},
       {"refused", tl::make_unexpected(ProbeError{
-                      Failure::network, "http://10.0.0.1:8008/patroni: Connection refused", ""})},
+                      Failure::network, "http://10.0.0.1:8008/primary: Connection refused", ""})},
       {"timeout",
        tl::make_unexpected(ProbeError{
-           Failure::timeout, "http://10.0.0.1:8008/patroni: no answer before the deadline", ""})},
-      {"stale", confirming("master", "running", 8)},
-      {"never", never},
+           Failure::timeout, "http://10.0.0.1:8008/primary: no answer before the deadline", ""})},
+      {"no lock", confirming("master", "running", 503)},
+      {"http 500", confirming("master", "running", 500)},
       {"replica", confirming("replica")},
       {"stopped", confirming("master", "stopped")},
-      {"undated", undated},
       {"renamed", renamed},
       {"not asked", std::nullopt},
   };
@@ -165,9 +154,9 @@ TEST_CASE("writer: every node answer x every manager answer", "[core][verdict][w
 
 TEST_CASE("writer: the leader's own Patroni must confirm it", "[core][verdict][writer]") {
   const std::vector<std::pair<std::string, Cell>> rows = {
-      {"confirms", U},   {"confirms4", U},     {"at limit", U}, {"refused", D_net},
-      {"timeout", D_to}, {"stale", R},         {"never", R},    {"replica", R},
-      {"stopped", D_nr}, {"undated", D_proto}, {"renamed", R},  {"not asked", D_proto},
+      {"confirms", U}, {"confirms4", U},       {"refused", D_net}, {"timeout", D_to},
+      {"no lock", R},  {"http 500", D_proto},  {"replica", R},     {"stopped", D_nr},
+      {"renamed", R},  {"not asked", D_proto},
   };
   for (const auto& [report, cell] : rows) {
     CAPTURE(report);
@@ -182,14 +171,13 @@ TEST_CASE("writer: the leader's own Patroni must confirm it", "[core][verdict][w
     CHECK(evaluate_writer(writer_obs("self", "recovery", report), SaturationPolicy::up).failure ==
           Failure::role);
   }
-  CHECK(evaluate_writer(writer_obs("self", "rw", "stale"), SaturationPolicy::up).reason ==
-        "not the writer: Patroni names this node (pg1) leader, but its own Patroni last reached "
-        "the DCS 8.000s ago (more than loop_wait 2.000s + retry_timeout 5.000s): an unmanaged "
-        "leader, whose leader key may expire under it; PostgreSQL is read-write, not in "
-        "recovery");
+  CHECK(evaluate_writer(writer_obs("self", "rw", "no lock"), SaturationPolicy::up).reason ==
+        "not the writer: Patroni names this node (pg1) leader, but its own Patroni answers GET "
+        "/primary 503 (it does not hold the leader lock; role master, state running); "
+        "PostgreSQL is read-write, not in recovery");
   CHECK(evaluate_writer(writer_obs("self", "rw", "refused"), SaturationPolicy::up).reason ==
         "not the writer: Patroni names this node (pg1) leader, but its own Patroni does not "
-        "confirm it (unmanaged leader?): http://10.0.0.1:8008/patroni: Connection refused; "
+        "confirm it (unmanaged leader?): http://10.0.0.1:8008/primary: Connection refused; "
         "PostgreSQL is read-write, not in recovery");
 }
 
@@ -201,10 +189,9 @@ TEST_CASE("writer: a full server seen over a kept connection is saturated",
   CHECK(up.state == State::up);
   CHECK(up.failure == Failure::saturated);
   CHECK(up.reason ==
-        "saturated: Patroni names this node (pg1) leader, confirmed by its own Patroni (running "
-        "master, DCS reached 1.000s ago, limit loop_wait 2.000s + retry_timeout 5.000s); "
-        "PostgreSQL is read-write but full: 47 of 47 connections in use; on_saturation=up keeps "
-        "the sole writer in rotation");
+        "saturated: Patroni names this node (pg1) leader, confirmed by its own Patroni (GET "
+        "/primary 200: holds the leader lock, running master); PostgreSQL is read-write but "
+        "full: 47 of 47 connections in use; on_saturation=up keeps the sole writer in rotation");
   CHECK(evaluate_writer(full, SaturationPolicy::down).state == State::down);
   const WriterObservation room{k_self, managers().at("self"), NodeRole{false, false, 46, 47},
                                confirming()};
@@ -221,7 +208,7 @@ TEST_CASE("writer: saturation never passes on one opinion", "[core][verdict][wri
   CHECK(unconfirmed.state == State::down);
   CHECK(unconfirmed.failure == Failure::timeout);
   const Verdict stale =
-      evaluate_writer(writer_obs("self", "saturated", "stale"), SaturationPolicy::up);
+      evaluate_writer(writer_obs("self", "saturated", "no lock"), SaturationPolicy::up);
   CHECK(stale.state == State::down);
   CHECK(stale.failure == Failure::role);
 }
@@ -231,15 +218,15 @@ TEST_CASE("writer: on_saturation = down ejects a saturated leader", "[core][verd
   CHECK(v.state == State::down);
   CHECK(v.failure == Failure::saturated);
   CHECK(v.reason == "saturated: Patroni names this node (pg1) leader, confirmed by its own "
-                    "Patroni (running master, DCS reached 1.000s ago, limit loop_wait 2.000s + "
-                    "retry_timeout 5.000s); PostgreSQL: 53300: FATAL: sorry, too many clients "
-                    "already; on_saturation=down");
+                    "Patroni (GET /primary 200: holds the leader lock, running master); "
+                    "PostgreSQL: 53300: FATAL: sorry, too many clients already; "
+                    "on_saturation=down");
 }
 
 TEST_CASE("writer: reasons name both opinions", "[core][verdict][writer]") {
   const std::string confirmed =
-      "Patroni names this node (pg1) leader, confirmed by its own Patroni (running master, DCS "
-      "reached 1.000s ago, limit loop_wait 2.000s + retry_timeout 5.000s)";
+      "Patroni names this node (pg1) leader, confirmed by its own Patroni (GET /primary 200: "
+      "holds the leader lock, running master)";
   CHECK(evaluate_writer(writer_obs("self", "rw"), SaturationPolicy::up).reason ==
         confirmed + "; PostgreSQL is read-write, not in recovery");
   // The split-brain case: the old primary still says it is writable, Patroni disagrees.

@@ -45,3 +45,16 @@ TEST_CASE("a payload not in a known form names no master", "[core][redis][event]
   CHECK_FALSE(parse_sentinel_event("+switch-master", "hcmaster 127.0.0.1 56379"));
   CHECK_FALSE(parse_sentinel_event("+selected-slave", "slave a 127.0.0.1 56380 @ hcmaster x"));
 }
+
+TEST_CASE("words are counted exactly: no payload passes for another master",
+          "[core][redis][event]") {
+  CHECK_FALSE(parse_sentinel_event("+try-failover", "master cache 10.0.0.1 6379 extra"));
+  CHECK_FALSE(parse_sentinel_event(
+      "+selected-slave", "master x 10.0.0.9 1 @ cache 10.0.0.1 6379")); // not a replica entry
+  CHECK_FALSE(
+      parse_sentinel_event("+selected-slave", "slave a 10.0.0.2 6379 @ cache 10.0.0.1 6379 more"));
+  const auto v = parse_sentinel_event("+selected-slave",
+                                      "replica 10.0.0.2:6379 10.0.0.2 6379 @ cache 10.0.0.1 6379");
+  REQUIRE(v);
+  CHECK(v->master_name == "cache");
+}
