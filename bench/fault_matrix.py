@@ -444,11 +444,12 @@ class Matrix:
                         self.pg_targets(expect=("down", "auth")), "pg", user=HBA_REJECTED_USER)
         self.config_row("pg-dns-patroni", f"the Patroni URLs name {UNRESOLVABLE} (does not resolve)",
                         self.pg_targets(expect=("down", "network")), "pg",
-                        patroni_urls=[f"http://{UNRESOLVABLE}:8008"] * 3)
+                        patroni_urls=[f"http://{i}.{UNRESOLVABLE}:8008" for i in (1, 2, 3)])
         if self.want("pg-dns-node"):
             agent = self.pg_agents[pg.leader().name]
+            # Patroni names another leader: that "not this node" wins over the lookup failure.
             target = Target("pg_write", f"{UNRESOLVABLE}:5432", f"pg_write @ {UNRESOLVABLE}:5432", agent,
-                            expect=("down", "network"), healthy=None)
+                            expect=("down", "role"), healthy=None)
 
             @contextmanager
             def agent_on_unresolvable():
@@ -629,8 +630,10 @@ class Matrix:
             finally:
                 for s in stopped:
                     r.start_sentinel(s)
+        # Only refusals stand against the master (the third Sentinel names it): uncertainty,
+        # damped like any network failure, not a "not this node".
         self.row("sentinels-two-down", "two of three Sentinels stopped",
-                 self.redis_targets(expect=("down", "role")), two_sentinels_down,
+                 self.redis_targets(expect=("down", "network")), two_sentinels_down,
                  settle=lambda: r.wait_stable(30))
 
         self.config_row("redis-wrong-password", "the check user's password file holds a wrong password",
@@ -647,7 +650,7 @@ class Matrix:
 
         self.config_row("redis-dns-sentinels", f"the Sentinel addresses name {UNRESOLVABLE}",
                         self.redis_targets(expect=("down", "network")), "redis",
-                        sentinels=[f"{UNRESOLVABLE}:26379"] * 3)
+                        sentinels=[f"{i}.{UNRESOLVABLE}:26379" for i in (1, 2, 3)])
 
         if self.want("redis-loading"):
             self.loading_row()
