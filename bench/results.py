@@ -94,7 +94,7 @@ def provenance(argv=None):
     untracked, other than the results file being written) and the command line (`argv`, default
     this process's, its script path relative to the repository)."""
     argv = list(sys.argv if argv is None else argv)
-    if argv:
+    if argv and Path(argv[0]).is_file():
         script = Path(argv[0]).resolve()
         argv[0] = str(script.relative_to(REPO)) if script.is_relative_to(REPO) else argv[0]
     commit = (_git("rev-parse", "HEAD") or "").strip() or None

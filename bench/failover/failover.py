@@ -428,11 +428,11 @@ def judge(lab, v, writer, ctx):
     if v.dbcheck:  # why the new primary was not (yet) UP: HAProxy's check lines and dbcheck's verdicts
         lo, hi = first_err or t_fault, first_new or ctx["t_end"]
         new_server = lab.server_name(v, ctx["new"])
-        row["new_primary_checks"] = [f"+{t - offset - t_fault:.3f}s {kind} check {text}"
+        row["new_primary_checks"] = [f"{t - offset - t_fault:+.3f}s {kind} check {text}"
                                      for t, srv, kind, text in h.check_events(v.backend)
                                      if srv == new_server and lo - 1 <= t - offset <= hi]
         if v.key == "c" and ctx["verdicts"]:
-            row["new_primary_verdicts"] = [f"+{t - t_fault:.3f}s exit {rc}: {line}" for t, rc, line in
+            row["new_primary_verdicts"] = [f"{t - t_fault:+.3f}s exit {rc}: {line}" for t, rc, line in
                                            ctx["verdicts"].during(lab.node_addrs()[ctx["new"]], lo, hi)]
     return row
 
