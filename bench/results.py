@@ -3,7 +3,9 @@
 A section lives between `<!-- BEGIN name -->` and `<!-- END name -->`; write_section() replaces
 just that part (appending it when new), so the failover harness, the fault matrix, the fuzz
 run and the benchmarks can each refresh their own figures without touching the others'.
-The machine-and-versions header is refreshed by every write.
+The machine-and-versions header is refreshed by every write. Every section is stamped with the
+commit it was measured at, whether the working tree differed from it (the results file itself
+aside), and the command line that produced it, so a figure can always be traced to its code.
 DBCHECK_RESULTS_FILE redirects the writes to another file: ./scripts/test runs every command
 in its short mode and sends those figures to build/results-ci.md, so a test run never
 replaces the committed full-run figures.
@@ -12,7 +14,9 @@ replaces the committed full-run figures.
 import os
 import platform
 import re
+import shlex
 import subprocess
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -76,10 +80,42 @@ def machine_header():
     return "\n".join(lines)
 
 
-def write_section(name, body):
-    """Replace (or append) section `name` of docs/results.md with `body`, and refresh the header."""
+def _git(*args):
+    """Output of `git -C REPO args` (stripped), or None when git cannot say."""
+    try:
+        res = subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return res.stdout if res.returncode == 0 else None
+
+
+def provenance(argv=None):
+    """One Markdown line: the commit, whether the tree was dirty (files changed, staged or
+    untracked, other than the results file being written) and the command line (`argv`, default
+    this process's, its script path relative to the repository)."""
+    argv = list(sys.argv if argv is None else argv)
+    if argv and Path(argv[0]).is_file():
+        script = Path(argv[0]).resolve()
+        argv[0] = str(script.relative_to(REPO)) if script.is_relative_to(REPO) else argv[0]
+    commit = (_git("rev-parse", "HEAD") or "").strip() or None
+    status = _git("status", "--porcelain", "--untracked-files=normal")
+    if commit is None or status is None:
+        tree = "tree state unknown (not a git checkout)"
+    else:
+        ignored = {RESULTS.resolve()}
+        changed = [l[3:].split(" -> ")[-1] for l in status.splitlines() if l.strip()]
+        changed = [c for c in changed if (REPO / c).resolve() not in ignored]
+        tree = (f"tree **dirty** ({len(changed)} changed: {', '.join(changed[:8])}{', ...' if len(changed) > 8 else ''})"
+                if changed else "tree clean")
+    return f"_Commit `{commit or '?'}`, {tree}; produced by `{shlex.join(argv)}`._"
+
+
+def write_section(name, body, argv=None):
+    """Replace (or append) section `name` of docs/results.md with `body` stamped with its
+    provenance() (`argv`: the command line, default this process's), and refresh the header."""
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    block = f"<!-- BEGIN {name} -->\n{body.rstrip()}\n\n_Written {stamp}._\n<!-- END {name} -->"
+    block = (f"<!-- BEGIN {name} -->\n{body.rstrip()}\n\n{provenance(argv)}\n_Written {stamp}._\n"
+             f"<!-- END {name} -->")
     text = RESULTS.read_text() if RESULTS.exists() else ""
     header = f"{TITLE}\n\n{INTRO}\n\n<!-- BEGIN machine -->\n{machine_header()}\n<!-- END machine -->"
     if "<!-- BEGIN machine -->" in text:

@@ -1,20 +1,25 @@
 """Failover proof: numbered writes through HAProxy while the primary changes, side by side for
-four HAProxy configurations watching the same cluster at the same time.
+six HAProxy configurations watching the same cluster at the same time.
 
 For each engine one real lab is started (PostgreSQL: etcd + 3 Patroni members; Redis: 2 nodes
-+ 3 Sentinels) with four HAProxy processes in front of it (bench/failover/variants.py), one
-writer client per HAProxy (tests/integration/fixtures/writers.py), HAProxy's write backend sampled every
-100 ms, and the cluster manager's choice of primary sampled every 100 ms. Each scenario run:
-writes start, the fault is injected, the manager names a new primary (T0), the old primary
-comes back where the scenario says so, the cluster settles, writes stop, and every
-acknowledged id is looked up on the final primary.
++ 3 Sentinels) with six HAProxy processes in front of it (bench/failover/variants.py: the two
+anchors and dbcheck's external check at the external example's settings, the two anchors and
+dbcheck-agent at the agent example's), one writer client per HAProxy
+(tests/integration/fixtures/writers.py). Beside the writers, every 100 ms: the cluster
+manager's choice of primary (etcd's leader key; the Sentinels by dbcheck's own voting rule),
+and every data node's own role (pg_is_in_recovery() over a kept connection; ROLE)
+(bench/failover/watches.py). Each scenario run: writes start, the fault is injected, the
+manager names a new primary (T0), the old primary comes back where the scenario says so, the
+cluster settles, writes stop, and every acknowledged id is looked up on the final primary.
 
-A lost write is classified by the node that acknowledged it and the time t it did: `manager`
-when the manager named that very node as primary at t (in the samples just before and after
-t): asynchronous replication at a promotion, or the manager itself later discarding that
-node's timeline -- no router can help; otherwise it is a routing loss, `within` when t is at
-most the variant's detection bound B after the manager's last sample naming that node (a
-conservative "stopped being primary" time), `late` after that.
+Each lost write is classified (bench/failover/losses.py) as manager, manager reversal,
+two-writer, routing within B, or routing late. Two writers UP is read from each HAProxy's own
+log: its "Server B/S is UP|DOWN" lines, with HAProxy's own microsecond timestamps.
+
+The gate, per scenario (exit 1 otherwise), for every run and each dbcheck configuration
+against the anchors at its own settings in the same run: no late loss, no time with two
+writers UP, routing losses (all but manager and manager-reversal ones) no more than the lowest
+anchor's, and an error window not more than 1 s longer than every anchor's.
 
   /usr/bin/python3 bench/failover/failover.py [--reps N] [--engine pg|redis] [--scenario S]
 Results: a JSON line per (run, variant) in build/failover/runs.jsonl and the Markdown table
@@ -41,15 +46,15 @@ sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import results  # noqa: E402
+import losses as L  # noqa: E402
 import variants as V  # noqa: E402
+import watches as W  # noqa: E402
 from fixtures import redis as redis_fx  # noqa: E402
 from fixtures.agent import start_pg_agents, start_redis_agents  # noqa: E402
 from fixtures.dbcheck import operator_lines, write_check_wrapper, write_dbcheck_config, write_redis_config  # noqa: E402
 from fixtures.haproxy import HAProxy  # noqa: E402
-from fixtures.patroni import APP_DB, APP_PASSWORD, APP_USER, PatroniCluster  # noqa: E402
-from fixtures.periodic import Periodic  # noqa: E402
+from fixtures.patroni import APP_DB, APP_PASSWORD, APP_USER, SUPERUSER, PatroniCluster  # noqa: E402
 from fixtures.procs import wait_until  # noqa: E402
-from fixtures.sampler import Sampler  # noqa: E402
 from fixtures.writers import PgWriter, RedisWriter  # noqa: E402
 
 DBCHECK = REPO / "build" / "external-check" / "dbcheck"
@@ -58,54 +63,6 @@ OUT = REPO / "build" / "failover"
 WARMUP, AFTER = 1.5, 2.0  # seconds of writes before the fault and after everything settled
 HOLD = 4.0  # seconds the old primary stays away after the manager named a new one
 _http = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-class ManagerWatch(Periodic):
-    """Samples the manager's primary (a name/address or None) every 100 ms: [(t, primary)]."""
-
-    def __init__(self, ask):
-        super().__init__("manager-watch", 0.1, max_seconds=900)
-        self.ask, self.samples = ask, []
-
-    def tick(self):
-        try:
-            self.samples.append((time.monotonic(), self.ask()))
-        except Exception:  # noqa: BLE001 - an unreachable manager names nobody
-            self.samples.append((time.monotonic(), None))
-
-    def naming_since(self, node, t):
-        """None when the manager's latest sample at or before t named `node`; else the time of
-        the last sample before t that named it (the moment it stopped being the manager's
-        primary, conservatively), or the first sample's time when none did."""
-        last_named, latest, following = None, None, None
-        for ts, p in self.samples:
-            if ts > t:
-                following = p
-                break
-            latest = p
-            if p == node:
-                last_named = ts
-        if node is not None and latest == node and following in (node, None):
-            return None  # named both before and after the acknowledgement
-        return last_named if last_named is not None else (self.samples[0][0] if self.samples else t)
-
-    def reverted(self, old, since):
-        """True when the manager named `old` again after having named another primary."""
-        t0p, t0 = self.switch(old, since)
-        return bool(t0) and any(ts > t0 and p == old for ts, p in self.samples)
-
-    def switch(self, old, since):
-        """(T0', T0): the last sample at/after `since` naming `old` and the first one after it
-        naming another primary; (None, None) when the manager never named another."""
-        last_old = since
-        for t, p in self.samples:
-            if t < since:
-                continue
-            if p == old:
-                last_old = t
-            elif p is not None:
-                return last_old, t
-        return None, None
 
 
 def _signal(pid, sig):
@@ -125,6 +82,18 @@ class Lab:
         for v in self.variants:
             self.haproxies[v.key] = HAProxy(self.workdir / v.key, v.cfg).start()
 
+    def server_name(self, v, name):
+        """Node `name` as variant v's HAProxy names the server."""
+        return str(self.node_port(name)) if v.names_by_port else name
+
+    def role_watches(self):
+        """One started RoleWatch per data node: {name: RoleWatch}."""
+        return {n: W.RoleWatch(n, self.role_probe(n)).start() for n in self.node_names()}
+
+    def verdict_watch(self):
+        """A started VerdictWatch of dbcheck's write backend over every data node."""
+        return W.VerdictWatch(DBCHECK, self.check_config, self.write_backend, self.node_addrs().values()).start()
+
     def stop(self):
         """Stop the HAProxies, the agents and the cluster (each by its PIDs)."""
         for h in self.haproxies.values():
@@ -138,6 +107,7 @@ class PgLab(Lab):
     """A Patroni cluster with the four PostgreSQL variants in front of it."""
 
     engine = "pg"
+    write_backend = "pg_write"
     scenarios = ("switchover", "dbcheck-switchover", "freeze", "patroni-dies")
 
     def __init__(self, workdir):
@@ -148,14 +118,12 @@ class PgLab(Lab):
 
     def start(self):
         self.cluster.start()
-        cfg = write_dbcheck_config(self.workdir / "dbcheck", self.cluster)
-        wrapper = write_check_wrapper(self.workdir / "dbcheck" / "dbcheck-wrapper", DBCHECK, cfg)
+        self.check_config = write_dbcheck_config(self.workdir / "dbcheck", self.cluster)
+        wrapper = write_check_wrapper(self.workdir / "dbcheck" / "dbcheck-wrapper", DBCHECK, self.check_config)
         # `dbcheck switchover` runs as the operator (root here), from its own config.
         self.op_config = write_dbcheck_config(self.workdir / "dbcheck-op", self.cluster, owner=None)
         self.agents = start_pg_agents(self.workdir / "agents", self.cluster, AGENT)
-        self.variants = [V.pg_patroni_httpchk(self.cluster, self.workdir), V.pg_node_only(self.cluster, self.workdir),
-                         V.pg_dbcheck(self.cluster, self.workdir, wrapper),
-                         V.pg_agent(self.cluster, self.workdir, self.agents)]
+        self.variants = V.pg_variants(self.cluster, self.workdir, wrapper, self.agents)
         self.start_haproxies()
         with self.cluster.superuser_conn(self.cluster.wait_healthy()) as conn, conn.cursor() as cur:
             for v in self.variants:
@@ -178,8 +146,13 @@ class PgLab(Lab):
     def node_names(self):
         return [m.name for m in self.cluster.members()]
 
-    def server_name(self, v, name):
-        return name
+    def node_addrs(self):
+        return {m.name: m.pg_addr for m in self.cluster.members()}
+
+    def role_probe(self, name):
+        """pg_is_in_recovery() of member `name` over the unix socket, as the superuser."""
+        return W.PgRole(dict(host=str(self.cluster.socket_dir), port=self.node_port(name), user=SUPERUSER,
+                             dbname=APP_DB, application_name="proof-role"))
 
     def settle(self, not_master=None):
         """The leader once every member streams from it (`not_master` is not enforced: Patroni
@@ -246,6 +219,7 @@ class RedisLab(Lab):
     """Two Redis nodes and three Sentinels with the four Redis variants in front of them."""
 
     engine = "redis"
+    write_backend = "redis_write"
     scenarios = ("failover", "dbcheck-switchover", "freeze", "failover+fencing", "freeze+fencing")
 
     def __init__(self, workdir):
@@ -256,22 +230,27 @@ class RedisLab(Lab):
 
     def start(self):
         self.cluster.start()
-        cfg = write_redis_config(self.workdir / "dbcheck", self.cluster)
-        wrapper = write_check_wrapper(self.workdir / "dbcheck" / "dbcheck-wrapper", DBCHECK, cfg)
+        self.check_config = write_redis_config(self.workdir / "dbcheck", self.cluster)
+        wrapper = write_check_wrapper(self.workdir / "dbcheck" / "dbcheck-wrapper", DBCHECK, self.check_config)
         self.op_config = write_redis_config(self.workdir / "dbcheck-op", self.cluster, owner=None,
                                             cluster_extra=operator_lines(self.workdir / "operator",
                                                                          redis_fx.OPERATOR_USER,
                                                                          redis_fx.OPERATOR_PASSWORD))
         self.agents = start_redis_agents(self.workdir / "agents", self.cluster, AGENT)
-        self.variants = [V.redis_role_only(self.cluster, self.workdir), V.redis_seed_002(self.cluster, self.workdir),
-                         V.redis_dbcheck(self.cluster, self.workdir, wrapper),
-                         V.redis_agent(self.cluster, self.workdir, self.agents)]
+        self.variants = V.redis_variants(self.cluster, self.workdir, wrapper, self.agents)
         self.start_haproxies()
+        self.sentinels = W.SentinelManager(self.cluster, redis_fx.MASTER_NAME, redis_fx.redis_pipeline,
+                                           dict(user="default", password=redis_fx.SENTINEL_ADMIN_PASSWORD))
         return self
 
     def primary(self):
-        m = self.cluster.master(timeout=0.3)
-        return m.name if m else None
+        """The master a strict majority of the Sentinels names by dbcheck's own rule, or None."""
+        return self.sentinels()
+
+    def stop(self):
+        if getattr(self, "sentinels", None):
+            self.sentinels.close()
+        super().stop()
 
     def node_port(self, name):
         return self.cluster.get(name).port
@@ -279,8 +258,13 @@ class RedisLab(Lab):
     def node_names(self):
         return [n.name for n in self.cluster.nodes()]
 
-    def server_name(self, v, name):
-        return str(self.node_port(name)) if v.key == "b" else name
+    def node_addrs(self):
+        return {n.name: n.addr for n in self.cluster.nodes()}
+
+    def role_probe(self, name):
+        """ROLE of data node `name` (a new connection each time, as the admin user)."""
+        node = self.cluster.get(name)
+        return lambda: W.PRIMARY if self.cluster.role(node, timeout=W.ROLE_TIMEOUT)[0] == "master" else W.REPLICA
 
     def settle(self, not_master=None):
         return self.cluster.wait_stable(60, not_master=not_master).name
@@ -335,11 +319,16 @@ def dbcheck_switchover(config, cluster, *args):
 
 # ------------------------------------------------------------------ one run
 def routed_only(lab, v, name):
-    """True when variant v's write backend has exactly node `name` UP."""
+    """True when variant v's write backend has exactly node `name` UP (`show stat`)."""
     return lab.haproxies[v.key].servers_up(v.backend) == [lab.server_name(v, name)]
 
 
-def run_scenario(lab, scenario, rep):
+def wall_offset():
+    """time.time() - time.monotonic(): turns HAProxy's wall-clock log times into the writers' clock."""
+    return time.time() - time.monotonic()
+
+
+def run_scenario(lab, scenario, rep, reasons=True):
     """One scenario run with every variant at once; returns a list of per-variant dicts.
     Every run starts with the first-listed server as primary: with `balance first` that is the
     server HAProxy prefers whenever it is UP, the worst case for a check that keeps the old
@@ -354,9 +343,12 @@ def run_scenario(lab, scenario, rep):
         wait_until(lambda v=v: routed_only(lab, v, old), 60, f"{v.key}: only {old} UP")
     run = {"engine": lab.engine, "scenario": scenario, "rep": rep, "old": old}
     repairs_before = len(lab.repairs)
-    watch = ManagerWatch(lab.primary).start()
-    samplers = {v.key: Sampler(lab.haproxies[v.key], v.backend).start() for v in lab.variants}
+    offset_before = wall_offset()
+    watch = W.ManagerWatch(lab.primary).start()
+    roles = lab.role_watches()
+    verdicts = lab.verdict_watch() if reasons else None
     writers = {v.key: lab.writer(v) for v in lab.variants}
+    t_start = time.monotonic()
     for w in writers.values():
         w.start()
     comeback_at, comeback = None, None
@@ -382,45 +374,99 @@ def run_scenario(lab, scenario, rep):
             comeback()
         for w in writers.values():
             w.stop()
-        for s in samplers.values():
-            s.stop()
+        t_end = time.monotonic()
+        for r in roles.values():
+            r.stop()
+        if verdicts:
+            verdicts.stop()
         watch.stop()
     t0p, t0 = watch.switch(old, t_fault)
     run.update(new=new, t_manager_s=round(t0 - t_fault, 2), t0_uncertainty_s=round(t0 - t0p, 2),
                manager_reverted=watch.reverted(old, t_fault), repaired=lab.repairs[repairs_before:],
-               comeback_s=round(comeback_at - t_fault, 2) if comeback_at else None)
-    rows = []
-    for v in lab.variants:
-        rows.append(dict(run, **judge(lab, v, writers[v.key], samplers[v.key], watch, new, t_fault, comeback_at)))
+               comeback_s=round(comeback_at - t_fault, 2) if comeback_at else None,
+               role_samples={n: len(r.samples) for n, r in roles.items()},
+               role_silent={n: sum(1 for x in r.samples if x[2] is None) for n, r in roles.items()})
+    ctx = dict(old=old, new=new, t_fault=t_fault, comeback_at=comeback_at, t_start=t_start, t_end=t_end,
+               offset=(offset_before + wall_offset()) / 2, manager=L.ManagerView(watch.samples),
+               roles={n: L.Series(r.samples) for n, r in roles.items()}, verdicts=verdicts)
+    rows = [dict(run, **judge(lab, v, writers[v.key], ctx)) for v in lab.variants]
+    for r in rows:
+        r["gate"] = gate_failures(rows, lab.variants, r["variant"])
     return rows
 
 
-def judge(lab, v, writer, sampler, watch, new, t_fault, comeback_at):
-    """Per-variant figures of one run (see the module docstring for the classes of loss)."""
-    stored = lab.stored(v, new)
+def judge(lab, v, writer, ctx):
+    """Per-variant figures of one run (see bench/failover/losses.py for the classes of loss)."""
+    stored = lab.stored(v, ctx["new"])
     names = {lab.node_port(n): n for n in lab.node_names()}
-    cls = {"manager": 0, "within": 0, "late": 0}
     lost = [(t, wid, node) for t, wid, node in writer.acks if wid not in stored]
-    for t, _, node in lost:
-        named_since = watch.naming_since(names.get(node), t)
-        if named_since is None:
-            cls["manager"] += 1  # the manager named this very node when it acknowledged
-        else:
-            cls["within" if t - named_since <= v.bound else "late"] += 1
+    cls = dict.fromkeys(L.CLASSES, 0)
+    for t, _, port in lost:
+        cls[L.classify(names.get(port), t, ctx["manager"], ctx["roles"], v.bound)] += 1
+    t_fault, comeback_at = ctx["t_fault"], ctx["comeback_at"]
     after_comeback = sum(1 for t, _, _ in lost if comeback_at and t >= comeback_at)
     first_err = next((t for t, _ in writer.errors if t >= t_fault), None)
-    new_port = lab.node_port(new)
+    new_port = lab.node_port(ctx["new"])
     first_new = next((t for t, _, node in writer.acks if node == new_port and t >= (first_err or t_fault)), None)
-    during = [up for t, up in sampler.samples if t >= t_fault]
-    return {
-        "variant": v.key, "label": v.label, "bound_s": round(v.bound, 2),
+    # Two writers UP, from HAProxy's own state lines (its clock turned into ours).
+    h, offset = lab.haproxies[v.key], ctx["offset"]
+    servers = [lab.server_name(v, n) for n in lab.node_names()]
+    events = [(tw - offset, srv, st) for tw, srv, st in h.state_events(v.backend)]
+    at_start, intervals = L.up_intervals(events, servers, ctx["t_start"], ctx["t_end"])
+    row = {
+        "variant": v.key, "label": v.label, "settings": v.settings, "dbcheck": v.dbcheck, "bound_s": round(v.bound, 2),
         "acked": len(writer.acks), "errors": len(writer.errors), "lost": len(lost),
         **{f"lost_{k}": n for k, n in cls.items()},
+        "lost_routing": sum(cls[k] for k in L.ROUTING),
         "lost_after_comeback": after_comeback,
         "error_window_s": round(first_new - first_err, 2) if first_err and first_new else (0.0 if not first_err else None),
-        "double_up": sum(1 for up in during if len(up) > 1), "samples": len(during),
-        "sampler_errors": len(sampler.errors), "first_errors": sorted({m for _, m in writer.errors})[:3],
+        "two_up_s": round(sum(b - a for a, b in intervals), 3),
+        "two_up_intervals": [[round(a - t_fault, 3), round(b - t_fault, 3)] for a, b in intervals],
+        "log_agrees": at_start == [lab.server_name(v, ctx["old"])],
+        "first_errors": sorted({m for _, m in writer.errors})[:3],
     }
+    if v.dbcheck:  # why the new primary was not (yet) UP: HAProxy's check lines and dbcheck's verdicts
+        lo, hi = first_err or t_fault, first_new or ctx["t_end"]
+        new_server = lab.server_name(v, ctx["new"])
+        row["new_primary_checks"] = [f"{t - offset - t_fault:+.3f}s {kind} check {text}"
+                                     for t, srv, kind, text in h.check_events(v.backend)
+                                     if srv == new_server and lo - 1 <= t - offset <= hi]
+        if v.key == "c" and ctx["verdicts"]:
+            row["new_primary_verdicts"] = [f"{t - t_fault:+.3f}s exit {rc}: {line}" for t, rc, line in
+                                           ctx["verdicts"].during(lab.node_addrs()[ctx["new"]], lo, hi)]
+    return row
+
+
+WINDOW_SLACK = 1.0  # seconds a dbcheck error window may exceed every anchor's
+
+
+def gate_failures(rows, variants, key):
+    """Why variant `key` fails the gate in this run ([] when it passes, and for anchors):
+    a late loss, any time with two writers UP (or a log that disagrees with `show stat`),
+    more routing losses than the lowest anchor at its settings, or an error window more than
+    WINDOW_SLACK longer than every such anchor's."""
+    by_key = {r["variant"]: r for r in rows}
+    v = next(x for x in variants if x.key == key)
+    if not v.dbcheck:
+        return []
+    r, anchors = by_key[key], [by_key[a.key] for a in V.anchors_of(variants, v)]
+    out = []
+    if r["lost_late"]:
+        out.append(f"{r['lost_late']} late")
+    if r["two_up_s"] > 0:
+        out.append(f"two writers UP for {r['two_up_s']:.3f} s")
+    if not r["log_agrees"]:
+        out.append("HAProxy's log and `show stat` disagree at the start")
+    lowest = min(a["lost_routing"] for a in anchors)
+    if r["lost_routing"] > lowest:
+        out.append(f"routing losses {r['lost_routing']} > lowest anchor's {lowest} ("
+                   + ", ".join(f"{a['variant']}: {a['lost_routing']}" for a in anchors) + ")")
+    known = [a["error_window_s"] for a in anchors if a["error_window_s"] is not None]
+    w = r["error_window_s"]
+    if known and (w is None or w > max(known) + WINDOW_SLACK):
+        out.append(f"error window {'never closed' if w is None else f'{w:.2f} s'} > {WINDOW_SLACK:.0f} s longer "
+                   "than every anchor's (" + ", ".join(f"{a['variant']}: {a['error_window_s']}" for a in anchors) + ")")
+    return out
 
 
 # ------------------------------------------------------------------ the table
@@ -441,53 +487,77 @@ SCENARIO_TEXT = {
 def _fmt_window(values):
     vals = [x for x in values if x is not None]
     if not vals:
-        return "n/a"
+        return "never"
     missing = len(values) - len(vals)
     text = f"{statistics.median(vals):.1f} / {max(vals):.1f}"
     return text + (f" ({missing} never)" if missing else "")
 
 
-def table(rows, reps, command, title="Failover proof: writes through HAProxy"):
+def _keys(rows, *fields):
+    """The distinct values of `fields` in rows, in first-seen order."""
+    out = []
+    for r in rows:
+        k = tuple(r[f] for f in fields)
+        if k not in out:
+            out.append(k)
+    return out
+
+
+def gate_verdicts(rows, failed):
+    """{(engine, scenario): [failure texts]} for every scenario run (empty: it passes)."""
+    out = {k: [] for k in _keys(rows, "engine", "scenario")}
+    for r in rows:
+        for why in r.get("gate", []):
+            out[(r["engine"], r["scenario"])].append(f"#{r['rep']} ({r['variant']}): {why}")
+    for engine, scenario, rep in failed:
+        out.setdefault((engine, scenario), []).append(f"#{rep}: the run itself failed twice")
+    return out
+
+
+def table(rows, reps, command, failed=(), title="Failover proof: writes through HAProxy"):
     """The Markdown section for docs/results.md from all per-variant rows."""
     out = [
         f"## {title}",
         "",
         f"Command: `{command}` ({reps} run(s) of each scenario; "
-        "every run drives the four HAProxy configurations of an engine at once, against one cluster).",
+        "every run drives the six HAProxy configurations of an engine at once, against one cluster).",
         "",
         "A writer per configuration sends numbered writes back to back (PostgreSQL: autocommit "
         "`INSERT`; Redis: `RPUSH`) through the configuration's write frontend. Acknowledged ids "
-        "missing from the final primary are **lost**, and each is classified by who acknowledged it "
-        "and when, against the manager's choice of primary (etcd's leader key; the Sentinel majority) "
-        "sampled every 100 ms: **by the manager's primary** when the node was the manager's primary "
-        "at that moment (asynchronous replication at a promotion, or the manager later discarding "
-        "that node's history: no router can prevent these); otherwise a routing loss, **within B** "
-        "when acknowledged at most the configuration's detection bound B after the manager last "
-        "named that node, else **late**. "
-        "B = inter + fall·t + (fall−1)·inter for HAProxy checks (inter 1 s, fall 2, rise 3 for every "
-        "variant; t = `timeout check` 1 s, or dbcheck's 0.8 s), and interval + t + agent-inter = "
-        f"{V.AGENT_BOUND:.1f} s for dbcheck-agent. "
-        "Error window: first failed write to first write acknowledged by the new primary "
-        "(median / max s). Double-UP: 100 ms samples of `show stat` with two writers UP.",
+        "missing from the final primary are **lost**. Beside the writers the harness samples every "
+        "100 ms the manager's choice of primary (etcd's leader key; a strict majority of the "
+        "Sentinels whose answer is settled, dbcheck's own rule) and every node's own role "
+        "(`pg_is_in_recovery()`; `ROLE`). A lost write acknowledged by node X at t is **by the "
+        "manager's primary** when the manager named X in the samples on both sides of t and no "
+        "other node may have been a primary (asynchronous replication at a promotion), "
+        "**manager reversal** when, in addition, the manager later went back to a node it had named "
+        "before X (Patroni 3.0.2 re-putting an old leader key): no router following the manager "
+        "avoids either. Every other loss is a **routing** loss: **late** when acknowledged more than "
+        "the configuration's detection bound B after the manager last named X, **two-writer** when "
+        "another node may have been a primary at t (its role samples on either side of t say so), "
+        "else **within B**. "
+        "B = inter + fall·t + (fall−1)·inter for HAProxy checks (t = `timeout check` 1 s, or "
+        "dbcheck's 0.8 s), and interval + t + agent-inter = "
+        f"{V.AGENT_BOUND:.1f} s for dbcheck-agent. (a), (b), (c) run at inter 1 s, fall 2, rise 3 "
+        "(the external-check example); (a1), (b1), (d) at inter 1 s, fall 1, rise 1 (the agent "
+        "example). Error window: first failed write to first write acknowledged by the new primary "
+        "(median / max s). Two writers UP: seconds during which HAProxy had two or more servers UP in "
+        "the write backend, from its own `Server … is UP/DOWN` log lines (microsecond timestamps).",
         "",
-        "| engine | scenario | configuration | B (s) | acked | lost: total | by the manager's primary | "
-        "routing, within B | routing, **late** | runs with late | lost after old primary returned | "
-        "error window (s) | double-UP samples |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| engine | scenario | configuration | settings | B (s) | acked | lost: total | by the manager's primary "
+        "| manager reversal | routing: two-writer | routing: within B | routing: **late** | **routing total** "
+        "| error window (s) | two writers UP (s) | runs with two UP | lost after old primary returned |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    keys = []
-    for r in rows:
-        k = (r["engine"], r["scenario"], r["variant"])
-        if k not in keys:
-            keys.append(k)
-    for eng, scen, var in keys:
+    for eng, scen, var in _keys(rows, "engine", "scenario", "variant"):
         rs = [r for r in rows if (r["engine"], r["scenario"], r["variant"]) == (eng, scen, var)]
         s = lambda f: sum(r[f] for r in rs)  # noqa: E731
         out.append(
-            f"| {eng} | {SCENARIO_TEXT[(eng, scen)]} ({len(rs)} runs) | ({var}) {rs[0]['label']} | {rs[0]['bound_s']:.1f} | "
-            f"{s('acked')} | {s('lost')} | {s('lost_manager')} | {s('lost_within')} | **{s('lost_late')}** | "
-            f"{sum(1 for r in rs if r['lost_late'])} | {s('lost_after_comeback')} | "
-            f"{_fmt_window([r['error_window_s'] for r in rs])} | {s('double_up')} of {s('samples')} |")
+            f"| {eng} | {SCENARIO_TEXT[(eng, scen)]} ({len(rs)} runs) | ({var}) {rs[0]['label']} | {rs[0]['settings']} "
+            f"| {rs[0]['bound_s']:.1f} | {s('acked')} | {s('lost')} | {s('lost_manager')} | {s('lost_reversal')} "
+            f"| {s('lost_two_writer')} | {s('lost_within')} | **{s('lost_late')}** | **{s('lost_routing')}** "
+            f"| {_fmt_window([r['error_window_s'] for r in rs])} | {s('two_up_s'):.2f} "
+            f"| {sum(1 for r in rs if r['two_up_s'] > 0)} | {s('lost_after_comeback')} |")
     manager = {}
     for r in rows:
         manager.setdefault((r["engine"], r["scenario"]), set()).add((r["rep"], r["t_manager_s"]))
@@ -501,7 +571,20 @@ def table(rows, reps, command, title="Failover proof: writes through HAProxy"):
     if repaired:
         out += ["", "Runs after which a member could not rejoin by itself and was re-initialised from the leader "
                 "(`patronictl reinit`): " + ", ".join(f"{e} {s} #{n} ({', '.join(m)})" for e, s, n, m in repaired) + "."]
+    out += ["", "**Gate** (per scenario; every run, each dbcheck configuration against the anchors at its own "
+            "settings in the same run): no late loss, no time with two writers UP, routing losses no more than "
+            f"the lowest anchor's, error window not more than {WINDOW_SLACK:.0f} s longer than every anchor's.", "",
+            "| engine | scenario | gate | why |", "| --- | --- | --- | --- |"]
+    for (eng, scen), why in gate_verdicts(rows, failed).items():
+        out.append(f"| {eng} | {scen} | {'**FAIL**' if why else 'pass'} | {'; '.join(why) if why else ''} |")
     return "\n".join(out)
+
+
+def _brief(r):
+    """One variant's figures of one run, for the progress line."""
+    return (f"{r['variant']}: lost {r['lost']} (routing {r['lost_routing']}: late {r['lost_late']}, "
+            f"2w {r['lost_two_writer']}; mgr {r['lost_manager']}, rev {r['lost_reversal']}) "
+            f"up2 {r['two_up_s']:.2f}s win {r['error_window_s']}")
 
 
 # ------------------------------------------------------------------ main
@@ -511,6 +594,8 @@ def main():
     ap.add_argument("--engine", choices=["pg", "redis"], action="append", help="default: both")
     ap.add_argument("--scenario", action="append", help="only these scenarios (default: all)")
     ap.add_argument("--no-results", action="store_true", help="do not rewrite docs/results.md")
+    ap.add_argument("--no-reasons", action="store_true",
+                    help="do not run `dbcheck check` every second beside HAProxy for the reasons of failing checks")
     ap.add_argument("--section", default="failover", help="docs/results.md section to rewrite (default failover)")
     args = ap.parse_args()
     # SIGTERM (and SIGINT, which a background job ignores) unwind through the finally blocks,
@@ -539,22 +624,27 @@ def main():
                     got = None
                     for attempt in (1, 2):  # a lab hiccup (not a verdict) gets one more try
                         try:
-                            got = run_scenario(lab, scen, rep)
+                            got = run_scenario(lab, scen, rep, reasons=not args.no_reasons)
                             break
                         except Exception:  # noqa: BLE001 - report, then retry or go on
                             print(f"[failover] {lab.engine} {scen} #{rep} attempt {attempt} FAILED:\n"
                                   f"{traceback.format_exc()}", flush=True)
                     if got is None:
-                        failed.append(f"{lab.engine} {scen} #{rep}")
+                        failed.append((lab.engine, scen, rep))
                         continue
                     rows += got
                     with log.open("a") as f:
                         for r in got:
                             f.write(json.dumps(r) + "\n")
                     print(f"[failover] {lab.engine} {scen} #{rep} ({time.monotonic() - t:.0f}s, manager "
-                          f"+{got[0]['t_manager_s']}s): " + "  ".join(
-                              f"{r['variant']}: lost {r['lost']} (late {r['lost_late']}) dbl {r['double_up']} "
-                              f"win {r['error_window_s']}" for r in got), flush=True)
+                          f"+{got[0]['t_manager_s']}s, new {got[0]['new']}):\n    " +
+                          "\n    ".join(_brief(r) for r in got), flush=True)
+                    for r in got:
+                        for why in r["gate"]:
+                            print(f"[failover] GATE {lab.engine} {scen} #{rep} ({r['variant']}): {why}", flush=True)
+                        if r["gate"]:
+                            for line in r.get("new_primary_checks", []) + r.get("new_primary_verdicts", []):
+                                print(f"      {line}", flush=True)
         finally:
             lab.stop()
     if not rows:
@@ -563,18 +653,14 @@ def main():
     command = " ".join(["bench/failover/run", *sys.argv[1:]])
     title = "Failover proof: writes through HAProxy" if args.section == "failover" else \
         "Planned switchover proof: writes through HAProxy"
-    text = table(rows, args.reps, command, title)
+    text = table(rows, args.reps, command, failed, title)
     print(text)
     if not args.no_results:
         results.write_section(args.section, text)
-    ours = [r for r in rows if r["variant"] in ("c", "d")]
-    bad = [f"{r['engine']} {r['scenario']} #{r['rep']} ({r['variant']}): late {r['lost_late']}, double-UP "
-           f"{r['double_up']}" for r in ours if r["lost_late"] or r["double_up"]]
-    for b in bad:
-        print(f"[failover] dbcheck broke its target: {b}", file=sys.stderr)
-    for f in failed:
-        print(f"[failover] run failed: {f}", file=sys.stderr)
-    return 1 if bad or failed else 0
+    verdicts = gate_verdicts(rows, failed)
+    for (eng, scen), why in verdicts.items():
+        print(f"[failover] gate {eng} {scen}: {'FAIL' if why else 'pass'}", file=sys.stderr)
+    return 1 if any(verdicts.values()) else 0
 
 
 if __name__ == "__main__":

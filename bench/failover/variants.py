@@ -1,8 +1,14 @@
 """The HAProxy configurations compared by the failover proof, each with its detection bound.
 
 Every variant has a write frontend/backend (`pg_write` or `redis_write`) with `balance first`
-and `on-marked-down shutdown-sessions`; the naive ones use the same inter 1s / fall 2 / rise 3
-as dbcheck's shipped example, so what differs is what the check asks, not how often.
+and `on-marked-down shutdown-sessions`. The anchors (the usual checks: a, b) run twice: at the
+external-check example's inter 1s / fall 2 / rise 3, beside dbcheck's external check (c), and
+at the agent example's inter 1s / fall 1 / rise 1 (a1, b1), beside dbcheck-agent (d). So each
+dbcheck configuration is compared with anchors detecting as often and as fast: what differs is
+what the check asks, not how often. (The agent example's agent-inter 500ms is how often HAProxy
+reads the agent's cached verdict; the agent itself probes every second, the anchors' inter.)
+Every HAProxy logs with its own ISO 8601 timestamps, so the proof reads when each server went
+UP or DOWN from HAProxy's own lines.
 
 Detection bound: the longest time from the moment the cluster manager names a new primary
 until HAProxy stops sending writes to the old one, by the configuration's own arithmetic.
@@ -19,17 +25,19 @@ from dataclasses import dataclass
 
 from fixtures import redis as redis_fx
 from fixtures.agent import render_agent_example, render_redis_agent_example
-from fixtures.haproxy import render_example_for, render_redis_example_for
+from fixtures.haproxy import TIMESTAMPED_LOG, render_example_for, render_redis_example_for, timestamped_log
 from fixtures.patroni import APP_DB, HC_PASSWORD, HC_USER
 from fixtures.ports import free_ports
 
-INTER, FALL, RISE = 1.0, 2, 3
+INTER = 1.0
+# (fall, rise) of the external-check example and of the agent example, as their settings label.
+EXTERNAL_SETTINGS, AGENT_SETTINGS = (2, 3), (1, 1)
 HAPROXY_CHECK_TIMEOUT = 1.0  # `timeout check` for the naive variants
 DBCHECK_TIMEOUT = 0.8  # dbcheck's `timeout` in the configs the fixtures write
 AGENT_INTERVAL, AGENT_INTER = 1.0, 0.5  # dbcheck-agent interval, HAProxy agent-inter
 
 
-def check_bound(t_check, inter=INTER, fall=FALL):
+def check_bound(t_check, inter=INTER, fall=EXTERNAL_SETTINGS[0]):
     """B_check (module docstring), in seconds."""
     return inter + fall * t_check + (fall - 1) * inter
 
@@ -37,10 +45,17 @@ def check_bound(t_check, inter=INTER, fall=FALL):
 AGENT_BOUND = AGENT_INTERVAL + DBCHECK_TIMEOUT + AGENT_INTER
 
 
+def settings_label(fall_rise):
+    """'inter 1s fall F rise R', the detection settings a variant runs at."""
+    return f"inter 1s fall {fall_rise[0]} rise {fall_rise[1]}"
+
+
 @dataclass
 class Variant:
-    """One HAProxy configuration under test: key ('a'..'d'), label, HAProxy config text, write
-    frontend port, the backend to sample, and its detection bound in seconds."""
+    """One HAProxy configuration under test: key ('a', 'a1', ..., 'd'), label, HAProxy config
+    text, write frontend port, its write backend, its detection bound in seconds, its detection
+    settings (settings_label()), whether it is dbcheck (else an anchor: the gate compares each
+    dbcheck variant with the anchors of its settings), and whether its servers are named by port."""
 
     key: str
     label: str
@@ -48,10 +63,13 @@ class Variant:
     write_port: int
     backend: str
     bound: float
+    settings: str
+    dbcheck: bool = False
+    names_by_port: bool = False
 
 
 HEAD = """global
-    log stderr format raw local0
+    {log}
     user haproxy
     group haproxy
     external-check
@@ -75,31 +93,38 @@ frontend {backend}
 
 backend {backend}
     balance first
-    default-server inter 1s fall 2 rise 3 on-marked-down shutdown-sessions
+    default-server inter 1s fall {fall} rise {rise} on-marked-down shutdown-sessions
 """
 
 
-def _head(sock, backend):
+def _head(sock, backend, fall_rise):
     port = free_ports(1)[0]
-    return HEAD.format(sock=sock, backend=backend, port=port), port
+    return HEAD.format(log=TIMESTAMPED_LOG, sock=sock, backend=backend, port=port,
+                       fall=fall_rise[0], rise=fall_rise[1]), port
+
+
+def _key(letter, fall_rise):
+    """'a' at the external example's settings, 'a1' at the agent example's."""
+    return letter if fall_rise == EXTERNAL_SETTINGS else f"{letter}1"
 
 
 # ------------------------------------------------------------------ PostgreSQL
-def pg_patroni_httpchk(cluster, workdir):
+def pg_patroni_httpchk(cluster, workdir, fall_rise=EXTERNAL_SETTINGS):
     """(a) Patroni's documented check: HTTP GET /primary on each member's REST API (200 only
     on the member holding the leader lock and running as primary)."""
-    sock = workdir / "a" / "admin.sock"
-    head, port = _head(sock, "pg_write")
+    key = _key("a", fall_rise)
+    head, port = _head(workdir / key / "admin.sock", "pg_write", fall_rise)
     lines = ["    option httpchk GET /primary", "    http-check expect status 200"]
     lines += [f"    server {m.name} {m.pg_addr} check port {m.rest_port}" for m in cluster.members()]
-    return Variant("a", "Patroni httpchk GET /primary", head + "\n".join(lines) + "\n", port, "pg_write",
-                   check_bound(HAPROXY_CHECK_TIMEOUT))
+    return Variant(key, "Patroni httpchk GET /primary", head + "\n".join(lines) + "\n", port, "pg_write",
+                   check_bound(HAPROXY_CHECK_TIMEOUT, fall=fall_rise[0]), settings_label(fall_rise))
 
 
-def pg_node_only(cluster, workdir):
+def pg_node_only(cluster, workdir, fall_rise=EXTERNAL_SETTINGS):
     """(b) the node asked about itself: an external check running
     psql -tAc 'select pg_is_in_recovery()' (the Percona pattern), UP when it prints f."""
-    d = workdir / "b"
+    key = _key("b", fall_rise)
+    d = workdir / key
     d.mkdir(parents=True, exist_ok=True)
     d.chmod(0o755)
     passfile = d / "pgpass"
@@ -114,24 +139,33 @@ r=$(PGPASSFILE={passfile} PGCONNECT_TIMEOUT=1 /usr/bin/psql -X -h "$3" -p "$4" -
 [ "$r" = f ]
 """)
     script.chmod(0o755)
-    head, port = _head(d / "admin.sock", "pg_write")
+    head, port = _head(d / "admin.sock", "pg_write", fall_rise)
     lines = ["    option external-check", '    external-check path "/usr/bin:/bin"',
              f"    external-check command {script}"]
     lines += [f"    server {m.name} {m.pg_addr} check" for m in cluster.members()]
-    return Variant("b", "node only: pg_is_in_recovery()", head + "\n".join(lines) + "\n", port, "pg_write",
-                   check_bound(HAPROXY_CHECK_TIMEOUT))
+    return Variant(key, "node only: pg_is_in_recovery()", head + "\n".join(lines) + "\n", port, "pg_write",
+                   check_bound(HAPROXY_CHECK_TIMEOUT, fall=fall_rise[0]), settings_label(fall_rise))
 
 
 def pg_dbcheck(cluster, workdir, wrapper):
     """(c) haproxy-examples/postgres-patroni.cfg with dbcheck as its external check."""
     cfg, ports = render_example_for(cluster, wrapper, workdir / "c" / "admin.sock")
-    return Variant("c", "dbcheck external-check", cfg, ports["pg_write"], "pg_write", check_bound(DBCHECK_TIMEOUT))
+    return Variant("c", "dbcheck external-check", timestamped_log(cfg), ports["pg_write"], "pg_write",
+                   check_bound(DBCHECK_TIMEOUT), settings_label(EXTERNAL_SETTINGS), dbcheck=True)
 
 
 def pg_agent(cluster, workdir, agents):
     """(d) haproxy-examples/postgres-patroni-agent.cfg with one dbcheck-agent per member."""
     cfg, ports = render_agent_example(cluster, agents, workdir / "d" / "admin.sock")
-    return Variant("d", "dbcheck-agent", cfg, ports["pg_write"], "pg_write", AGENT_BOUND)
+    return Variant("d", "dbcheck-agent", timestamped_log(cfg), ports["pg_write"], "pg_write", AGENT_BOUND,
+                   settings_label(AGENT_SETTINGS), dbcheck=True)
+
+
+def pg_variants(cluster, workdir, wrapper, agents):
+    """Every PostgreSQL configuration, each dbcheck one after the anchors of its settings."""
+    return [pg_patroni_httpchk(cluster, workdir), pg_node_only(cluster, workdir), pg_dbcheck(cluster, workdir, wrapper),
+            pg_patroni_httpchk(cluster, workdir, AGENT_SETTINGS), pg_node_only(cluster, workdir, AGENT_SETTINGS),
+            pg_agent(cluster, workdir, agents)]
 
 
 # ------------------------------------------------------------------ Redis
@@ -140,22 +174,25 @@ def _auth_line():
            "    tcp-check expect string +OK\n"
 
 
-def redis_role_only(cluster, workdir):
+def redis_role_only(cluster, workdir, fall_rise=EXTERNAL_SETTINGS):
     """(a) the usual tcp-check: AUTH, ROLE, expect 'master' (the node asked about itself)."""
-    head, port = _head(workdir / "a" / "admin.sock", "redis_write")
+    key = _key("a", fall_rise)
+    head, port = _head(workdir / key / "admin.sock", "redis_write", fall_rise)
     body = "    option tcp-check\n    tcp-check connect\n" + _auth_line() + \
            '    tcp-check send "ROLE\\r\\n"\n    tcp-check expect string master\n'
     body += "".join(f"    server {n.name} {n.addr} check\n" for n in cluster.nodes())
-    return Variant("a", "tcp-check ROLE only", head + body, port, "redis_write", check_bound(HAPROXY_CHECK_TIMEOUT))
+    return Variant(key, "tcp-check ROLE only", head + body, port, "redis_write",
+                   check_bound(HAPROXY_CHECK_TIMEOUT, fall=fall_rise[0]), settings_label(fall_rise))
 
 
-def redis_seed_002(cluster, workdir):
+def redis_seed_002(cluster, workdir, fall_rise=EXTERNAL_SETTINGS):
     """(b) the seed-002 config: one Sentinel must name the server, then ROLE master.
     Adapted to a lab where every node is 127.0.0.1: the server's *name* is its port, and the
     check expects that port in Sentinel's GET-MASTER-ADDR-BY-NAME reply (the seed matches
     %[srv_name] against the address, which here would match every node)."""
+    key = _key("b", fall_rise)
     sentinel = cluster.sentinels()[0]
-    head, port = _head(workdir / "b" / "admin.sock", "redis_write")
+    head, port = _head(workdir / key / "admin.sock", "redis_write", fall_rise)
     body = ("    option tcp-check\n"
             f"    tcp-check connect addr 127.0.0.1 port {sentinel.port}\n" + _auth_line() +
             f'    tcp-check send "SENTINEL get-master-addr-by-name {redis_fx.MASTER_NAME}\\r\\n"\n'
@@ -163,21 +200,35 @@ def redis_seed_002(cluster, workdir):
             "    tcp-check connect\n" + _auth_line() +
             '    tcp-check send "ROLE\\r\\n"\n    tcp-check expect string master\n')
     body += "".join(f"    server {n.port} {n.addr} check\n" for n in cluster.nodes())
-    return Variant("b", "seed 002: one Sentinel + ROLE", head + body, port, "redis_write",
-                   check_bound(HAPROXY_CHECK_TIMEOUT))
+    return Variant(key, "seed 002: one Sentinel + ROLE", head + body, port, "redis_write",
+                   check_bound(HAPROXY_CHECK_TIMEOUT, fall=fall_rise[0]), settings_label(fall_rise),
+                   names_by_port=True)
 
 
 def redis_dbcheck(cluster, workdir, wrapper):
     """(c) haproxy-examples/redis-sentinel.cfg with dbcheck as its external check."""
     cfg, ports = render_redis_example_for(cluster, wrapper, workdir / "c" / "admin.sock")
-    return Variant("c", "dbcheck external-check", cfg, ports["redis_write"], "redis_write",
-                   check_bound(DBCHECK_TIMEOUT))
+    return Variant("c", "dbcheck external-check", timestamped_log(cfg), ports["redis_write"], "redis_write",
+                   check_bound(DBCHECK_TIMEOUT), settings_label(EXTERNAL_SETTINGS), dbcheck=True)
 
 
 def redis_agent(cluster, workdir, agents):
     """(d) haproxy-examples/redis-sentinel-agent.cfg with one dbcheck-agent per data node."""
     cfg, ports = render_redis_agent_example(cluster, agents, workdir / "d" / "admin.sock")
-    return Variant("d", "dbcheck-agent", cfg, ports["redis_write"], "redis_write", AGENT_BOUND)
+    return Variant("d", "dbcheck-agent", timestamped_log(cfg), ports["redis_write"], "redis_write", AGENT_BOUND,
+                   settings_label(AGENT_SETTINGS), dbcheck=True)
 
 
-__all__ = ["Variant", "check_bound", "AGENT_BOUND"]
+def redis_variants(cluster, workdir, wrapper, agents):
+    """Every Redis configuration, each dbcheck one after the anchors of its settings."""
+    return [redis_role_only(cluster, workdir), redis_seed_002(cluster, workdir), redis_dbcheck(cluster, workdir, wrapper),
+            redis_role_only(cluster, workdir, AGENT_SETTINGS), redis_seed_002(cluster, workdir, AGENT_SETTINGS),
+            redis_agent(cluster, workdir, agents)]
+
+
+def anchors_of(variants, v):
+    """The anchors run at dbcheck variant v's detection settings."""
+    return [a for a in variants if not a.dbcheck and a.settings == v.settings]
+
+
+__all__ = ["Variant", "check_bound", "AGENT_BOUND", "pg_variants", "redis_variants", "anchors_of"]

@@ -1,0 +1,147 @@
+"""How the failover proof judges one configuration in one run: the class of every lost write,
+and how long HAProxy had two writers UP. Pure functions of the samples taken beside the writers
+(bench/failover/watches.py: (t_sent, t_recv, value), time.monotonic()), the writer's
+acknowledgements and HAProxy's own state lines.
+
+A lost write acknowledged by node X at time t falls in exactly one class, tested in this order:
+
+  X was the manager's primary at t (its last sample answered before t and its first sample
+  asked after t both name X):
+    TWO_WRITER  another node may have been a primary at t (see may_be_primary());
+    REVERSAL    else, if the manager later went back to a node it had named before X (Patroni
+                3.0.2 re-putting an old leader key): no router following the manager avoids it;
+    MANAGER     else: asynchronous replication at a promotion, no router can help.
+  otherwise (a routing loss, measured from the manager's last sample naming X before t, the
+  earliest moment it can have stopped naming X):
+    LATE        more than the configuration's detection bound B after it;
+    TWO_WRITER  within B, while another node may have been a primary;
+    WITHIN      within B.
+
+Routing losses are every class but MANAGER and REVERSAL.
+"""
+
+from bisect import bisect_left, bisect_right
+
+from watches import PRIMARY
+
+TWO_WRITER, REVERSAL, MANAGER, WITHIN, LATE = "two_writer", "reversal", "manager", "within", "late"
+CLASSES = (MANAGER, REVERSAL, TWO_WRITER, WITHIN, LATE)
+ROUTING = (TWO_WRITER, WITHIN, LATE)
+
+
+class Series:
+    """Samples [(t_sent, t_recv, value)] taken one after the other, searchable by time."""
+
+    def __init__(self, samples):
+        self.samples = list(samples)
+        self.sent = [s[0] for s in self.samples]
+        self.recv = [s[1] for s in self.samples]
+
+    def before(self, t):
+        """Index of the last sample answered at or before t, or None."""
+        i = bisect_right(self.recv, t) - 1
+        return i if i >= 0 else None
+
+    def after(self, t):
+        """Index of the first sample asked at or after t, or None."""
+        i = bisect_left(self.sent, t)
+        return i if i < len(self.samples) else None
+
+    def around(self, t):
+        """The values of the samples around t: the last answered before it, any asked before
+        and answered after it, and the first asked after it."""
+        lo = self.before(t)
+        hi = self.after(t)
+        first = 0 if lo is None else lo
+        last = len(self.samples) - 1 if hi is None else hi
+        return [self.samples[i][2] for i in range(first, last + 1)]
+
+
+def may_be_primary(roles, t):
+    """True when the node's own role samples around t (Series.around) include PRIMARY. A sample
+    with no answer within its deadline says the node was not answering then, so not
+    acknowledging writes either; at a change of role both neighbours count, so a write at the
+    moment a replica is promoted counts as a two-writer one."""
+    return PRIMARY in roles.around(t)
+
+
+class ManagerView:
+    """The manager's samples (value: the primary's name or None), with the questions the
+    classes ask of them."""
+
+    def __init__(self, samples):
+        self.s = Series(samples)
+        self.named = {}  # name -> sent times of the samples naming it
+        for ts, _, p in self.s.samples:
+            if p is not None:
+                self.named.setdefault(p, []).append(ts)
+        self._next_other = {}
+
+    def primary_at(self, node, t):
+        """True when the last sample answered before t and the first asked after t name node."""
+        lo, hi = self.s.before(t), self.s.after(t)
+        return (lo is not None and hi is not None and self.s.samples[lo][2] == node
+                and self.s.samples[hi][2] == node)
+
+    def last_named_before(self, node, t):
+        """Sent time of the last sample asked before t naming node (the earliest moment the
+        manager can have stopped naming it); the first sample's time when none did."""
+        times = self.named.get(node, [])
+        i = bisect_left(times, t) - 1
+        if i >= 0:
+            return times[i]
+        return self.s.sent[0] if self.s.sent else t
+
+    def reversed_after(self, node, t):
+        """True when the next primary the manager names after t, other than node, is one it had
+        already named before t: it went back on naming node."""
+        i = self.s.after(t)
+        if i is None:
+            return False
+        if (i, node) not in self._next_other:
+            nxt = next((p for _, _, p in self.s.samples[i:] if p not in (None, node)), None)
+            self._next_other[(i, node)] = nxt
+        nxt = self._next_other[(i, node)]
+        return nxt is not None and bool(self.named.get(nxt)) and self.named[nxt][0] < t
+
+
+def classify(node, t, manager, roles, bound):
+    """The class of a write acknowledged by `node` (a name) at t and lost (module docstring).
+    manager: ManagerView; roles: {name: Series of that node's role samples}; bound: B in s."""
+    others = any(may_be_primary(r, t) for name, r in roles.items() if name != node)
+    if manager.primary_at(node, t):
+        if others:
+            return TWO_WRITER
+        return REVERSAL if manager.reversed_after(node, t) else MANAGER
+    if t - manager.last_named_before(node, t) > bound:
+        return LATE
+    return TWO_WRITER if others else WITHIN
+
+
+def up_intervals(events, servers, t_from, t_to):
+    """HAProxy's state lines of a backend [(t, server, 'UP'|'DOWN')], every server UP when
+    HAProxy started (as it starts them without a state file) -> (the sorted UP servers at
+    t_from, the intervals [(start, end)] within [t_from, t_to] during which two or more servers
+    were UP)."""
+    up = set(servers)
+    at_from, intervals, open_at = None, [], None
+    for t, server, state in sorted(events, key=lambda e: e[0]):
+        if t >= t_to:
+            break
+        if t >= t_from and at_from is None:
+            at_from = sorted(up)
+            open_at = t_from if len(up) >= 2 else None
+        (up.add if state == "UP" else up.discard)(server)
+        if t < t_from:
+            continue
+        if len(up) >= 2 and open_at is None:
+            open_at = t
+        elif len(up) < 2 and open_at is not None:
+            intervals.append((open_at, t))
+            open_at = None
+    if at_from is None:  # no line during the window
+        at_from = sorted(up)
+        open_at = t_from if len(up) >= 2 else None
+    if open_at is not None:
+        intervals.append((open_at, t_to))
+    return at_from, intervals

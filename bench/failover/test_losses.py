@@ -1,0 +1,89 @@
+"""The failover proof's classes of loss and two-writer time on hand-made samples:
+/usr/bin/python3 -m pytest bench/failover/test_losses.py -p no:cacheprovider"""
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parents[1] / "tests" / "integration")]
+
+import losses as L  # noqa: E402
+from watches import PRIMARY, REPLICA, sentinel_rule_primary  # noqa: E402
+
+
+def series(*values, step=0.1, took=0.01):
+    """Samples every `step` s from t=0, each answered `took` s after it was asked."""
+    return [(i * step, i * step + took, v) for i, v in enumerate(values)]
+
+
+def manager(*names):
+    return L.ManagerView(series(*names))
+
+
+def roles(**per_node):
+    return {n: L.Series(series(*vals)) for n, vals in per_node.items()}
+
+
+def test_acknowledged_by_the_named_primary_alone_is_the_managers():
+    m = manager("pg1", "pg1", "pg1", "pg1")
+    r = roles(pg1=[PRIMARY] * 4, pg2=[REPLICA] * 4)
+    assert L.classify("pg1", 0.15, m, r, 3.6) == L.MANAGER
+
+
+def test_another_node_promoted_makes_it_two_writer_even_while_the_manager_names_the_node():
+    # Sentinel promotes before it announces: the manager still names redis1, redis2 says master.
+    m = manager("redis1", "redis1", "redis1", "redis1")
+    r = roles(redis1=[PRIMARY] * 4, redis2=[REPLICA, REPLICA, PRIMARY, PRIMARY])
+    assert L.classify("redis1", 0.15, m, r, 3.6) == L.TWO_WRITER  # the sample after t says master
+    assert L.classify("redis1", 0.05, m, r, 3.6) == L.MANAGER
+
+
+def test_a_silent_node_accepts_no_writes():
+    m = manager("pg2", "pg2", "pg2", "pg2")
+    r = roles(pg1=[None] * 4, pg2=[PRIMARY] * 4)
+    assert L.classify("pg2", 0.15, m, r, 3.6) == L.MANAGER
+
+
+def test_a_manager_going_back_to_an_earlier_primary_is_a_reversal():
+    m = manager("pg1", "pg2", "pg2", "pg2", None, "pg1", "pg1")
+    r = roles(pg1=[PRIMARY, None, None, None, None, PRIMARY, PRIMARY], pg2=[REPLICA, PRIMARY, PRIMARY, PRIMARY,
+                                                                            PRIMARY, REPLICA, REPLICA])
+    assert L.classify("pg2", 0.25, m, r, 3.6) == L.REVERSAL
+    # the same write, but the manager then moves on to a node it never named: plain manager loss
+    m2 = manager("pg1", "pg2", "pg2", "pg2", None, "pg3", "pg3")
+    assert L.classify("pg2", 0.25, m2, r, 3.6) == L.MANAGER
+
+
+def test_routing_losses_within_and_late_from_the_last_sample_naming_the_node():
+    m = L.ManagerView(series(*(["pg1"] * 10 + ["pg2"] * 60)))  # pg1 named until t=0.9
+    r = roles(pg1=[PRIMARY] * 70, pg2=[REPLICA] * 70)
+    assert L.classify("pg1", 0.9 + 3.5, m, r, 3.6) == L.WITHIN
+    assert L.classify("pg1", 0.9 + 3.7, m, r, 3.6) == L.LATE
+    r2 = roles(pg1=[PRIMARY] * 70, pg2=[REPLICA] * 20 + [PRIMARY] * 50)
+    assert L.classify("pg1", 0.9 + 3.5, m, r2, 3.6) == L.TWO_WRITER
+    assert L.classify("pg1", 0.9 + 3.7, m, r2, 3.6) == L.LATE  # late wins over two-writer
+
+
+def test_a_manager_answer_missing_after_t_does_not_name_the_node():
+    m = manager("pg1", "pg1", None, "pg1")
+    r = roles(pg1=[PRIMARY] * 4, pg2=[REPLICA] * 4)
+    assert L.classify("pg1", 0.15, m, r, 3.6) == L.WITHIN
+
+
+def test_two_up_intervals_from_state_lines():
+    events = [(0.5, "pg2", "DOWN"), (0.6, "pg3", "DOWN"), (10.0, "pg2", "UP"), (11.5, "pg1", "DOWN"),
+              (20.0, "pg1", "UP"), (20.25, "pg2", "DOWN")]
+    at_start, iv = L.up_intervals(events, ["pg1", "pg2", "pg3"], 5.0, 30.0)
+    assert at_start == ["pg1"]
+    assert iv == [(10.0, 11.5), (20.0, 20.25)]
+    at_start, iv = L.up_intervals(events, ["pg1", "pg2", "pg3"], 10.5, 21.0)
+    assert at_start == ["pg1", "pg2"] and iv == [(10.5, 11.5), (20.0, 20.25)]
+
+
+def test_sentinel_rule_counts_only_settled_answers():
+    nodes = {"127.0.0.1:1": "redis1", "127.0.0.1:2": "redis2"}
+    old, new = "127.0.0.1:1", "127.0.0.1:2"
+    assert sentinel_rule_primary([(old, "master"), (old, "master"), (new, "master")], 3, nodes.get) == "redis1"
+    assert sentinel_rule_primary([(old, "master,failover_in_progress"), (old, "master"), None], 3, nodes.get) is None
+    assert sentinel_rule_primary([(old, "master,o_down"), (old, "master,s_down"), (old, "master")], 3,
+                                 nodes.get) == "redis1"  # s_down alone is settled, as in dbcheck
