@@ -7,9 +7,11 @@ A lost write acknowledged by node X at time t falls in exactly one class, tested
 
   X was the manager's primary at t (its last sample answered before t and its first sample
   asked after t both name X):
-    TWO_WRITER  another node may have been a primary at t (see may_be_primary());
-    REVERSAL    else, if the manager later went back to a node it had named before X (Patroni
-                3.0.2 re-putting an old leader key): no router following the manager avoids it;
+    REVERSAL    the manager later went back to a node it had named before X (Patroni 3.0.2
+                re-putting an old leader key): X's history is discarded whatever else accepted
+                writes, and no router following the manager avoids it;
+    TWO_WRITER  else, another node may have been a primary at t (see may_be_primary()): e.g.
+                Sentinel's promoted replica before it announces the switch;
     MANAGER     else: asynchronous replication at a promotion, no router can help.
   otherwise (a routing loss, measured from the manager's last sample naming X before t, the
   earliest moment it can have stopped naming X):
@@ -110,9 +112,9 @@ def classify(node, t, manager, roles, bound):
     manager: ManagerView; roles: {name: Series of that node's role samples}; bound: B in s."""
     others = any(may_be_primary(r, t) for name, r in roles.items() if name != node)
     if manager.primary_at(node, t):
-        if others:
-            return TWO_WRITER
-        return REVERSAL if manager.reversed_after(node, t) else MANAGER
+        if manager.reversed_after(node, t):
+            return REVERSAL
+        return TWO_WRITER if others else MANAGER
     if t - manager.last_named_before(node, t) > bound:
         return LATE
     return TWO_WRITER if others else WITHIN

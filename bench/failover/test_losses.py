@@ -54,6 +54,14 @@ def test_a_manager_going_back_to_an_earlier_primary_is_a_reversal():
     assert L.classify("pg2", 0.25, m2, r, 3.6) == L.MANAGER
 
 
+def test_a_reversal_counts_as_such_even_while_the_old_primary_still_says_primary():
+    # The thawed old leader (pg1) still says primary while the manager names pg2; then the
+    # manager goes back to pg1: pg2's writes are lost to the reversal, not to routing.
+    m = manager("pg1", "pg2", "pg2", "pg2", "pg1", "pg1")
+    r = roles(pg1=[PRIMARY] * 6, pg2=[REPLICA, PRIMARY, PRIMARY, PRIMARY, REPLICA, REPLICA])
+    assert L.classify("pg2", 0.25, m, r, 3.6) == L.REVERSAL
+
+
 def test_routing_losses_within_and_late_from_the_last_sample_naming_the_node():
     m = L.ManagerView(series(*(["pg1"] * 10 + ["pg2"] * 60)))  # pg1 named until t=0.9
     r = roles(pg1=[PRIMARY] * 70, pg2=[REPLICA] * 70)
