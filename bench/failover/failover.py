@@ -12,14 +12,14 @@ and every data node's own role (pg_is_in_recovery() over a kept connection; ROLE
 manager names a new primary (T0), the old primary comes back where the scenario says so, the
 cluster settles, writes stop, and every acknowledged id is looked up on the final primary.
 
-Each lost write is classified (bench/failover/losses.py) as manager, manager reversal,
-two-writer, routing within B, or routing late. Two writers UP is read from each HAProxy's own
+Each lost write is classified (bench/failover/losses.py) as manager, manager reversal, at the
+manager's change, two-writer, routing within B, or routing late. Two writers UP is read from each HAProxy's own
 log: its "Server B/S is UP|DOWN" lines, with HAProxy's own microsecond timestamps.
 
 The gate, per scenario (exit 1 otherwise), for each dbcheck configuration: in every run no
 late loss, no time with two writers UP, and an error window not more than 1 s longer than
 every anchor's in that run; over the scenario's runs in this invocation, routing losses (all
-but manager and manager-reversal ones) no more than the lowest anchor's at the
+but manager, manager-reversal and at-change ones) no more than the lowest anchor's at the
 configuration's own detection settings.
 
   /usr/bin/python3 bench/failover/failover.py [--reps N] [--engine pg|redis] [--scenario S]
@@ -402,8 +402,12 @@ def judge(lab, v, writer, ctx):
     names = {lab.node_port(n): n for n in lab.node_names()}
     lost = [(t, wid, node) for t, wid, node in writer.acks if wid not in stored]
     cls = dict.fromkeys(L.CLASSES, 0)
+    routing_after = []  # for each routing loss: s after the manager last named its node
     for t, _, port in lost:
-        cls[L.classify(names.get(port), t, ctx["manager"], ctx["roles"], v.bound)] += 1
+        c = L.classify(names.get(port), t, ctx["manager"], ctx["roles"], v.bound)
+        cls[c] += 1
+        if c in L.ROUTING:
+            routing_after.append(t - ctx["manager"].last_named_before(names.get(port), t))
     t_fault, comeback_at = ctx["t_fault"], ctx["comeback_at"]
     after_comeback = sum(1 for t, _, _ in lost if comeback_at and t >= comeback_at)
     first_err = next((t for t, _ in writer.errors if t >= t_fault), None)
@@ -419,6 +423,8 @@ def judge(lab, v, writer, ctx):
         "acked": len(writer.acks), "errors": len(writer.errors), "lost": len(lost),
         **{f"lost_{k}": n for k, n in cls.items()},
         "lost_routing": sum(cls[k] for k in L.ROUTING),
+        "routing_after_s": [round(min(routing_after), 3), round(statistics.median(routing_after), 3),
+                            round(max(routing_after), 3)] if routing_after else None,
         "lost_after_comeback": after_comeback,
         "error_window_s": round(first_new - first_err, 2) if first_err and first_new else (0.0 if not first_err else None),
         "two_up_s": round(sum(b - a for a, b in intervals), 3),
@@ -557,7 +563,10 @@ def table(rows, reps, command, variants, failed=(), title="Failover proof: write
         "other node may have been a primary (asynchronous replication at a promotion), "
         "**manager reversal** when, in addition, the manager later went back to a node it had named "
         "before X (Patroni 3.0.2 re-putting an old leader key): no router following the manager "
-        "avoids either. Every other loss is a **routing** loss: **late** when acknowledged more than "
+        "avoids either. **At the manager's change** when the manager's sample before t named X and "
+        "the sample after t did not: whether it still named X at t is not known to better than "
+        "100 ms (no check reacts that fast). Every other loss is a **routing** loss: **late** when "
+        "acknowledged more than "
         "the configuration's detection bound B after the manager last named X, **two-writer** when "
         "another node may have been a primary at t (its role samples on either side of t say so), "
         "else **within B**. "
@@ -570,9 +579,11 @@ def table(rows, reps, command, variants, failed=(), title="Failover proof: write
         "the write backend, from its own `Server … is UP/DOWN` log lines (microsecond timestamps).",
         "",
         "| engine | scenario | configuration | settings | B (s) | acked | lost: total | by the manager's primary "
-        "| manager reversal | routing: two-writer | routing: within B | routing: **late** | **routing total** "
+        "| manager reversal | at the manager's change | routing: two-writer | routing: within B "
+        "| routing: **late** | **routing total** "
         "| error window (s) | two writers UP (s) | runs with two UP | lost after old primary returned |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
+        "| --- |",
     ]
     for eng, scen, var in _keys(rows, "engine", "scenario", "variant"):
         rs = [r for r in rows if (r["engine"], r["scenario"], r["variant"]) == (eng, scen, var)]
@@ -580,7 +591,7 @@ def table(rows, reps, command, variants, failed=(), title="Failover proof: write
         out.append(
             f"| {eng} | {SCENARIO_TEXT[(eng, scen)]} ({len(rs)} runs) | ({var}) {rs[0]['label']} | {rs[0]['settings']} "
             f"| {rs[0]['bound_s']:.1f} | {s('acked')} | {s('lost')} | {s('lost_manager')} | {s('lost_reversal')} "
-            f"| {s('lost_two_writer')} | {s('lost_within')} | **{s('lost_late')}** | **{s('lost_routing')}** "
+            f"| {s('lost_at_change')} | {s('lost_two_writer')} | {s('lost_within')} | **{s('lost_late')}** | **{s('lost_routing')}** "
             f"| {_fmt_window([r['error_window_s'] for r in rs])} | {s('two_up_s'):.2f} "
             f"| {sum(1 for r in rs if r['two_up_s'] > 0)} | {s('lost_after_comeback')} |")
     manager = {}
@@ -609,7 +620,8 @@ def table(rows, reps, command, variants, failed=(), title="Failover proof: write
 def _brief(r):
     """One variant's figures of one run, for the progress line."""
     return (f"{r['variant']}: lost {r['lost']} (routing {r['lost_routing']}: late {r['lost_late']}, "
-            f"2w {r['lost_two_writer']}; mgr {r['lost_manager']}, rev {r['lost_reversal']}) "
+            f"2w {r['lost_two_writer']}; mgr {r['lost_manager']}, rev {r['lost_reversal']}, "
+            f"chg {r['lost_at_change']}) "
             f"up2 {r['two_up_s']:.2f}s win {r['error_window_s']}")
 
 

@@ -13,21 +13,27 @@ A lost write acknowledged by node X at time t falls in exactly one class, tested
     TWO_WRITER  else, another node may have been a primary at t (see may_be_primary()): e.g.
                 Sentinel's promoted replica before it announces the switch;
     MANAGER     else: asynchronous replication at a promotion, no router can help.
+  X was named by the manager's last sample answered before t, but not by the first sample
+  asked after it: the manager changed its mind between two samples, and t lies in between:
+    AT_CHANGE   whether the manager still named X when X acknowledged the write is not known
+                to better than the sampling interval (100 ms): not counted against routers,
+                whose checks cannot react that fast anyway; shown in its own column.
   otherwise (a routing loss, measured from the manager's last sample naming X before t, the
   earliest moment it can have stopped naming X):
     LATE        more than the configuration's detection bound B after it;
     TWO_WRITER  within B, while another node may have been a primary;
     WITHIN      within B.
 
-Routing losses are every class but MANAGER and REVERSAL.
+Routing losses are every class but MANAGER, REVERSAL and AT_CHANGE.
 """
 
 from bisect import bisect_left, bisect_right
 
 from watches import PRIMARY
 
-TWO_WRITER, REVERSAL, MANAGER, WITHIN, LATE = "two_writer", "reversal", "manager", "within", "late"
-CLASSES = (MANAGER, REVERSAL, TWO_WRITER, WITHIN, LATE)
+TWO_WRITER, REVERSAL, MANAGER, AT_CHANGE, WITHIN, LATE = (
+    "two_writer", "reversal", "manager", "at_change", "within", "late")
+CLASSES = (MANAGER, REVERSAL, AT_CHANGE, TWO_WRITER, WITHIN, LATE)
 ROUTING = (TWO_WRITER, WITHIN, LATE)
 
 
@@ -85,6 +91,13 @@ class ManagerView:
         return (lo is not None and hi is not None and self.s.samples[lo][2] == node
                 and self.s.samples[hi][2] == node)
 
+    def changed_around(self, node, t):
+        """True when the last sample answered before t names node and the first asked after t
+        does not: the manager stopped naming node somewhere between, t included."""
+        lo, hi = self.s.before(t), self.s.after(t)
+        return (lo is not None and hi is not None and self.s.samples[lo][2] == node
+                and self.s.samples[hi][2] != node)
+
     def last_named_before(self, node, t):
         """Sent time of the last sample asked before t naming node (the earliest moment the
         manager can have stopped naming it); the first sample's time when none did."""
@@ -115,6 +128,8 @@ def classify(node, t, manager, roles, bound):
         if manager.reversed_after(node, t):
             return REVERSAL
         return TWO_WRITER if others else MANAGER
+    if manager.changed_around(node, t):
+        return AT_CHANGE
     if t - manager.last_named_before(node, t) > bound:
         return LATE
     return TWO_WRITER if others else WITHIN

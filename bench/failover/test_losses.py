@@ -62,6 +62,15 @@ def test_a_reversal_counts_as_such_even_while_the_old_primary_still_says_primary
     assert L.classify("pg2", 0.25, m, r, 3.6) == L.REVERSAL
 
 
+def test_a_write_between_the_samples_where_the_manager_changed_is_unresolved():
+    # Named pg1 at the sample before t, pg2 at the sample after: which one the manager named at
+    # t is not known; the next write, after a sample naming pg2, is a routing loss.
+    m = manager("pg1", "pg1", "pg2", "pg2", "pg2")
+    r = roles(pg1=[PRIMARY] * 5, pg2=[REPLICA, REPLICA, PRIMARY, PRIMARY, PRIMARY])
+    assert L.classify("pg1", 0.15, m, r, 3.6) == L.AT_CHANGE
+    assert L.classify("pg1", 0.25, m, r, 3.6) == L.TWO_WRITER
+
+
 def test_routing_losses_within_and_late_from_the_last_sample_naming_the_node():
     m = L.ManagerView(series(*(["pg1"] * 10 + ["pg2"] * 60)))  # pg1 named until t=0.9
     r = roles(pg1=[PRIMARY] * 70, pg2=[REPLICA] * 70)
@@ -73,9 +82,12 @@ def test_routing_losses_within_and_late_from_the_last_sample_naming_the_node():
 
 
 def test_a_manager_answer_missing_after_t_does_not_name_the_node():
-    m = manager("pg1", "pg1", None, "pg1")
-    r = roles(pg1=[PRIMARY] * 4, pg2=[REPLICA] * 4)
-    assert L.classify("pg1", 0.15, m, r, 3.6) == L.WITHIN
+    # The sample after t names nobody: the manager may have stopped naming pg1 before t or
+    # after; the write after that sample is a routing loss.
+    m = manager("pg1", "pg1", None, None, "pg1")
+    r = roles(pg1=[PRIMARY] * 5, pg2=[REPLICA] * 5)
+    assert L.classify("pg1", 0.15, m, r, 3.6) == L.AT_CHANGE
+    assert L.classify("pg1", 0.25, m, r, 3.6) == L.WITHIN
 
 
 def test_two_up_intervals_from_state_lines():
