@@ -137,18 +137,25 @@ def test_cut_link_and_frozen_master_take_the_replica_out(redis_cluster, dbcheck_
 
 def test_full_sync_is_not_ready(redis_cluster, dbcheck_bin, lag_config, pair):
     master, replica = pair
-    # Diskless sync waits this long for more replicas before streaming: a window to observe,
-    # wide enough for a slow machine to see the sync state and run one check inside it.
-    redis_cluster.admin(master, "CONFIG", "SET", "repl-diskless-sync-delay", "10")
+    # ROLE says "sync" only while the master streams its RDB (before that, "handshake"), which
+    # takes a few hundred ms here: too short to be sure of checking inside it on a loaded
+    # machine. The master's rdb-key-save-delay (a hidden Redis setting, microseconds per key)
+    # stretches that stream to about 8 s whatever the machine, a window to see and check in.
+    redis_cluster.admin(master, "SET", "dbcheck:full-sync", "1")
+    keys = redis_cluster.admin(master, "DBSIZE")
+    redis_cluster.admin(master, "CONFIG", "SET", "rdb-key-save-delay", str(8_000_000 // keys))
     try:
         redis_cluster.admin(replica, "REPLICAOF", "NO", "ONE")
         redis_cluster.admin(replica, "REPLICAOF", "127.0.0.1", str(master.port))
-        wait_until(lambda: redis_cluster.role(replica)[3] == "sync", 8, "the replica in full sync")
+        wait_until(lambda: redis_cluster.role(replica)[3] == "sync", 30, "the replica in full sync")
         run = explain(dbcheck_bin, lag_config, "redis_read", replica.addr)
+        still_syncing = redis_cluster.role(replica)[3] == "sync"
     finally:
-        redis_cluster.admin(master, "CONFIG", "SET", "repl-diskless-sync-delay", "0")
+        # The running RDB child keeps its delay; later syncs (and saves) go at full speed.
+        redis_cluster.admin(master, "CONFIG", "SET", "rdb-key-save-delay", "0")
+    assert still_syncing, "the premise failed: the sync ended before the check did"
     assert run.rc == 1 and run.failure == "not_ready", run
     assert "full sync" in run.reason, run
-    wait_until(lambda: explain(dbcheck_bin, lag_config, "redis_read", replica.addr).rc == 0, 20,
+    wait_until(lambda: explain(dbcheck_bin, lag_config, "redis_read", replica.addr).rc == 0, 60,
                "the replica passes once the sync is done")
     redis_cluster.wait_stable(timeout=30)
