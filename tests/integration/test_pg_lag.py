@@ -21,6 +21,7 @@ from fixtures.patroni import APP_DB, PG_BIN
 from fixtures.procs import run_as, wait_until
 
 MAX_LAG = 1.0
+MB = 1024 * 1024
 
 
 @pytest.fixture
@@ -190,7 +191,9 @@ def test_L4_fast_replaying_write_burst_passes(pg_cluster, dbcheck_bin, lag_confi
         time.sleep(1)
         t0 = time.monotonic()
         with pg_cluster.superuser_conn(leader) as pconn, pg_cluster.superuser_conn(replica) as rconn:
-            while time.monotonic() - t0 < 6:
+            # 6 s of checks, and on (bounded) until a sample has caught a megabyte gap: whether a
+            # sample meets a bulk insert in flight is up to the machine's scheduling.
+            while time.monotonic() - t0 < 6 or (max(gaps, default=0) <= MB and time.monotonic() - t0 < 60):
                 with pconn.cursor() as pc, rconn.cursor() as rc:
                     pc.execute("SELECT pg_current_wal_lsn()::text")
                     rc.execute("SELECT pg_wal_lsn_diff(%s::pg_lsn, pg_last_wal_replay_lsn())::bigint",
@@ -208,7 +211,7 @@ def test_L4_fast_replaying_write_burst_passes(pg_cluster, dbcheck_bin, lag_confi
         assert_honest(run, truth)
     passed = sum(1 for run, _ in pairs if run.rc == 0)
     assert passed >= 0.9 * len(pairs), [r for r, _ in pairs if r.rc != 0]
-    assert max(gaps) > 1024 * 1024, f"the byte gap never exceeded 1 MB: {max(gaps)}"
+    assert max(gaps) > MB, f"the byte gap never exceeded 1 MB: {max(gaps)}"
     figures("L4 pgbench burst", f"{passed}/{len(pairs)} checks pass; byte gap up to {max(gaps) / 1048576:.1f} MB; "
             f"{summary(pairs)}; pgbench {tps.strip()}")
 
