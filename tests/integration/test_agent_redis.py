@@ -15,6 +15,8 @@ def redis_agents(workdir, redis_cluster, agent_bin):
     redis_cluster.wait_stable()
     agents = start_redis_agents(workdir, redis_cluster, agent_bin, interval="1s")
     yield agents
+    for a in agents:  # all at once: each drains for shutdown_grace before it exits
+        a.daemon.signal_stop()
     for a in agents:
         a.stop()
 
@@ -23,15 +25,16 @@ def test_failover_through_haproxy_with_agents(redis_cluster, redis_agents, hapro
     old = redis_cluster.wait_stable()
     cfg, _ = render_redis_agent_example(redis_cluster, redis_agents, workdir / "haproxy" / "admin.sock")
     hap = haproxy_factory(cfg)
-    hap.wait_until_checked("redis_write")
-    wait_until(lambda: hap.servers_up("redis_write") == [old.name], 15, f"{old.name} alone UP")
+    hap.wait_until_checked("redis_write", timeout=30)
+    wait_until(lambda: hap.servers_up("redis_write") == [old.name], 30, f"{old.name} alone UP")
     old_agent = next(a for a in redis_agents if a.name == f"agent-{old.name}")
     with Sampler(hap, "redis_write") as s:
         time.sleep(1)
         t0 = time.monotonic()
         new = redis_cluster.failover()
-        # The old master's own agent drops it from its cached verdict on the Sentinels' event.
-        wait_until(lambda: old_agent.ask("redis_write").startswith("down"), 5, "the old master's agent says down")
+        # The old master's own agent drops it from its cached verdict on the Sentinels' event
+        # (that it came from one is asserted on the agent's log below; the bound is loose).
+        wait_until(lambda: old_agent.ask("redis_write").startswith("down"), 15, "the old master's agent says down")
         t_agent = time.monotonic() - t0
         wait_until(lambda: hap.servers_up("redis_write") == [new.name], 30, f"{new.name} alone UP")
         t_routed = time.monotonic() - t0
@@ -87,7 +90,9 @@ def test_pollers_do_not_multiply_redis_commands(redis_cluster, redis_agents, fig
         for t in threads:
             t.join(5)
         rates[pollers] = ((c1 - c0) / (t1 - t0), len(answered) / 6)
-    assert rates[100][1] > 20 * rates[1][1], rates
+    # The premise: 100 pollers asked many times more often (how many more depends on the CPU
+    # the machine leaves this test's threads).
+    assert rates[100][1] > 5 * rates[1][1], rates
     assert rates[100][0] <= rates[1][0] * 1.5 + 1, rates
     figures("agent pollers vs Redis commands",
             f"1 poller ({rates[1][1]:.0f} answers/s): {rates[1][0]:.1f} ROLE/PING/AUTH calls/s on the master; "

@@ -79,7 +79,7 @@ def test_combined_example_routes_both_engines(pg_cluster, redis_cluster, dbcheck
     t0 = time.monotonic()
     for backend, names in want.items():
         hap.wait_until_checked(backend)
-        wait_until(lambda b=backend, n=names: sorted(hap.servers_up(b)) == n, 15, f"{backend}: {names} UP")
+        wait_until(lambda b=backend, n=names: sorted(hap.servers_up(b)) == n, 30, f"{backend}: {names} UP")
     with Sampler(hap, "pg_write") as s_pg, Sampler(hap, "redis_write") as s_redis:
         time.sleep(2)
     assert s_pg.samples and all(up == (leader.name,) for _, up in s_pg.samples), s_pg.transitions()

@@ -3,7 +3,9 @@
 Ground truth: a heartbeat row upserted with clock_timestamp() on the leader every 100 ms;
 its age read on the replica is how stale the replica's data really is (to within 100 ms).
 dbcheck's figure must never be below it by more than 0.2 s, and while the replica streams,
-not above it by more than 1 s.
+not above it by more than 1 s. The truth is read just before and just after each check, and
+each bound is judged against the reading that favours the check: however the machine delays
+the three steps, the staleness the check saw lies between the two readings.
 """
 
 import os
@@ -14,11 +16,12 @@ import time
 
 import pytest
 
-from fixtures.dbcheck import explain, write_dbcheck_config
+from fixtures.dbcheck import assert_in_time, explain, write_dbcheck_config
 from fixtures.patroni import APP_DB, PG_BIN
 from fixtures.procs import run_as, wait_until
 
 MAX_LAG = 1.0
+MB = 1024 * 1024
 
 
 @pytest.fixture
@@ -28,19 +31,29 @@ def lag_config(workdir, pg_cluster):
 
 
 def sample(dbcheck_bin, config, hb, replica):
-    """One check of `replica` with the true staleness read right after it: (run, truth)."""
+    """One check of `replica` between two readings of the true staleness:
+    (run, (lowest, highest) of the readings)."""
+    before = hb.true_staleness(replica)
     run = explain(dbcheck_bin, config, "pg_read", replica.pg_addr)
-    truth = hb.true_staleness(replica)
-    return run, truth
+    after = hb.true_staleness(replica)
+    return run, (min(before, after), max(before, after))
 
 
 def assert_honest(run, truth, streaming=True):
-    """The lag figure is an upper bound (to 0.2 s) and, while streaming, tight (to 1 s)."""
+    """The lag figure is an upper bound (to 0.2 s) and, while streaming, tight (to 1 s);
+    `truth` is (lowest, highest) from sample(). The check keeps its 800 ms deadline."""
+    low, high = truth
     assert run.lag is not None, run
-    assert run.seconds <= 0.8 + 0.1, f"the check overran its 800 ms deadline: {run}"
-    assert run.lag >= truth - 0.2, f"reported {run.lag:.3f}s is below the true staleness {truth:.3f}s: {run}"
+    assert_in_time(run, 0.8)
+    assert run.lag >= low - 0.2, f"reported {run.lag:.3f}s is below the true staleness {low:.3f}s: {run}"
     if streaming:
-        assert run.lag <= truth + 1.0, f"reported {run.lag:.3f}s exceeds truth {truth:.3f}s by > 1s: {run}"
+        assert run.lag <= high + 1.0, f"reported {run.lag:.3f}s exceeds truth {high:.3f}s by > 1s: {run}"
+
+
+def assert_fails_once_stale(run, truth):
+    """Past max_lag by more than the 0.2 s tolerance (+ 0.1 s), the check must fail on lag."""
+    if truth[0] > MAX_LAG + 0.3:
+        assert run.rc == 1 and run.failure == "lag", f"true staleness {truth[0]:.3f}s yet: {run}"
 
 
 def scalar(conn, sql, params=()):
@@ -58,7 +71,7 @@ def wait_passes(dbcheck_bin, config, replica, timeout, what):
 def summary(pairs):
     """'reported/true' ranges for the figures line."""
     rep = [r.lag for r, _ in pairs if r.lag is not None]
-    tru = [t for _, t in pairs]
+    tru = [t for _, truth in pairs for t in truth]
     return (f"reported {min(rep):.3f}-{max(rep):.3f}s vs true {min(tru):.3f}-{max(tru):.3f}s "
             f"over {len(pairs)} checks")
 
@@ -95,27 +108,30 @@ def test_L2_paused_replay_grows_with_wall_time_and_fails(pg_cluster, dbcheck_bin
     try:
         with su.cursor() as cur:
             cur.execute("SELECT pg_wal_replay_pause()")
-        wait_until(lambda: scalar(su, "SELECT pg_get_wal_replay_pause_state()") == "paused", 10, "replay paused")
-        t0 = time.monotonic()
+        wait_until(lambda: scalar(su, "SELECT pg_get_wal_replay_pause_state()") == "paused", 30, "replay paused")
+        # Sample until the replica is truly MAX_LAG + 3 s stale (bounded), however slowly the
+        # checks come: each one is judged against the staleness it saw, not against the clock.
+        deadline = time.monotonic() + 60
         pairs, failed_at = [], None
-        while time.monotonic() - t0 < 4.0:
+        while not pairs or pairs[-1][1][0] < MAX_LAG + 3:
+            assert time.monotonic() < deadline, f"the replica never got {MAX_LAG + 3}s stale: {pairs[-1:]}"
             run, truth = sample(dbcheck_bin, lag_config, heartbeat, replica)
             pairs.append((run, truth))
             assert_honest(run, truth, streaming=False)
-            if truth > MAX_LAG + 0.3:
-                assert run.rc == 1 and run.failure == "lag", run
+            assert_fails_once_stale(run, truth)
             if run.rc == 1 and failed_at is None:
                 failed_at = truth
             time.sleep(0.2)
-        assert pairs[-1][0].lag - pairs[0][0].lag >= 2.5, "the lag did not grow with wall time"
-        assert failed_at is not None and failed_at <= MAX_LAG + 0.3
+        assert pairs[-1][0].lag - pairs[0][0].lag >= 2.5, "the lag did not grow with the true staleness"
+        assert failed_at is not None
     finally:
         with su.cursor() as cur:
             cur.execute("SELECT pg_wal_replay_resume()")
         su.close()
         pg_cluster.resume()
     wait_passes(dbcheck_bin, lag_config, replica, 20, "replica passes again after resume")
-    figures("L2 replay paused", f"{summary(pairs)}; check failed once true staleness reached {failed_at:.2f}s")
+    figures("L2 replay paused", f"{summary(pairs)}; first failing check at true staleness "
+            f"{failed_at[0]:.2f}-{failed_at[1]:.2f}s")
 
 
 def test_L3_broken_stream_fails_within_max_lag(pg_cluster, dbcheck_bin, lag_config, heartbeat, figures):
@@ -130,10 +146,13 @@ def test_L3_broken_stream_fails_within_max_lag(pg_cluster, dbcheck_bin, lag_conf
     try:
         t0 = time.monotonic()
         pairs, detected = [], None
-        while time.monotonic() - t0 < MAX_LAG + 3:
+        # Bounded by a generous limit only: once the replica is truly past max_lag, the very
+        # next check must fail (assert_fails_once_stale), however late it comes.
+        while time.monotonic() - t0 < MAX_LAG + 30:
             run, truth = sample(dbcheck_bin, lag_config, heartbeat, replica)
             pairs.append((run, truth))
             assert_honest(run, truth, streaming=False)
+            assert_fails_once_stale(run, truth)
             if run.rc == 1:
                 detected = time.monotonic() - t0
                 assert run.failure == "lag", run
@@ -145,9 +164,9 @@ def test_L3_broken_stream_fails_within_max_lag(pg_cluster, dbcheck_bin, lag_conf
             receive_is_replay, status = cur.fetchone()
     finally:
         os.kill(walsender, signal.SIGCONT)
-    assert detected is not None, f"still passing {MAX_LAG + 3}s after the stream broke: {pairs[-1]}"
-    # Documented bound: max_lag plus one check interval (the check itself takes < 1 s).
-    assert detected <= MAX_LAG + 1.5, detected
+    assert detected is not None, f"still passing {MAX_LAG + 30}s after the stream broke: {pairs[-1]}"
+    # The documented bound (max_lag plus one check interval) holds check by check: every check
+    # that began once the replica was truly past max_lag failed (assert_fails_once_stale).
     assert receive_is_replay and status == "streaming", "the trap was not set up as intended"
     wait_passes(dbcheck_bin, lag_config, replica, 30, "replica passes again after the stream resumes")
     figures("L3 broken stream", f"failed {detected:.2f}s after the walsender froze (max_lag {MAX_LAG:g}s) "
@@ -172,7 +191,9 @@ def test_L4_fast_replaying_write_burst_passes(pg_cluster, dbcheck_bin, lag_confi
         time.sleep(1)
         t0 = time.monotonic()
         with pg_cluster.superuser_conn(leader) as pconn, pg_cluster.superuser_conn(replica) as rconn:
-            while time.monotonic() - t0 < 6:
+            # 6 s of checks, and on (bounded) until a sample has caught a megabyte gap: whether a
+            # sample meets a bulk insert in flight is up to the machine's scheduling.
+            while time.monotonic() - t0 < 6 or (max(gaps, default=0) <= MB and time.monotonic() - t0 < 60):
                 with pconn.cursor() as pc, rconn.cursor() as rc:
                     pc.execute("SELECT pg_current_wal_lsn()::text")
                     rc.execute("SELECT pg_wal_lsn_diff(%s::pg_lsn, pg_last_wal_replay_lsn())::bigint",
@@ -190,7 +211,7 @@ def test_L4_fast_replaying_write_burst_passes(pg_cluster, dbcheck_bin, lag_confi
         assert_honest(run, truth)
     passed = sum(1 for run, _ in pairs if run.rc == 0)
     assert passed >= 0.9 * len(pairs), [r for r, _ in pairs if r.rc != 0]
-    assert max(gaps) > 1024 * 1024, f"the byte gap never exceeded 1 MB: {max(gaps)}"
+    assert max(gaps) > MB, f"the byte gap never exceeded 1 MB: {max(gaps)}"
     figures("L4 pgbench burst", f"{passed}/{len(pairs)} checks pass; byte gap up to {max(gaps) / 1048576:.1f} MB; "
             f"{summary(pairs)}; pgbench {tps.strip()}")
 

@@ -5,7 +5,7 @@ on demand (a stale view answering first, a leader that lost the DCS)."""
 
 import time
 
-from fixtures.dbcheck import explain, write_dbcheck_config
+from fixtures.dbcheck import assert_in_time, explain, write_dbcheck_config
 from fixtures.fake_patroni import FakePatroni, cluster_doc, status_doc
 from fixtures.ports import free_ports
 from fixtures.procs import wait_until
@@ -35,7 +35,7 @@ def test_unmanaged_leader_is_down_until_its_patroni_returns(workdir, pg_cluster,
         assert run.failure == "network", run
         assert "its own Patroni does not confirm it" in run.reason, run
         assert "PostgreSQL is read-write" in run.reason, run  # the node alone would pass it
-        assert run.report["elapsed_ms"] <= TIMEOUT * 1000 + 100, run
+        assert_in_time(run, TIMEOUT)
     finally:
         pg_cluster.start_patroni(leader)
     back = wait_until(lambda: explain(dbcheck_bin, cfg, "pg_write", pg_cluster.wait_healthy().pg_addr).rc == 0,
@@ -75,7 +75,8 @@ def test_a_stale_member_answering_first_is_outvoted(workdir, pg_cluster, dbcheck
             slow.routes = b.routes
             cfg = config(workdir, pg_cluster, "stale-decided", [b.url, c.url, slow.url])
             run2 = explain(dbcheck_bin, cfg, "pg_write", other.pg_addr)
-            assert run2.report["elapsed_ms"] < TIMEOUT * 1000, run2
+            slow_step = next(st for st in run2.report["steps"] if st["peer"] == slow.url + "/cluster")
+            assert slow_step["answer"].startswith("not needed"), slow_step  # the majority decided
             assert "Patroni names this node (fresh) leader, confirmed" in run2.reason, run2
     figures("stale member answering first", f"outvoted: DOWN (role) in {run.report['elapsed_ms']:.0f} ms")
 
@@ -120,4 +121,4 @@ def test_a_hung_member_does_not_starve_the_replica_check(workdir, pg_cluster, db
         cfg = config(workdir, pg_cluster, "hung-member", [leader.rest_url, hung.url])
         run = explain(dbcheck_bin, cfg, "pg_read", replica.pg_addr)
     assert run.rc == 0, run
-    assert run.report["elapsed_ms"] <= TIMEOUT * 1000 + 100, run
+    assert_in_time(run, TIMEOUT)

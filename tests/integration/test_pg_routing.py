@@ -7,8 +7,9 @@ from fixtures.haproxy import render_example_for
 from fixtures.procs import wait_until
 from fixtures.sampler import Sampler
 
-# rise 3 x inter 1s (+ check time) for the writer, rise 2 for readers, plus slack.
-ROUTING_TIMEOUT = 15
+# rise 3 x inter 1s (+ check time) for the writer, rise 2 for readers, plus ample slack for a
+# loaded machine (checks are processes: their start-up counts here).
+ROUTING_TIMEOUT = 30
 
 
 def start_haproxy(pg_cluster, dbcheck_setup, haproxy_factory, workdir):
@@ -68,8 +69,9 @@ def test_switchover_moves_writes_without_two_writers(pg_cluster, dbcheck_setup, 
     assert len(s.samples) > 20 and not s.errors, (len(s.samples), s.errors)
     assert double_up == [], f"two servers UP in pg_write: {s.transitions()}"
     assert during[-1] == (new.name,), s.transitions()
-    # Patroni's own handover takes ~2-4 s here; HAProxy's rise 3 x inter 1s comes on top.
-    assert t_routed <= 15, f"writes took {t_routed:.1f}s to reach the new leader"
+    # Patroni's own handover takes ~2-4 s here; HAProxy's rise 3 x inter 1s comes on top. A loose
+    # bound (patronictl's start-up and every check's are in it); bench/failover measures it.
+    assert t_routed <= 30, f"writes took {t_routed:.1f}s to reach the new leader"
     figures("switchover", f"patronictl returned after {t_cmd:.1f}s; HAProxy routes writes to the new leader "
             f"{t_routed:.1f}s after the request; no writer UP for {gap:.1f}s; samples with two writers UP: "
             f"{len(double_up)} of {len(during)} (100 ms sampling)")

@@ -97,7 +97,7 @@ def test_redis_fixture_smoke(servers_installed, workdir, figures):
         cluster.sigstop(s3)
         t0 = time.monotonic()
         assert cluster.sentinel_masters(timeout=0.5)[s3.name] is None
-        assert time.monotonic() - t0 < 1.5
+        assert time.monotonic() - t0 < 5  # bounded (0.5 s per Sentinel), never hanging
         assert cluster.master() == redis1
         cluster.sigcont(s3)
         # a stopped Sentinel comes back with its (rewritten) config file

@@ -9,7 +9,7 @@ from fixtures.periodic import Periodic
 from fixtures.procs import wait_until
 from fixtures.sampler import Sampler
 
-ROUTING_TIMEOUT = 15
+ROUTING_TIMEOUT = 30  # rise x inter plus ample slack for a loaded machine
 
 
 class RoleWatcher(Periodic):
@@ -74,7 +74,7 @@ def test_planned_failover_never_two_writers(redis_cluster, redis_dbcheck_setup, 
     no_writer = [t for t, up in s.samples if t >= t0 and not up]
     assert double == [], s.transitions()
     assert t_old_out < t_converted, (t_old_out - t0, t_converted - t0)
-    assert t_routed <= 15, t_routed
+    assert t_routed <= 30, t_routed  # loose: every check's process start-up is in it
     gap = (no_writer[-1] - no_writer[0] + 0.1) if no_writer else 0.0
     figures("redis planned failover (SENTINEL FAILOVER)",
             f"old master out of redis_write at +{t_old_out - t0:.1f}s, Sentinel converted it at "
