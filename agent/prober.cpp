@@ -96,6 +96,18 @@ void Prober::stop() {
   }
 }
 
+bool Prober::changing() const {
+  for (const auto& [name, b] : m_cfg->backends) {
+    if (b.cluster != m_cluster) {
+      continue;
+    }
+    if (const auto snap = m_cache.get(name); snap && snap->changing) {
+      return true;
+    }
+  }
+  return false;
+}
+
 void Prober::wake() {
   {
     std::lock_guard lock(m_mutex);
@@ -106,11 +118,15 @@ void Prober::wake() {
 
 void Prober::loop() {
   const auto interval = std::chrono::duration_cast<probe::Clock::duration>(m_cfg->agent->interval);
+  const auto fastinter =
+      std::chrono::duration_cast<probe::Clock::duration>(m_cfg->agent->fastinter);
   auto next = probe::Clock::now();
   for (;;) {
     const auto last_start = probe::Clock::now();
     round();
-    next += interval;
+    // While a backend's state change is pending, probe every fastinter (HAProxy's rule for
+    // its own checks): a failover then takes fall/rise rounds, not fall/rise intervals.
+    next = changing() ? last_start + fastinter : next + interval;
     const auto now = probe::Clock::now();
     if (next < now) {
       next = now; // a late round does not cause a burst of catch-up rounds

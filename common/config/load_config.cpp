@@ -414,6 +414,7 @@ const std::vector<KeySpec<AgentSettings>>& agent_keys() {
       {"listen", address(&A::listen)},
       {"http_listen", address(&A::http_listen)},
       {"interval", duration(&A::interval)},
+      {"fastinter", duration(&A::fastinter)},
       {"fall", count(&A::fall)},
       {"rise", count(&A::rise)},
       {"lag_window", duration(&A::lag_window)},
@@ -469,6 +470,9 @@ void parse_agent(const toml::node& node, const toml::source_region& where, Confi
         }
       }
     }
+  }
+  if (a.fastinter > a.interval) {
+    e.add(where, "agent.fastinter", "must not be longer than agent.interval");
   }
   // Two rounds can be up to interval + one check (< interval) apart.
   if (a.stale_after < 2 * a.interval) {

@@ -62,6 +62,12 @@ public:
   // When the reported state last changed (the `now` of that observation).
   util::Duration changed_at() const { return m_changed_at; }
 
+  // True while a change of the reported state is pending on round counts: up but failing
+  // (fewer than `fall` failures so far, lag excepted: its window is time, not rounds), or
+  // down but passing (fewer than `rise`). The agent probes faster then (its fastinter, like
+  // HAProxy's), so a change takes fall/rise rounds, not fall/rise intervals.
+  bool changing() const;
+
 private:
   Transition set(State state, Failure failure, std::string reason, util::Duration now);
 

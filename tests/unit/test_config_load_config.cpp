@@ -263,6 +263,7 @@ TEST_CASE("the [agent] section: defaults, values and references", "[config][agen
 listen = "127.0.0.1:5555"
 http_listen = "127.0.0.1:8091"
 interval = "1s"
+fastinter = "200ms"
 fall = 3
 rise = 4
 lag_window = "10s"
@@ -281,6 +282,7 @@ pg = "10.0.0.1:5432"
     const AgentSettings& a = *cfg->agent;
     CHECK(a.listen == dbcheck::util::HostPort{"127.0.0.1", 5555});
     CHECK(a.interval.count() == 1000);
+    CHECK(a.fastinter.count() == 200);
     CHECK(a.fall == 3);
     CHECK(a.rise == 4);
     CHECK(a.lag_window.count() == 10000);
@@ -294,6 +296,7 @@ pg = "10.0.0.1:5432"
 [agent]
 fall = 0
 interval = "5s"
+fastinter = "6s"
 default_backend = "nope"
 listen = "5555"
 
@@ -305,9 +308,10 @@ cache = "10.0.0.1:6379"
     CHECK(errors_of(r) ==
           "dbcheck.toml: agent.local.cache: no [cluster.cache] is defined\n"
           "dbcheck.toml: agent.default_backend: no [backend.nope] is defined\n"
+          "dbcheck.toml:20: agent.fastinter: must not be longer than agent.interval\n"
           "dbcheck.toml:20: agent.stale_after: must be at least twice agent.interval\n"
           "dbcheck.toml:21: agent.fall: expected a whole number from 1 to 100\n"
-          "dbcheck.toml:24: agent.listen: \"5555\" is not HOST:PORT (e.g. 10.0.0.1:5432 or "
+          "dbcheck.toml:25: agent.listen: \"5555\" is not HOST:PORT (e.g. 10.0.0.1:5432 or "
           "[::1]:5432)\n");
   }
 }
