@@ -107,3 +107,39 @@ def test_sentinel_rule_counts_only_settled_answers():
     assert sentinel_rule_primary([(old, "master,failover_in_progress"), (old, "master"), None], 3, nodes.get) is None
     assert sentinel_rule_primary([(old, "master,o_down"), (old, "master,s_down"), (old, "master")], 3,
                                  nodes.get) == "redis1"  # s_down alone is settled, as in dbcheck
+
+
+def _gate_rows(per_variant):
+    """One scenario's rows, one run, routing losses per variant key."""
+    return [{"engine": "redis", "scenario": "failover+fencing", "rep": 1, "variant": k,
+             "lost_routing": n} for k, n in per_variant.items()]
+
+
+def test_routing_gate_fails_an_excess_chance_does_not_explain_and_passes_a_coin_toss():
+    import failover as F  # the gate lives with the harness
+    import variants as V
+    ext, agent = V.settings_label(V.EXTERNAL_SETTINGS), V.settings_label(V.AGENT_SETTINGS)
+    variants = {"redis": [V.Variant(k, k, "", 0, "", 1.0, s, dbcheck=k in ("c", "d"))
+                          for k, s in (("a", ext), ("b", ext), ("c", ext),
+                                       ("a1", agent), ("b1", agent), ("d", agent))]}
+    # One write each way (the write in flight at the promotion): a coin toss, not a rule.
+    assert F.routing_gate(_gate_rows({"a": 1, "b": 5, "c": 2, "a1": 2, "b1": 2, "d": 0}),
+                          variants)[("redis", "failover+fencing")] == []
+    # Seven against none is not chance (p = 1/128).
+    why = F.routing_gate(_gate_rows({"a": 0, "b": 3, "c": 7, "a1": 0, "b1": 0, "d": 0}),
+                         variants)[("redis", "failover+fencing")]
+    assert len(why) == 1 and why[0].startswith("(c): routing losses 7 > lowest anchor's 0")
+    # Thousands: a real excess fails however large the anchors' own counts.
+    why = F.routing_gate(_gate_rows({"a": 3300, "b": 3000, "c": 3400, "a1": 0, "b1": 0, "d": 0}),
+                         variants)[("redis", "failover+fencing")]
+    assert len(why) == 1
+
+
+def test_excess_p_is_the_one_sided_binomial_tail():
+    import failover as F
+    assert F.excess_p(1, 1) == 1.0
+    assert F.excess_p(1, 0) == 0.5
+    assert F.excess_p(7, 0) == 1 / 128
+    assert abs(F.excess_p(2, 1) - 0.5) < 1e-12
+    exact = sum(__import__("math").comb(2200, k) for k in range(1200, 2201)) / 2 ** 2200
+    assert abs(F.excess_p(1200, 1000) - exact) < 0.05 * exact  # the normal approximation branch

@@ -42,6 +42,16 @@ Opinion sentinel_writer_opinion(const RedisObservation& obs) {
                         addresses(t.failing_over), t.detail),
             Failure::role};
   }
+  if (const auto newer = newer_elsewhere(obs.sentinels, obs.node); !newer.empty()) {
+    // The failover's leader announces the new master at once; the other Sentinels follow
+    // within seconds. In between, a majority still names the old master while its writes are
+    // already lost: a newer epoch anywhere outranks any count.
+    return {false,
+            fmt::format("Sentinel {} already names another master at a newer config epoch: the "
+                        "others have not caught up, no writer here ({})",
+                        addresses(newer), t.detail),
+            Failure::role};
+  }
   const std::size_t yes = votes_for(obs.sentinels, obs.node);
   if (yes >= t.needed) {
     Opinion o{true,

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace dbcheck::core {
 namespace {
 
@@ -61,6 +63,32 @@ std::size_t dissenters(const std::vector<SentinelAnswer>& answers, const util::H
     n += a->view && !counts_for(*a, node) ? 1 : 0;
   }
   return n;
+}
+
+std::vector<util::HostPort> newer_elsewhere(const std::vector<SentinelAnswer>& answers,
+                                            const util::HostPort& node) {
+  const std::vector<const SentinelAnswer*> each = distinct(answers);
+  std::optional<long long> newest_for_node;
+  for (const SentinelAnswer* a : each) {
+    if (a->view && a->view->master && util::same_endpoint(*a->view->master, node)) {
+      if (!a->view->config_epoch) {
+        return {}; // cannot compare: say nothing rather than guess
+      }
+      newest_for_node = std::max(newest_for_node.value_or(*a->view->config_epoch),
+                                 *a->view->config_epoch);
+    }
+  }
+  std::vector<util::HostPort> out;
+  if (!newest_for_node) {
+    return out;
+  }
+  for (const SentinelAnswer* a : each) {
+    if (a->view && a->view->master && !util::same_endpoint(*a->view->master, node) &&
+        a->view->config_epoch && *a->view->config_epoch > *newest_for_node) {
+      out.push_back(a->sentinel);
+    }
+  }
+  return out;
 }
 
 std::size_t vouchers_for(const std::vector<SentinelAnswer>& answers, const util::HostPort& node,

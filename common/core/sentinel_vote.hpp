@@ -51,6 +51,13 @@ std::size_t votes_for(const std::vector<SentinelAnswer>& answers, const util::Ho
 // do not know the master name, or see it o_down or mid-failover (a definite "not now").
 std::size_t dissenters(const std::vector<SentinelAnswer>& answers, const util::HostPort& node);
 
+// The Sentinels that name another master than `node` at a config epoch newer than every
+// epoch of those naming `node`: a failover already happened there and the others have not
+// heard yet (Sentinels learn the new configuration from hello messages, every 2 s), so a
+// majority naming `node` is stale. Empty when no one names `node` or an epoch is unknown.
+std::vector<util::HostPort> newer_elsewhere(const std::vector<SentinelAnswer>& answers,
+                                            const util::HostPort& node);
+
 // How many distinct settled Sentinels name exactly `node` AND read ROLE master from it over
 // their own link at most `max_info_age_ms` ago (Sentinel's INFO every 10 s): the node's own
 // role as the manager saw it, for a node that refuses the check's connection.

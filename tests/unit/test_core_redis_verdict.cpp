@@ -23,6 +23,12 @@ SentinelAnswer says(int i, const HostPort& master, const char* flags = "master",
   return {HostPort{"10.0.0.9", static_cast<std::uint16_t>(26379 + i)}, v};
 }
 
+SentinelAnswer says_at(int i, const HostPort& master, long long epoch) {
+  SentinelAnswer a = says(i, master);
+  a.view->config_epoch = epoch;
+  return a;
+}
+
 SentinelAnswer down(int i, Failure kind = Failure::timeout) {
   return {HostPort{"10.0.0.9", static_cast<std::uint16_t>(26379 + i)},
           tl::make_unexpected(ProbeError{kind, "timeout: no answer before the deadline", ""})};
@@ -106,6 +112,17 @@ TEST_CASE("writer: Sentinel majority x node ROLE", "[core][verdict][redis]") {
        master_role(),
        State::down,
        Failure::role},
+      // The failover's leader switched (epoch 4); the others still name the old master.
+      {"a stale majority, a newer epoch elsewhere",
+       {says(0, k_node), says(1, k_node), says_at(2, k_other, 4)},
+       master_role(),
+       State::down,
+       Failure::role},
+      {"the majority is the newer epoch",
+       {says_at(0, k_node, 4), says_at(1, k_node, 4), says(2, k_other)},
+       master_role(),
+       State::up,
+       Failure::none},
       {"node says replica, Sentinels time out (role wins)",
        {down(0), down(1), down(2)},
        replica_of(k_other),

@@ -74,6 +74,28 @@ TEST_CASE("unsettled or failed Sentinels vote for no one", "[core][redis][vote]"
   CHECK(tally_sentinels({unknown}, 1).detail == "s4:26379 does not know the master name");
 }
 
+TEST_CASE("a newer config epoch naming another master makes a majority stale",
+          "[core][redis][vote]") {
+  const HostPort node{"10.0.0.1", 6379};
+  const std::vector<SentinelAnswer> switched = {names("s1", "10.0.0.1", 6379, "master", 3),
+                                                names("s2", "10.0.0.1", 6379, "master", 3),
+                                                names("s3", "10.0.0.2", 6379, "master", 4)};
+  CHECK(votes_for(switched, node) == 2);
+  CHECK(newer_elsewhere(switched, node) == std::vector<HostPort>{HostPort{"s3", 26379}});
+  // The new master: nobody names another one at a newer epoch (it waits for its majority).
+  CHECK(newer_elsewhere(switched, HostPort{"10.0.0.2", 6379}).empty());
+  // An older epoch elsewhere is a Sentinel that has not caught up: no objection.
+  const std::vector<SentinelAnswer> behind = {names("s1", "10.0.0.1", 6379, "master", 4),
+                                              names("s2", "10.0.0.2", 6379, "master", 3)};
+  CHECK(newer_elsewhere(behind, node).empty());
+  // An unknown epoch among those naming the node: nothing to compare, no guess.
+  SentinelAnswer no_epoch = names("s1", "10.0.0.1", 6379);
+  no_epoch.view->config_epoch.reset();
+  CHECK(newer_elsewhere({no_epoch, names("s2", "10.0.0.2", 6379, "master", 9)}, node).empty());
+  // No one names the node: the count already says no.
+  CHECK(newer_elsewhere({names("s1", "10.0.0.2", 6379, "master", 9)}, node).empty());
+}
+
 TEST_CASE("a common failure is reported as such", "[core][redis][vote]") {
   const std::vector<SentinelAnswer> down = {fails("s1", Failure::network, "refused"),
                                             fails("s2", Failure::network, "refused"),
