@@ -72,7 +72,7 @@ std::vector<util::HostPort> newer_elsewhere(const std::vector<SentinelAnswer>& a
   for (const SentinelAnswer* a : each) {
     if (a->view && a->view->master && util::same_endpoint(*a->view->master, node)) {
       if (!a->view->config_epoch) {
-        return {}; // cannot compare: say nothing rather than guess
+        continue; // one answer without an epoch must not switch the rule off for the others
       }
       newest_for_node = std::max(newest_for_node.value_or(*a->view->config_epoch),
                                  *a->view->config_epoch);

@@ -54,7 +54,8 @@ std::size_t dissenters(const std::vector<SentinelAnswer>& answers, const util::H
 // The Sentinels that name another master than `node` at a config epoch newer than every
 // epoch of those naming `node`: a failover already happened there and the others have not
 // heard yet (Sentinels learn the new configuration from hello messages, every 2 s), so a
-// majority naming `node` is stale. Empty when no one names `node` or an epoch is unknown.
+// majority naming `node` is stale. Answers without an epoch are left out of the comparison
+// (the rule only ever takes a writer out); empty when no one names `node` with a known epoch.
 std::vector<util::HostPort> newer_elsewhere(const std::vector<SentinelAnswer>& answers,
                                             const util::HostPort& node);
 

@@ -250,6 +250,26 @@ max_lag = "2s"
   }
 }
 
+TEST_CASE("agent.fastinter: follows a short interval, bounded by a quarter of it",
+          "[config][agent]") {
+  TempDir dir;
+  const auto pw = dir.write("pg.password", "s3cret\n", 0600);
+  const std::string base = valid_config(pw) + "\n[agent]\n";
+  // Unset: 250 ms, or the interval itself when that is shorter (a valid config stays valid).
+  const auto short_interval =
+      parse_config(base + "interval = \"200ms\"\nstale_after = \"1s\"\n", "dbcheck.toml");
+  REQUIRE(short_interval);
+  CHECK(short_interval->agent->fastinter.count() == 200);
+  CHECK(parse_config(base, "dbcheck.toml")->agent->fastinter.count() == 250);
+  const auto too_fast = parse_config(base + "fastinter = \"100ms\"\n", "dbcheck.toml");
+  REQUIRE_FALSE(too_fast);
+  CHECK(errors_of(too_fast).find("agent.fastinter: must be at least a quarter of agent.interval") !=
+        std::string::npos);
+  const auto quarter = parse_config(base + "fastinter = \"250ms\"\n", "dbcheck.toml");
+  REQUIRE(quarter);
+  CHECK(quarter->agent->fastinter.count() == 250);
+}
+
 TEST_CASE("the [agent] section: defaults, values and references", "[config][agent]") {
   TempDir dir;
   const auto pw = dir.write("pg.password", "s3cret\n", 0600);
@@ -263,7 +283,7 @@ TEST_CASE("the [agent] section: defaults, values and references", "[config][agen
 listen = "127.0.0.1:5555"
 http_listen = "127.0.0.1:8091"
 interval = "1s"
-fastinter = "200ms"
+fastinter = "300ms"
 fall = 3
 rise = 4
 lag_window = "10s"
@@ -282,7 +302,7 @@ pg = "10.0.0.1:5432"
     const AgentSettings& a = *cfg->agent;
     CHECK(a.listen == dbcheck::util::HostPort{"127.0.0.1", 5555});
     CHECK(a.interval.count() == 1000);
-    CHECK(a.fastinter.count() == 200);
+    CHECK(a.fastinter.count() == 300);
     CHECK(a.fall == 3);
     CHECK(a.rise == 4);
     CHECK(a.lag_window.count() == 10000);

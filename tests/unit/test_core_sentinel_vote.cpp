@@ -88,10 +88,13 @@ TEST_CASE("a newer config epoch naming another master makes a majority stale",
   const std::vector<SentinelAnswer> behind = {names("s1", "10.0.0.1", 6379, "master", 4),
                                               names("s2", "10.0.0.2", 6379, "master", 3)};
   CHECK(newer_elsewhere(behind, node).empty());
-  // An unknown epoch among those naming the node: nothing to compare, no guess.
+  // An answer without an epoch is left out; it does not switch the rule off for the others.
   SentinelAnswer no_epoch = names("s1", "10.0.0.1", 6379);
   no_epoch.view->config_epoch.reset();
   CHECK(newer_elsewhere({no_epoch, names("s2", "10.0.0.2", 6379, "master", 9)}, node).empty());
+  CHECK(newer_elsewhere({no_epoch, names("s2", "10.0.0.1", 6379, "master", 3),
+                         names("s3", "10.0.0.2", 6379, "master", 9)},
+                        node) == std::vector<HostPort>{HostPort{"s3", 26379}});
   // No one names the node: the count already says no.
   CHECK(newer_elsewhere({names("s1", "10.0.0.2", 6379, "master", 9)}, node).empty());
 }
