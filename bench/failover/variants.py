@@ -6,8 +6,9 @@ external-check example's inter 1s / fastinter 250ms / fall 2 / rise 3, beside db
 external check (c), and
 at the agent example's inter 1s / fall 1 / rise 1 (a1, b1), beside dbcheck-agent (d). So each
 dbcheck configuration is compared with anchors detecting as often and as fast: what differs is
-what the check asks, not how often. (The agent example's agent-inter 500ms is how often HAProxy
-reads the agent's cached verdict; the agent itself probes every second, the anchors' inter.)
+what the check asks, not how often. (The agent example's agent-inter and downinter 250ms are
+how often HAProxy reads the agent's cached verdict, which reaches no database; the agent itself
+probes every second, the anchors' inter, and every 250 ms while a change is being confirmed.)
 Every HAProxy logs with its own ISO 8601 timestamps, so the proof reads when each server went
 UP or DOWN from HAProxy's own lines.
 
@@ -37,7 +38,7 @@ EXTERNAL_SETTINGS, AGENT_SETTINGS = (2, 3), (1, 1)
 FASTINTER = 0.25  # both examples' fastinter (only fall/rise > 1 ever use it)
 HAPROXY_CHECK_TIMEOUT = 1.0  # `timeout check` for the naive variants
 DBCHECK_TIMEOUT = 0.8  # dbcheck's `timeout` in the configs the fixtures write
-AGENT_INTERVAL, AGENT_INTER = 1.0, 0.5  # dbcheck-agent interval, HAProxy agent-inter
+AGENT_INTERVAL, AGENT_INTER = 1.0, 0.25  # dbcheck-agent interval, HAProxy agent-inter
 
 
 def check_bound(t_check, inter=INTER, fall=EXTERNAL_SETTINGS[0], fastinter=FASTINTER):
