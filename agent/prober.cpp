@@ -96,12 +96,12 @@ void Prober::stop() {
   }
 }
 
-bool Prober::changing() const {
+bool Prober::falling() const {
   for (const auto& [name, b] : m_cfg->backends) {
     if (b.cluster != m_cluster) {
       continue;
     }
-    if (const auto snap = m_cache.get(name); snap && snap->changing) {
+    if (const auto snap = m_cache.get(name); snap && snap->falling) {
       return true;
     }
   }
@@ -124,9 +124,10 @@ void Prober::loop() {
   for (;;) {
     const auto last_start = probe::Clock::now();
     round();
-    // While a backend's state change is pending, probe every fastinter (HAProxy's rule for
-    // its own checks): a failover then takes fall/rise rounds, not fall/rise intervals.
-    next = changing() ? last_start + fastinter : next + interval;
+    // While a backend is failing towards down, probe every fastinter (HAProxy's rule for its
+    // own checks): going down takes fall rounds, not fall intervals. Coming back keeps the
+    // interval (HealthTracker::falling says why).
+    next = falling() ? last_start + fastinter : next + interval;
     const auto now = probe::Clock::now();
     if (next < now) {
       next = now; // a late round does not cause a burst of catch-up rounds

@@ -42,8 +42,8 @@ public:
 private:
   void loop();
   void round();
-  // True when a backend of this cluster has a state change pending (probe at fastinter).
-  bool changing() const;
+  // True when a backend of this cluster is up but failing towards down (probe at fastinter).
+  bool falling() const;
   // A Sentinel began failing over this node's master: every writer backend of the cluster
   // goes down now, not at the next round (called on a watcher thread).
   void hold_writers(const std::string& sentinel, const std::string& event,

@@ -16,7 +16,7 @@ void fill_from_tracker(BackendSnapshot& s, const core::HealthTracker& t, util::D
   s.raw = t.last_raw();
   s.successes = t.successes();
   s.failures = t.failures();
-  s.changing = t.changing();
+  s.falling = t.falling();
   s.state_since_s = static_cast<double>((now_ms - t.changed_at()).count()) / 1000.0;
 }
 

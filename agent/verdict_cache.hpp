@@ -31,7 +31,7 @@ struct BackendSnapshot {
   core::Verdict raw;      // last round, undamped
   int successes = 0;
   int failures = 0;
-  bool changing = false; // a state change is pending on round counts (core HealthTracker)
+  bool falling = false;  // up but failing, fewer than fall rounds (core HealthTracker)
   std::optional<core::Report> last_report;
   probe::Clock::time_point updated{}; // when the last round finished
   double state_since_s = 0;           // seconds the reported state has held

@@ -594,10 +594,10 @@ def table(rows, reps, command, variants, failed=(), title="Failover proof: write
         "the configuration's detection bound B after the manager last named X, **two-writer** when "
         "another node may have been a primary at t (its role samples on either side of t say so), "
         "else **within B**. "
-        "B = inter + fall·t + (fall−1)·fastinter for HAProxy checks (t = `timeout check` 1 s, or "
+        "B = inter + fall·t + (fall−1)·inter for HAProxy checks (t = `timeout check` 1 s, or "
         "dbcheck's 0.8 s), and interval + t + agent-inter = "
-        f"{V.AGENT_BOUND:.1f} s for dbcheck-agent. (a), (b), (c) run at inter 1 s, fastinter 250 ms, fall 2, "
-        "rise 3 (the external-check example); (a1), (b1), (d) at inter 1 s, fall 1, rise 1 (the agent "
+        f"{V.AGENT_BOUND:.2f} s for dbcheck-agent. (a), (b), (c) run at inter 1 s, fall 2, rise 3 "
+        "(the external-check example); (a1), (b1), (d) at inter 1 s, fall 1, rise 1 (the agent "
         "example). Error window: first failed write to first write acknowledged by the new primary "
         "(median / max s). Two writers UP: seconds during which HAProxy had two or more servers UP in "
         "the write backend, from its own `Server … is UP/DOWN` log lines (microsecond timestamps).",
@@ -614,7 +614,7 @@ def table(rows, reps, command, variants, failed=(), title="Failover proof: write
         s = lambda f: sum(r[f] for r in rs)  # noqa: E731
         out.append(
             f"| {eng} | {SCENARIO_TEXT[(eng, scen)]} ({len(rs)} runs) | ({var}) {rs[0]['label']} | {rs[0]['settings']} "
-            f"| {rs[0]['bound_s']:.1f} | {s('acked')} | {s('lost')} | {s('lost_manager')} | {s('lost_reversal')} "
+            f"| {rs[0]['bound_s']:.2f} | {s('acked')} | {s('lost')} | {s('lost_manager')} | {s('lost_reversal')} "
             f"| {s('lost_at_change')} | {s('lost_two_writer')} | {s('lost_within')} | **{s('lost_late')}** | **{s('lost_routing')}** "
             f"| {_fmt_window([r['error_window_s'] for r in rs])} | {s('two_up_s'):.2f} "
             f"| {sum(1 for r in rs if r['two_up_s'] > 0)} | {s('lost_after_comeback')} |")

@@ -2,8 +2,7 @@
 
 Every variant has a write frontend/backend (`pg_write` or `redis_write`) with `balance first`
 and `on-marked-down shutdown-sessions`. The anchors (the usual checks: a, b) run twice: at the
-external-check example's inter 1s / fastinter 250ms / fall 2 / rise 3, beside dbcheck's
-external check (c), and
+external-check example's inter 1s / fall 2 / rise 3, beside dbcheck's external check (c), and
 at the agent example's inter 1s / fall 1 / rise 1 (a1, b1), beside dbcheck-agent (d). So each
 dbcheck configuration is compared with anchors detecting as often and as fast: what differs is
 what the check asks, not how often. (The agent example's agent-inter and downinter 250ms are
@@ -14,10 +13,9 @@ UP or DOWN from HAProxy's own lines.
 
 Detection bound: the longest time from the moment the cluster manager names a new primary
 until HAProxy stops sending writes to the old one, by the configuration's own arithmetic.
-HAProxy schedules a server's next check `inter` after the previous one ended (`fastinter`
-while the server is changing state: after a first failure), and marks it down after `fall`
-consecutive failures, each lasting at most the check's time limit t:
-    B_check = inter + fall * t + (fall - 1) * fastinter
+HAProxy schedules a server's next check `inter` after the previous one ended, and marks it
+down after `fall` consecutive failures, each lasting at most the check's time limit t:
+    B_check = inter + fall * t + (fall - 1) * inter      (no fastinter/downinter set)
 For the agent (HAProxy's agent rise/fall are 1; the agent damps, a writer that is not the
 primary goes down at its next round):
     B_agent = interval + t + agent-inter
@@ -35,23 +33,22 @@ from fixtures.ports import free_ports
 INTER = 1.0
 # (fall, rise) of the external-check example and of the agent example, as their settings label.
 EXTERNAL_SETTINGS, AGENT_SETTINGS = (2, 3), (1, 1)
-FASTINTER = 0.25  # both examples' fastinter (only fall/rise > 1 ever use it)
 HAPROXY_CHECK_TIMEOUT = 1.0  # `timeout check` for the naive variants
 DBCHECK_TIMEOUT = 0.8  # dbcheck's `timeout` in the configs the fixtures write
 AGENT_INTERVAL, AGENT_INTER = 1.0, 0.25  # dbcheck-agent interval, HAProxy agent-inter
 
 
-def check_bound(t_check, inter=INTER, fall=EXTERNAL_SETTINGS[0], fastinter=FASTINTER):
+def check_bound(t_check, inter=INTER, fall=EXTERNAL_SETTINGS[0]):
     """B_check (module docstring), in seconds."""
-    return inter + fall * t_check + (fall - 1) * fastinter
+    return inter + fall * t_check + (fall - 1) * inter
 
 
 AGENT_BOUND = AGENT_INTERVAL + DBCHECK_TIMEOUT + AGENT_INTER
 
 
 def settings_label(fall_rise):
-    """'inter 1s fastinter 250ms fall F rise R', the detection settings a variant runs at."""
-    return f"inter 1s fastinter 250ms fall {fall_rise[0]} rise {fall_rise[1]}"
+    """'inter 1s fall F rise R', the detection settings a variant runs at."""
+    return f"inter 1s fall {fall_rise[0]} rise {fall_rise[1]}"
 
 
 @dataclass
@@ -97,7 +94,7 @@ frontend {backend}
 
 backend {backend}
     balance first
-    default-server inter 1s fastinter 250ms fall {fall} rise {rise} on-marked-down shutdown-sessions
+    default-server inter 1s fall {fall} rise {rise} on-marked-down shutdown-sessions
 """
 
 

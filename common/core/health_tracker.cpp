@@ -29,14 +29,9 @@ Transition HealthTracker::set(State state, Failure failure, std::string reason,
   return t;
 }
 
-bool HealthTracker::changing() const {
-  if (!m_started) {
-    return false;
-  }
-  if (m_reported.state == State::up) {
-    return m_failures > 0 && m_raw.failure != Failure::lag;
-  }
-  return m_successes > 0;
+bool HealthTracker::falling() const {
+  return m_started && m_reported.state == State::up && m_failures > 0 &&
+         m_raw.failure != Failure::lag;
 }
 
 Transition HealthTracker::observe(const Verdict& raw, util::Duration now) {

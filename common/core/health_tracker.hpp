@@ -62,11 +62,13 @@ public:
   // When the reported state last changed (the `now` of that observation).
   util::Duration changed_at() const { return m_changed_at; }
 
-  // True while a change of the reported state is pending on round counts: up but failing
-  // (fewer than `fall` failures so far, lag excepted: its window is time, not rounds), or
-  // down but passing (fewer than `rise`). The agent probes faster then (its fastinter, like
-  // HAProxy's), so a change takes fall/rise rounds, not fall/rise intervals.
-  bool changing() const;
+  // True while the reported state is up but failing, fewer than `fall` rounds so far (lag
+  // excepted: its window is time, not rounds). The agent probes faster then (its fastinter),
+  // so going down takes fall rounds, not fall intervals. Not while coming back: a writer's
+  // `rise` rounds stay an interval apart, so the old writer's agent, which demotes at its
+  // next round (at most an interval after the manager moved), is out before the new one is
+  // in (HAProxy's fall 2 / rise 3 at one inter, the same arithmetic).
+  bool falling() const;
 
 private:
   Transition set(State state, Failure failure, std::string reason, util::Duration now);

@@ -99,9 +99,9 @@ def test_reload_with_saved_server_state_never_starts_replicas_up(
     first = new.servers_up("pg_write")  # before any check of the new process could finish
     new.stop()
     state_file.unlink()
-    # The failure this prevents: without the state, HAProxy starts every server UP. With
-    # fastinter the first checks come 250 ms after start, so read it from HAProxy's own log
-    # (a replica that goes DOWN was UP before) rather than racing a `show stat`.
+    # The failure this prevents: without the state, HAProxy starts every server UP. Its first
+    # checks may finish before a `show stat` does, so read it from HAProxy's own log (a
+    # replica that goes DOWN was UP before) rather than racing it.
     bare = haproxy_factory(timestamped_log(cfg), name="haproxy-bare")
     replicas = {m.name for m in pg_cluster.members()} - {leader.name}
     went_down = lambda: {srv for _, srv, state in bare.state_events("pg_write") if state == "DOWN"}  # noqa: E731

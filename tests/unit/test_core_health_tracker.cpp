@@ -115,30 +115,30 @@ TEST_CASE("saturation passes (degraded), it is not a failure", "[core][tracker]"
   CHECK(t.reported().failure == Failure::saturated);
 }
 
-TEST_CASE("a pending change is reported while fall/rise rounds are being counted",
+TEST_CASE("falling: up but failing fewer than fall rounds; never while coming back",
           "[core][tracker]") {
 
   HealthTracker t(TrackerPolicy{3, 2, Duration{5000}, false});
   const Verdict up{State::up, Failure::none, "ok"};
   const Verdict timeout{State::down, Failure::timeout, "timeout"};
   const Verdict lag{State::down, Failure::lag, "lag"};
-  CHECK_FALSE(t.changing()); // nothing observed yet
+  CHECK_FALSE(t.falling()); // nothing observed yet
   t.observe(up, Duration{0});
-  CHECK_FALSE(t.changing());
+  CHECK_FALSE(t.falling());
   t.observe(timeout, Duration{1000}); // failing 1 of 2
   CHECK(t.reported().state == State::up);
-  CHECK(t.changing());
+  CHECK(t.falling());
   t.observe(timeout, Duration{1250}); // down
   CHECK(t.reported().state == State::down);
-  CHECK_FALSE(t.changing());
-  t.observe(up, Duration{1500}); // recovering 1 of 3
-  CHECK(t.changing());
-  t.observe(up, Duration{1750});
-  CHECK(t.changing());
-  t.observe(up, Duration{2000}); // up
+  CHECK_FALSE(t.falling());
+  t.observe(up, Duration{1500}); // recovering 1 of 3: rises stay an interval apart
+  CHECK_FALSE(t.falling());
+  t.observe(up, Duration{2500});
+  CHECK_FALSE(t.falling());
+  t.observe(up, Duration{3500}); // up
   CHECK(t.reported().state == State::up);
-  CHECK_FALSE(t.changing());
-  t.observe(lag, Duration{3000}); // lag is damped by time (lag_window), not rounds
+  CHECK_FALSE(t.falling());
+  t.observe(lag, Duration{4500}); // lag is damped by time (lag_window), not rounds
   CHECK(t.reported().state == State::up);
-  CHECK_FALSE(t.changing());
+  CHECK_FALSE(t.falling());
 }
