@@ -17,11 +17,11 @@ manager's change, two-writer, routing within B, or routing late. Two writers UP 
 log: its "Server B/S is UP|DOWN" lines, with HAProxy's own microsecond timestamps.
 
 The gate, per scenario (exit 1 otherwise), for each dbcheck configuration: in every run no
-late loss, no time with two writers UP, and an error window not more than 1 s longer than
-every anchor's in that run; over the scenario's runs in this invocation, routing losses (all
-but manager, manager-reversal and at-change ones) no more, beyond chance (binomial test,
-p < 0.01), than the lowest anchor's at the
-configuration's own detection settings.
+late loss, no time with two writers UP, and an error window not more than 1 s plus one check
+interval longer than every anchor's in that run; over the scenario's runs in this invocation,
+a median error window not more than 1 s longer than every anchor's median, and routing losses
+(all but manager, manager-reversal and at-change ones) no more, beyond chance (binomial test,
+p < 0.01), than the lowest anchor's at the configuration's own detection settings.
 
   /usr/bin/python3 bench/failover/failover.py [--reps N] [--engine pg|redis] [--scenario S]
 Results: a JSON line per (run, variant) in build/failover/runs.jsonl and the Markdown table
@@ -446,13 +446,18 @@ def judge(lab, v, writer, ctx):
     return row
 
 
-WINDOW_SLACK = 1.0  # seconds a dbcheck error window may exceed every anchor's
+WINDOW_SLACK = 1.0  # seconds a dbcheck median error window may exceed every anchor's median
+# Per run, one check interval more: a window runs from a configuration's own first failed write
+# to its own first write on the new primary, and where each HAProxy's 1 s check schedule falls
+# against the fault and the promotion moves both ends. Measured: Patroni's own check (a) held
+# to the bare 1 s against the other anchors failed it in 2 of 34 runs, (b) in 4 of 34.
+PHASE_SLACK = V.INTER
 
 
 def gate_failures(rows, variants, key):
     """Why variant `key` fails the per-run part of the gate in this run ([] when it passes, and
     for anchors): a late loss, any time with two writers UP (or a log that disagrees with
-    `show stat`), or an error window more than WINDOW_SLACK longer than every anchor's in the
+    `show stat`), or an error window more than WINDOW_SLACK + PHASE_SLACK longer than every anchor's in the
     run (all of them: at the external and at the agent example's settings)."""
     by_key = {r["variant"]: r for r in rows}
     v = next(x for x in variants if x.key == key)
@@ -469,9 +474,9 @@ def gate_failures(rows, variants, key):
         out.append("HAProxy's log and `show stat` disagree at the start")
     known = [a["error_window_s"] for a in anchors if a["error_window_s"] is not None]
     w = r["error_window_s"]
-    if known and (w is None or w > max(known) + WINDOW_SLACK):
-        out.append(f"error window {'never closed' if w is None else f'{w:.2f} s'} > {WINDOW_SLACK:.0f} s longer "
-                   "than every anchor's (" + ", ".join(f"{a['variant']}: {a['error_window_s']}" for a in anchors) + ")")
+    if known and (w is None or w > max(known) + WINDOW_SLACK + PHASE_SLACK):
+        out.append(f"error window {'never closed' if w is None else f'{w:.2f} s'} > "
+                   f"{WINDOW_SLACK + PHASE_SLACK:.0f} s longer than every anchor's (" + ", ".join(f"{a['variant']}: {a['error_window_s']}" for a in anchors) + ")")
     return out
 
 
@@ -554,6 +559,30 @@ def _keys(rows, *fields):
     return out
 
 
+def window_gate(rows, variants):
+    """{(engine, scenario): [failure texts]}: a dbcheck variant whose median error window over
+    the scenario's runs in this invocation is more than WINDOW_SLACK longer than every anchor's
+    median (a window that never closed counts as infinitely long). The median, because one run's
+    window is the phase of the checks against the fault as much as the rule (PHASE_SLACK)."""
+    per = {}
+    for r in rows:
+        w = r["error_window_s"]
+        per.setdefault((r["engine"], r["scenario"]), {}).setdefault(r["variant"], []).append(
+            float("inf") if w is None else w)
+    out = {}
+    for k, windows in per.items():
+        out[k] = []
+        medians = {v: statistics.median(ws) for v, ws in windows.items()}
+        anchors = {v.key: medians[v.key] for v in variants.get(k[0], []) if not v.dbcheck and v.key in medians}
+        if not anchors:
+            continue
+        for v in variants.get(k[0], []):
+            if v.dbcheck and v.key in medians and medians[v.key] > max(anchors.values()) + WINDOW_SLACK:
+                out[k].append(f"({v.key}): median error window {medians[v.key]:.2f} s > {WINDOW_SLACK:.0f} s longer "
+                              "than every anchor's median (" + ", ".join(f"{a}: {m:.2f}" for a, m in anchors.items()) + ")")
+    return out
+
+
 def gate_verdicts(rows, failed, variants):
     """{(engine, scenario): [failure texts]} for every scenario run (empty: it passes): the
     per-run gate of every run, and the routing gate over the scenario's runs. `variants`:
@@ -563,6 +592,8 @@ def gate_verdicts(rows, failed, variants):
         for why in r.get("gate", []):
             out[(r["engine"], r["scenario"])].append(f"#{r['rep']} ({r['variant']}): {why}")
     for k, why in routing_gate(rows, variants).items():
+        out[k] += why
+    for k, why in window_gate(rows, variants).items():
         out[k] += why
     for engine, scenario, rep in failed:
         out.setdefault((engine, scenario), []).append(f"#{rep}: the run itself failed twice")
@@ -632,8 +663,10 @@ def table(rows, reps, command, variants, failed=(), title="Failover proof: write
         out += ["", "Runs after which a member could not rejoin by itself and was re-initialised from the leader "
                 "(`patronictl reinit`): " + ", ".join(f"{e} {s} #{n} ({', '.join(m)})" for e, s, n, m in repaired) + "."]
     out += ["", "**Gate** (per scenario, for each dbcheck configuration): in every run no late loss, no time "
-            f"with two writers UP, and an error window not more than {WINDOW_SLACK:.0f} s longer than every "
-            "anchor's in that run; over the scenario's runs, routing losses no more than the lowest anchor's at "
+            f"with two writers UP, and an error window not more than {WINDOW_SLACK + PHASE_SLACK:.0f} s longer than "
+            "every anchor's in that run (1 s, plus one check interval for where the checks' schedules fall); over "
+            f"the scenario's runs, a median error window not more than {WINDOW_SLACK:.0f} s longer than every "
+            "anchor's median, and routing losses no more than the lowest anchor's at "
             "the configuration's own detection settings, beyond chance (an excess as uneven as it is has a "
             f"probability under {CHANCE_P} when both lose at the same rate: one-sided binomial test; "
             "7 against 0 fails, 2 against 1 passes).", "",

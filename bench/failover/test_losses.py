@@ -143,3 +143,30 @@ def test_excess_p_is_the_one_sided_binomial_tail():
     assert abs(F.excess_p(2, 1) - 0.5) < 1e-12
     exact = sum(__import__("math").comb(2200, k) for k in range(1200, 2201)) / 2 ** 2200
     assert abs(F.excess_p(1200, 1000) - exact) < 0.05 * exact  # the normal approximation branch
+
+
+def test_window_gate_judges_the_median_and_the_run_gate_allows_one_check_interval_of_phase():
+    import failover as F
+    import variants as V
+    ext, agent = V.settings_label(V.EXTERNAL_SETTINGS), V.settings_label(V.AGENT_SETTINGS)
+    variants = {"pg": [V.Variant(k, k, "", 0, "", 1.0, s, dbcheck=k in ("c", "d"))
+                       for k, s in (("a", ext), ("b", ext), ("c", ext),
+                                    ("a1", agent), ("b1", agent), ("d", agent))]}
+
+    def run(rep, **w):
+        return [{"engine": "pg", "scenario": "freeze", "rep": rep, "variant": k, "error_window_s": v,
+                 "lost_late": 0, "two_up_s": 0, "log_agrees": True} for k, v in w.items()]
+    # One unlucky run (c 1.6 s behind, phase) among ordinary ones: the median holds.
+    rows = (run(1, a=20.0, b=20.2, c=21.8, a1=20.1, b1=20.3, d=20.5)
+            + run(2, a=20.4, b=20.1, c=20.3, a1=20.0, b1=20.2, d=20.9)
+            + run(3, a=20.2, b=20.6, c=20.5, a1=20.4, b1=20.1, d=20.4))
+    assert F.window_gate(rows, variants)[("pg", "freeze")] == []
+    assert F.gate_failures(run(1, a=20.0, b=20.2, c=21.8, a1=20.1, b1=20.3, d=20.5), variants["pg"], "c") == []
+    # A steady lag of 1.5 s fails on the median; an outage fails in its own run.
+    slow = [dict(r, error_window_s=r["error_window_s"] + 1.5) if r["variant"] == "d" else r for r in rows]
+    why = F.window_gate(slow, variants)[("pg", "freeze")]
+    assert len(why) == 1 and why[0].startswith("(d): median error window")
+    assert F.gate_failures(run(1, a=3.0, b=3.1, c=18.1, a1=2.9, b1=3.0, d=3.2), variants["pg"], "c") != []
+    # A window that never closed is infinitely long.
+    never = run(1, a=20.0, b=20.2, c=None, a1=20.1, b1=20.3, d=20.5)
+    assert F.window_gate(never, variants)[("pg", "freeze")][0].startswith("(c)")
