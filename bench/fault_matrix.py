@@ -614,10 +614,19 @@ class Matrix:
         if self.want("sentinel-one-stale"):
             master = r.wait_stable()
             replica = next(n for n in r.nodes() if n != master)
-            with FakeResp("sentinel", master=replica.addr) as liar:
+            with FakeResp("sentinel", master=replica.addr, epoch=0) as liar:
                 sentinels = [s.addr for s in r.sentinels()[:2]] + [liar.addr]
                 self.config_row("sentinel-one-stale", "one of three Sentinels is a fake naming the replica master "
-                                "(epoch 99)", self.redis_targets(expect=("up", "none")), "redis", sentinels=sentinels)
+                                "at an older epoch (0)", self.redis_targets(expect=("up", "none")), "redis",
+                                sentinels=sentinels)
+        if self.want("sentinel-one-newer"):
+            master = r.wait_stable()
+            replica = next(n for n in r.nodes() if n != master)
+            with FakeResp("sentinel", master=replica.addr) as liar:
+                sentinels = [s.addr for s in r.sentinels()[:2]] + [liar.addr]
+                self.config_row("sentinel-one-newer", "one of three Sentinels is a fake naming the replica master "
+                                "at a newer epoch (99): a failover the others have not heard of",
+                                self.redis_targets(expect=("down", "role")), "redis", sentinels=sentinels)
 
         @contextmanager
         def two_sentinels_down():
@@ -777,7 +786,7 @@ def main():
 ROWS = ["pg-wedged-postmaster", "pg-wedged-instance", "patroni-rest-hung", "patroni-rest-refused",
         "patroni-fake-garbage", "patroni-fake-truncated", "patroni-fake-huge", "patroni-fake-slow",
         "patroni-fake-trickle", "pg-max-connections", "pg-wrong-password", "pg-hba-reject", "pg-dns-patroni",
-        "pg-dns-node", "pg-read-only", "pg-starting-57P03", "redis-wedged-replica", "sentinel-one-stale",
+        "pg-dns-node", "pg-read-only", "pg-starting-57P03", "redis-wedged-replica", "sentinel-one-stale", "sentinel-one-newer",
         "sentinels-two-down", "redis-wrong-password", "sentinel-fake-garbage", "sentinel-fake-truncated",
         "sentinel-fake-huge", "sentinel-fake-slow", "sentinel-fake-trickle", "redis-dns-sentinels", "redis-loading",
         "etcd-down-before", "etcd-down-after"]

@@ -21,20 +21,27 @@ def redis_config(workdir, redis_cluster):
 
 
 def test_sentinel_minority_is_outvoted(redis_cluster, dbcheck_bin, redis_config, figures):
-    """One of three configured Sentinels names another master: the majority decides. Two of
-    three naming another master: the real master fails closed."""
+    """One of three configured Sentinels names another master at an older epoch (it has not
+    caught up): the majority decides. At a newer epoch (a failover the others have not heard
+    of yet): the writer goes, whatever the count. Two of three naming another master: the real
+    master fails closed."""
     master = redis_cluster.wait_stable()
     replica = next(n for n in redis_cluster.nodes() if n != master)
     real = [s.addr for s in redis_cluster.sentinels()]
-    with FakeResp("sentinel", master=replica.addr) as liar1, FakeResp("sentinel", master=replica.addr) as liar2:
+    with FakeResp("sentinel", master=replica.addr, epoch=0) as stale, \
+            FakeResp("sentinel", master=replica.addr) as liar1, FakeResp("sentinel", master=replica.addr) as liar2:
+        one_stale = redis_config("one-stale", sentinels=[real[0], real[1], stale.addr])
         one_liar = redis_config("one-liar", sentinels=[real[0], real[1], liar1.addr])
         two_liars = redis_config("two-liars", sentinels=[real[0], liar1.addr, liar2.addr])
-        ok = explain(dbcheck_bin, one_liar, "redis_write", master.addr)
-        not_replica = explain(dbcheck_bin, one_liar, "redis_write", replica.addr)
+        ok = explain(dbcheck_bin, one_stale, "redis_write", master.addr)
+        not_replica = explain(dbcheck_bin, one_stale, "redis_write", replica.addr)
+        newer = explain(dbcheck_bin, one_liar, "redis_write", master.addr)
         outvoted = explain(dbcheck_bin, two_liars, "redis_write", master.addr)
         liars_pick = explain(dbcheck_bin, two_liars, "redis_write", replica.addr)
     assert ok.rc == 0 and ok.reason.startswith("2 of 3 Sentinels name this node master"), ok
     assert not_replica.rc == 1, not_replica
+    assert newer.rc == 1 and newer.failure == "role", newer
+    assert f"Sentinel {liar1.addr} already names another master at a newer config epoch" in newer.reason, newer
     assert outvoted.rc == 1 and outvoted.failure == "role", outvoted
     assert f"names {replica.addr} (epoch 99, flags master)" in outvoted.reason, outvoted
     # The liars' choice is a replica by its own ROLE: the node's opinion vetoes it.
