@@ -611,22 +611,20 @@ class Matrix:
                  self.redis_targets(writer=False, reader=True, expect=("down", "timeout")), replica_frozen,
                  settle=lambda: r.wait_stable(30))
 
-        if self.want("sentinel-one-stale"):
+        # One fake Sentinel of three names the replica: outvoted at an older epoch (it has not
+        # caught up), the writer's end at a newer one (a failover the others have not heard of).
+        for name, epoch, what, expect in (
+                ("sentinel-one-stale", 0, "at an older epoch (0)", ("up", "none")),
+                ("sentinel-one-newer", 99, "at a newer epoch (99): a failover the others have not heard of",
+                 ("down", "role"))):
+            if not self.want(name):
+                continue
             master = r.wait_stable()
             replica = next(n for n in r.nodes() if n != master)
-            with FakeResp("sentinel", master=replica.addr, epoch=0) as liar:
+            with FakeResp("sentinel", master=replica.addr, epoch=epoch) as liar:
                 sentinels = [s.addr for s in r.sentinels()[:2]] + [liar.addr]
-                self.config_row("sentinel-one-stale", "one of three Sentinels is a fake naming the replica master "
-                                "at an older epoch (0)", self.redis_targets(expect=("up", "none")), "redis",
-                                sentinels=sentinels)
-        if self.want("sentinel-one-newer"):
-            master = r.wait_stable()
-            replica = next(n for n in r.nodes() if n != master)
-            with FakeResp("sentinel", master=replica.addr) as liar:
-                sentinels = [s.addr for s in r.sentinels()[:2]] + [liar.addr]
-                self.config_row("sentinel-one-newer", "one of three Sentinels is a fake naming the replica master "
-                                "at a newer epoch (99): a failover the others have not heard of",
-                                self.redis_targets(expect=("down", "role")), "redis", sentinels=sentinels)
+                self.config_row(name, f"one of three Sentinels is a fake naming the replica master {what}",
+                                self.redis_targets(expect=expect), "redis", sentinels=sentinels)
 
         @contextmanager
         def two_sentinels_down():

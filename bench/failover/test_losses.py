@@ -109,6 +109,15 @@ def test_sentinel_rule_counts_only_settled_answers():
                                  nodes.get) == "redis1"  # s_down alone is settled, as in dbcheck
 
 
+def _six_variants():
+    """The proof's six configurations (no lab): anchors a, b and dbcheck c at the external
+    example's settings, anchors a1, b1 and dbcheck d at the agent example's."""
+    import variants as V
+    ext, agent = V.settings_label(V.EXTERNAL_SETTINGS), V.settings_label(V.AGENT_SETTINGS)
+    return [V.Variant(k, k, "", 0, "", 1.0, s, dbcheck=k in ("c", "d"))
+            for k, s in (("a", ext), ("b", ext), ("c", ext), ("a1", agent), ("b1", agent), ("d", agent))]
+
+
 def _gate_rows(per_variant):
     """One scenario's rows, one run, routing losses per variant key."""
     return [{"engine": "redis", "scenario": "failover+fencing", "rep": 1, "variant": k,
@@ -117,11 +126,7 @@ def _gate_rows(per_variant):
 
 def test_routing_gate_fails_an_excess_chance_does_not_explain_and_passes_a_coin_toss():
     import failover as F  # the gate lives with the harness
-    import variants as V
-    ext, agent = V.settings_label(V.EXTERNAL_SETTINGS), V.settings_label(V.AGENT_SETTINGS)
-    variants = {"redis": [V.Variant(k, k, "", 0, "", 1.0, s, dbcheck=k in ("c", "d"))
-                          for k, s in (("a", ext), ("b", ext), ("c", ext),
-                                       ("a1", agent), ("b1", agent), ("d", agent))]}
+    variants = {"redis": _six_variants()}
     # One write each way (the write in flight at the promotion): a coin toss, not a rule.
     assert F.routing_gate(_gate_rows({"a": 1, "b": 5, "c": 2, "a1": 2, "b1": 2, "d": 0}),
                           variants)[("redis", "failover+fencing")] == []
@@ -147,11 +152,7 @@ def test_excess_p_is_the_one_sided_binomial_tail():
 
 def test_window_gate_judges_the_median_and_the_run_gate_allows_one_check_interval_of_phase():
     import failover as F
-    import variants as V
-    ext, agent = V.settings_label(V.EXTERNAL_SETTINGS), V.settings_label(V.AGENT_SETTINGS)
-    variants = {"pg": [V.Variant(k, k, "", 0, "", 1.0, s, dbcheck=k in ("c", "d"))
-                       for k, s in (("a", ext), ("b", ext), ("c", ext),
-                                    ("a1", agent), ("b1", agent), ("d", agent))]}
+    variants = {"pg": _six_variants()}
 
     def run(rep, **w):
         return [{"engine": "pg", "scenario": "freeze", "rep": rep, "variant": k, "error_window_s": v,

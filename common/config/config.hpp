@@ -68,7 +68,7 @@ struct AgentSettings {
   util::HostPort listen{"0.0.0.0", 5555};      // agent-check port
   util::HostPort http_listen{"0.0.0.0", 8091}; // HTTP endpoints and /metrics
   util::Duration interval{1000};               // one probe round per cluster per interval
-  util::Duration fastinter{250};               // rounds this often while a change is pending (≤ interval)
+  util::Duration fastinter{250};               // rounds this often while failing towards down
   int fall = 2;                                // consecutive failures to go down
   int rise = 3;                                // consecutive successes to come back
   util::Duration lag_window{5000};             // max_lag exceeded this long before a replica leaves

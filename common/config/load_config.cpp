@@ -476,7 +476,7 @@ void parse_agent(const toml::node& node, const toml::source_region& where, Confi
   } else if (a.fastinter > a.interval) {
     e.add(where, "agent.fastinter", "must not be longer than agent.interval");
   } else if (4 * a.fastinter < a.interval) {
-    // Faster would squeeze rise/fall rounds into milliseconds (the same floor as event rounds).
+    // Faster would squeeze fall rounds into milliseconds (the same floor as event rounds).
     e.add(where, "agent.fastinter", "must be at least a quarter of agent.interval");
   }
   // Two rounds can be up to interval + one check (< interval) apart.
