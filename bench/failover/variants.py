@@ -2,8 +2,8 @@
 
 Every variant has a write frontend/backend (`pg_write` or `redis_write`) with `balance first`
 and `on-marked-down shutdown-sessions`. The anchors (the usual checks: a, b) run twice: at the
-engine's external-check example's settings (inter 1s, rise 3; fall 2 for PostgreSQL, fall 1 for
-Redis, whose manager promotes before it demotes), beside dbcheck's external check (c), and
+engine's external-check example's settings (inter 1s, fall 2, rise 3 for both), beside dbcheck's
+external check (c), and
 at the agent example's inter 1s / fall 1 / rise 1 (a1, b1), beside dbcheck-agent (d). So each
 dbcheck configuration is compared with anchors detecting as often and as fast: what differs is
 what the check asks, not how often. (The agent example's agent-inter and downinter 250ms are
@@ -34,7 +34,7 @@ from fixtures.ports import free_ports
 INTER = 1.0
 # (fall, rise) of each engine's external-check example (haproxy-examples/postgres-patroni.cfg,
 # redis-sentinel.cfg) and of the agent examples, as their settings label.
-EXTERNAL_SETTINGS = {"pg": (2, 3), "redis": (1, 3)}
+EXTERNAL_SETTINGS = {"pg": (2, 3), "redis": (2, 3)}
 AGENT_SETTINGS = (1, 1)
 HAPROXY_CHECK_TIMEOUT = 1.0  # `timeout check` for the naive variants
 DBCHECK_TIMEOUT = 0.8  # dbcheck's `timeout` in the configs the fixtures write
