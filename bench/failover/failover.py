@@ -627,9 +627,8 @@ def table(rows, reps, command, variants, failed=(), title="Failover proof: write
         "else **within B**. "
         "B = inter + fall·t + (fall−1)·inter for HAProxy checks (t = `timeout check` 1 s, or "
         "dbcheck's 0.8 s), and interval + t + agent-inter = "
-        f"{V.AGENT_BOUND:.2f} s for dbcheck-agent. (a), (b), (c) run at the engine's external-check "
-        "example's settings (" + ", ".join(f"{e}: {V.settings_label(fr)}" for e, fr in V.EXTERNAL_SETTINGS.items())
-        + "); (a1), (b1), (d) at inter 1 s, fall 1, rise 1 (the agent "
+        f"{V.AGENT_BOUND:.2f} s for dbcheck-agent. (a), (b), (c) run at inter 1 s, fall 2, rise 3 "
+        "(the external-check example); (a1), (b1), (d) at inter 1 s, fall 1, rise 1 (the agent "
         "example). Error window: first failed write to first write acknowledged by the new primary "
         "(median / max s). Two writers UP: seconds during which HAProxy had two or more servers UP in "
         "the write backend, from its own `Server … is UP/DOWN` log lines (microsecond timestamps).",

@@ -113,7 +113,7 @@ def _six_variants():
     """The proof's six configurations (no lab): anchors a, b and dbcheck c at the external
     example's settings, anchors a1, b1 and dbcheck d at the agent example's."""
     import variants as V
-    ext, agent = V.settings_label(V.EXTERNAL_SETTINGS["redis"]), V.settings_label(V.AGENT_SETTINGS)
+    ext, agent = V.settings_label(V.EXTERNAL_SETTINGS), V.settings_label(V.AGENT_SETTINGS)
     return [V.Variant(k, k, "", 0, "", 1.0, s, dbcheck=k in ("c", "d"))
             for k, s in (("a", ext), ("b", ext), ("c", ext), ("a1", agent), ("b1", agent), ("d", agent))]
 

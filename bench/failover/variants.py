@@ -2,8 +2,7 @@
 
 Every variant has a write frontend/backend (`pg_write` or `redis_write`) with `balance first`
 and `on-marked-down shutdown-sessions`. The anchors (the usual checks: a, b) run twice: at the
-engine's external-check example's settings (inter 1s, fall 2, rise 3 for both), beside dbcheck's
-external check (c), and
+external-check example's inter 1s / fall 2 / rise 3, beside dbcheck's external check (c), and
 at the agent example's inter 1s / fall 1 / rise 1 (a1, b1), beside dbcheck-agent (d). So each
 dbcheck configuration is compared with anchors detecting as often and as fast: what differs is
 what the check asks, not how often. (The agent example's agent-inter and downinter 250ms are
@@ -32,16 +31,14 @@ from fixtures.patroni import APP_DB, HC_PASSWORD, HC_USER
 from fixtures.ports import free_ports
 
 INTER = 1.0
-# (fall, rise) of each engine's external-check example (haproxy-examples/postgres-patroni.cfg,
-# redis-sentinel.cfg) and of the agent examples, as their settings label.
-EXTERNAL_SETTINGS = {"pg": (2, 3), "redis": (2, 3)}
-AGENT_SETTINGS = (1, 1)
+# (fall, rise) of the external-check example and of the agent example, as their settings label.
+EXTERNAL_SETTINGS, AGENT_SETTINGS = (2, 3), (1, 1)
 HAPROXY_CHECK_TIMEOUT = 1.0  # `timeout check` for the naive variants
 DBCHECK_TIMEOUT = 0.8  # dbcheck's `timeout` in the configs the fixtures write
 AGENT_INTERVAL, AGENT_INTER = 1.0, 0.25  # dbcheck-agent interval, HAProxy agent-inter
 
 
-def check_bound(t_check, fall, inter=INTER):
+def check_bound(t_check, inter=INTER, fall=EXTERNAL_SETTINGS[0]):
     """B_check (module docstring), in seconds."""
     return inter + fall * t_check + (fall - 1) * inter
 
@@ -109,11 +106,11 @@ def _head(sock, backend, fall_rise):
 
 def _key(letter, fall_rise):
     """'a' at the external example's settings, 'a1' at the agent example's."""
-    return f"{letter}1" if fall_rise == AGENT_SETTINGS else letter
+    return letter if fall_rise == EXTERNAL_SETTINGS else f"{letter}1"
 
 
 # ------------------------------------------------------------------ PostgreSQL
-def pg_patroni_httpchk(cluster, workdir, fall_rise=EXTERNAL_SETTINGS["pg"]):
+def pg_patroni_httpchk(cluster, workdir, fall_rise=EXTERNAL_SETTINGS):
     """(a) Patroni's documented check: HTTP GET /primary on each member's REST API (200 only
     on the member holding the leader lock and running as primary)."""
     key = _key("a", fall_rise)
@@ -124,7 +121,7 @@ def pg_patroni_httpchk(cluster, workdir, fall_rise=EXTERNAL_SETTINGS["pg"]):
                    check_bound(HAPROXY_CHECK_TIMEOUT, fall=fall_rise[0]), settings_label(fall_rise))
 
 
-def pg_node_only(cluster, workdir, fall_rise=EXTERNAL_SETTINGS["pg"]):
+def pg_node_only(cluster, workdir, fall_rise=EXTERNAL_SETTINGS):
     """(b) the node asked about itself: an external check running
     psql -tAc 'select pg_is_in_recovery()' (the Percona pattern), UP when it prints f."""
     key = _key("b", fall_rise)
@@ -154,9 +151,8 @@ r=$(PGPASSFILE={passfile} PGCONNECT_TIMEOUT=1 /usr/bin/psql -X -h "$3" -p "$4" -
 def pg_dbcheck(cluster, workdir, wrapper):
     """(c) haproxy-examples/postgres-patroni.cfg with dbcheck as its external check."""
     cfg, ports = render_example_for(cluster, wrapper, workdir / "c" / "admin.sock")
-    fall_rise = EXTERNAL_SETTINGS["pg"]
     return Variant("c", "dbcheck external-check", timestamped_log(cfg), ports["pg_write"], "pg_write",
-                   check_bound(DBCHECK_TIMEOUT, fall_rise[0]), settings_label(fall_rise), dbcheck=True)
+                   check_bound(DBCHECK_TIMEOUT), settings_label(EXTERNAL_SETTINGS), dbcheck=True)
 
 
 def pg_agent(cluster, workdir, agents):
@@ -179,7 +175,7 @@ def _auth_line():
            "    tcp-check expect string +OK\n"
 
 
-def redis_role_only(cluster, workdir, fall_rise=EXTERNAL_SETTINGS["redis"]):
+def redis_role_only(cluster, workdir, fall_rise=EXTERNAL_SETTINGS):
     """(a) the usual tcp-check: AUTH, ROLE, expect 'master' (the node asked about itself)."""
     key = _key("a", fall_rise)
     head, port = _head(workdir / key / "admin.sock", "redis_write", fall_rise)
@@ -190,7 +186,7 @@ def redis_role_only(cluster, workdir, fall_rise=EXTERNAL_SETTINGS["redis"]):
                    check_bound(HAPROXY_CHECK_TIMEOUT, fall=fall_rise[0]), settings_label(fall_rise))
 
 
-def redis_seed_002(cluster, workdir, fall_rise=EXTERNAL_SETTINGS["redis"]):
+def redis_seed_002(cluster, workdir, fall_rise=EXTERNAL_SETTINGS):
     """(b) the seed-002 config: one Sentinel must name the server, then ROLE master.
     Adapted to a lab where every node is 127.0.0.1: the server's *name* is its port, and the
     check expects that port in Sentinel's GET-MASTER-ADDR-BY-NAME reply (the seed matches
@@ -213,9 +209,8 @@ def redis_seed_002(cluster, workdir, fall_rise=EXTERNAL_SETTINGS["redis"]):
 def redis_dbcheck(cluster, workdir, wrapper):
     """(c) haproxy-examples/redis-sentinel.cfg with dbcheck as its external check."""
     cfg, ports = render_redis_example_for(cluster, wrapper, workdir / "c" / "admin.sock")
-    fall_rise = EXTERNAL_SETTINGS["redis"]
     return Variant("c", "dbcheck external-check", timestamped_log(cfg), ports["redis_write"], "redis_write",
-                   check_bound(DBCHECK_TIMEOUT, fall_rise[0]), settings_label(fall_rise), dbcheck=True)
+                   check_bound(DBCHECK_TIMEOUT), settings_label(EXTERNAL_SETTINGS), dbcheck=True)
 
 
 def redis_agent(cluster, workdir, agents):
