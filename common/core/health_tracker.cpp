@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace dbcheck::core {
 namespace {
 
@@ -39,16 +41,24 @@ Transition HealthTracker::observe(const Verdict& raw, util::Duration now) {
   const bool first = !m_started;
   const bool was_up = m_started && m_reported.state == State::up;
 
+  m_without_other = raw.no_other_writer ? m_without_other + 1 : 0;
+
   if (passes(raw)) {
     ++m_successes;
     m_failures = 0;
     m_lag_bad_since.reset();
-    if (first || was_up || m_successes >= m_policy.rise) {
+    // A writer's rounds count from the manager's move (header comment), at least its passes.
+    const int rounds = m_policy.writer ? std::max(m_successes, m_without_other) : m_successes;
+    if (first || was_up || rounds >= m_policy.rise) {
       return set(State::up, raw.failure, raw.reason, now);
     }
     return set(State::down, m_reported.failure,
-               fmt::format("recovering, {} of {} passing rounds: {}", m_successes, m_policy.rise,
-                           raw.reason),
+               m_policy.writer && m_without_other > m_successes
+                   ? fmt::format("recovering, {} of {} rounds since the manager last named "
+                                 "another writer: {}",
+                                 rounds, m_policy.rise, raw.reason)
+                   : fmt::format("recovering, {} of {} passing rounds: {}", rounds,
+                                 m_policy.rise, raw.reason),
                now);
   }
 

@@ -9,6 +9,17 @@
 //   t=5 up        -> UP   (3 consecutive passes)
 // A replica over max_lag stays UP at reduced weight until the lag has lasted lag_window; a
 // writer that the manager or the node itself says is not the primary goes DOWN at once.
+//
+// A writer's rise guards against two writers UP: the old writer's agent demotes at its first
+// round after the manager stopped naming it, so the new one must not come in sooner than
+// rise - 1 intervals after that. So a writer counts its rounds from the first one in which the
+// manager named it or no one (Verdict::no_other_writer), not from its first passing round: a
+// leader key that expired or a promotion still running is time the old writer's agent already
+// had. rise 3, one round per second, the old leader's Patroni killed:
+//   t=0 down (Patroni names pg1 leader, not this node)    -> DOWN
+//   t=1 down (Patroni names no leader)                    -> DOWN (1 of 3 rounds without another)
+//   t=2 down (names this node; still in recovery)         -> DOWN (2 of 3)
+//   t=3 up                                                -> UP   (3 of 3)
 
 #include "verdict.hpp"
 
@@ -57,6 +68,8 @@ public:
 
   // Consecutive passing / failing rounds so far (for /health and metrics).
   int successes() const { return m_successes; }
+  // Writers: consecutive rounds, up to now, in which the manager named no other writer.
+  int rounds_without_other() const { return m_without_other; }
   int failures() const { return m_failures; }
 
   // When the reported state last changed (the `now` of that observation).
@@ -79,6 +92,7 @@ private:
   Verdict m_raw;
   int m_successes = 0;
   int m_failures = 0;
+  int m_without_other = 0;
   std::optional<util::Duration> m_lag_bad_since;
   util::Duration m_changed_at{0};
 };

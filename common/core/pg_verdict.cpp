@@ -75,7 +75,9 @@ Opinion manager_writer_opinion(const WriterObservation& obs) {
   const ClusterView& view = *obs.manager;
   if (const PatroniMember* leader = find_leader(view)) {
     if (util::same_endpoint(leader->address, obs.node)) {
-      return leader_confirms(obs, *leader);
+      Opinion o = leader_confirms(obs, *leader);
+      o.names_no_other = true;
+      return o;
     }
     // Patroni compares nothing for us: its connect_address and HAProxy's server address must
     // be spelled alike. Say so when one is a name and the other an IP.
@@ -94,7 +96,10 @@ Opinion manager_writer_opinion(const WriterObservation& obs) {
     return {false, "Patroni: this node leads a standby cluster (standby_leader), not writable",
             Failure::role};
   }
-  return {false, "Patroni names no leader (failover in progress or DCS trouble)", Failure::role};
+  // No leader key: the old leader's lock has expired or been released.
+  Opinion o{false, "Patroni names no leader (failover in progress or DCS trouble)", Failure::role};
+  o.names_no_other = true;
+  return o;
 }
 
 Opinion node_writer_opinion(const WriterObservation& obs) {

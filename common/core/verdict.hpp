@@ -29,6 +29,9 @@ struct Verdict {
   State state = State::down;
   Failure failure = Failure::none;
   std::string reason; // one line, for a tired operator: what was asked, what failed, why
+  // Writers: the manager's agreed view named this node or no node as the writer, so the lock
+  // had left any other node when this round asked (HealthTracker counts it towards rise).
+  bool no_other_writer = false;
 };
 
 // --- Interface ---

@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 namespace dbcheck::core {
+namespace {
 
-Verdict combine_writer_opinions(const Opinion& manager, const Opinion& node,
-                                SaturationPolicy saturation) {
+Verdict combine(const Opinion& manager, const Opinion& node, SaturationPolicy saturation) {
   const std::string both = fmt::format("{}; {}", manager.text, node.text);
   if ((!manager.ok && manager.kind == Failure::role) || (!node.ok && node.kind == Failure::role)) {
     return {State::down, Failure::role, fmt::format("not the writer: {}", both)};
@@ -41,6 +41,15 @@ Verdict combine_writer_opinions(const Opinion& manager, const Opinion& node,
     kind = Failure::role; // an opinion that disagrees without saying how
   }
   return {State::down, kind, fmt::format("not the writer: {}", both)};
+}
+
+} // namespace
+
+Verdict combine_writer_opinions(const Opinion& manager, const Opinion& node,
+                                SaturationPolicy saturation) {
+  Verdict v = combine(manager, node, saturation);
+  v.no_other_writer = manager.names_no_other;
+  return v;
 }
 
 } // namespace dbcheck::core

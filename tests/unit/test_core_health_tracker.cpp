@@ -142,3 +142,83 @@ TEST_CASE("falling: up but failing fewer than fall rounds; never while coming ba
   CHECK(t.reported().state == State::up);
   CHECK_FALSE(t.falling());
 }
+
+namespace {
+
+// A writer's round in which the manager named this node or no one (the lock left the others).
+Verdict without_other(Verdict v) {
+  v.no_other_writer = true;
+  return v;
+}
+
+const Verdict k_no_leader = without_other(
+    {State::down, Failure::role, "not the writer: Patroni names no leader"});
+const Verdict k_named_promoting = without_other(
+    {State::down, Failure::role, "not the writer: names this node; PostgreSQL is in recovery"});
+const Verdict k_named_up = without_other(k_up);
+const TrackerPolicy k_writer{3, 2, Duration{5000}, true};
+
+} // namespace
+
+TEST_CASE("a writer's rise counts from the manager's move, not from its first pass",
+          "[core][tracker]") {
+  // The old leader's Patroni killed: its key expires, this node takes it and promotes.
+  run(k_writer, {
+                    {0, k_not_primary, State::down, true},
+                    {1000, k_no_leader, State::down, false},       // 1 of 3
+                    {2000, k_named_promoting, State::down, false}, // 2 of 3
+                    {3000, k_named_up, State::up, true},           // 3 of 3
+                });
+  // Only one round since the move: the first pass still waits for the third round.
+  run(k_writer, {
+                    {0, k_not_primary, State::down, true},
+                    {1000, k_named_promoting, State::down, false},
+                    {2000, k_named_up, State::down, false},
+                    {3000, k_named_up, State::up, true},
+                });
+}
+
+TEST_CASE("a round that names another writer, or cannot tell, starts the count again",
+          "[core][tracker]") {
+  run(k_writer, {
+                    {0, k_not_primary, State::down, true},
+                    {1000, k_no_leader, State::down, false},
+                    {2000, k_not_primary, State::down, false}, // named another: 0
+                    {3000, k_no_leader, State::down, false},   // 1
+                    {4000, k_named_up, State::down, false},    // 2
+                    {5000, k_named_up, State::up, true},       // 3
+                });
+  run(k_writer, {
+                    {0, k_not_primary, State::down, true},
+                    {1000, k_no_leader, State::down, false},
+                    {2000, k_timeout, State::down, false}, // the manager unknown: 0
+                    {3000, k_named_up, State::down, false},
+                    {4000, k_named_up, State::down, false},
+                    {5000, k_named_up, State::up, true},
+                });
+}
+
+TEST_CASE("the rounds since the manager's move are a writer's rule only", "[core][tracker]") {
+  run(TrackerPolicy{3, 2, Duration{5000}, false},
+      {
+          {0, k_timeout, State::down, true},
+          {1000, k_no_leader, State::down, false},
+          {2000, k_no_leader, State::down, false},
+          {3000, k_named_up, State::down, false},
+          {4000, k_named_up, State::down, false},
+          {5000, k_named_up, State::up, true},
+      });
+}
+
+TEST_CASE("a writer recovering says which count it waits on", "[core][tracker]") {
+  HealthTracker t(k_writer);
+  t.observe(k_not_primary, Duration{0});
+  t.observe(k_no_leader, Duration{1000});
+  CHECK(t.rounds_without_other() == 1);
+  t.observe(k_named_up, Duration{2000});
+  CHECK(t.reported().state == State::down);
+  CHECK(t.reported().reason ==
+        "recovering, 2 of 3 rounds since the manager last named another writer: ok");
+  t.observe(k_not_primary, Duration{3000});
+  CHECK(t.rounds_without_other() == 0);
+}

@@ -434,3 +434,24 @@ TEST_CASE("writer: the whole table through the agent's tracker", "[core][verdict
     }
   }
 }
+
+TEST_CASE("writer: a round knows whether the members named another writer",
+          "[core][verdict][writer]") {
+  // Only "this node" and "no leader" say the lock left every other node: the agent counts
+  // such rounds towards a writer's rise (core/health_tracker.hpp). Whatever the node says.
+  const std::map<std::string, bool> expected = {
+      {"self", true},     {"other", false},   {"none", true},    {"standby", false},
+      {"timeout", false}, {"network", false}, {"garbage", false}};
+  for (const auto& [node_name, row] : k_writer_table) {
+    for (const auto& [manager, no_other] : expected) {
+      CAPTURE(node_name, manager);
+      CHECK(evaluate_writer(writer_obs(manager, node_name), SaturationPolicy::up)
+                .no_other_writer == no_other);
+    }
+  }
+  // Named, whatever its own Patroni says of it.
+  for (const auto& [report, _] : leader_reports()) {
+    CAPTURE(report);
+    CHECK(evaluate_writer(writer_obs("self", "rw", report), SaturationPolicy::up).no_other_writer);
+  }
+}

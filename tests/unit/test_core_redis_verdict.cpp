@@ -313,3 +313,17 @@ TEST_CASE("reader: each condition decides, with its reason", "[core][verdict][re
     CHECK(v.reason == row.reason);
   }
 }
+
+TEST_CASE("writer: a round knows whether the Sentinels named another master",
+          "[core][verdict][redis]") {
+  // A majority naming this node is the only round the agent counts towards a writer's rise
+  // before it passes (core/health_tracker.hpp); whatever ROLE says.
+  const RedisObservation named{
+      k_node, {says(0, k_node), says(1, k_node), says(2, k_other)}, 3, replica_of(k_other), {}};
+  CHECK(evaluate_redis_writer(named, SaturationPolicy::up).no_other_writer);
+  const RedisObservation other{
+      k_node, {says(0, k_other), says(1, k_other), says(2, k_node)}, 3, master_role(), {}};
+  CHECK_FALSE(evaluate_redis_writer(other, SaturationPolicy::up).no_other_writer);
+  const RedisObservation silent{k_node, {down(0), down(1), says(2, k_node)}, 3, master_role(), {}};
+  CHECK_FALSE(evaluate_redis_writer(silent, SaturationPolicy::up).no_other_writer);
+}
