@@ -388,7 +388,9 @@ def run_scenario(lab, scenario, rep, reasons=True):
                manager_reverted=watch.reverted(old, t_fault), repaired=lab.repairs[repairs_before:],
                comeback_s=round(comeback_at - t_fault, 2) if comeback_at else None,
                role_samples={n: len(r.samples) for n, r in roles.items()},
-               role_silent={n: sum(1 for x in r.samples if x[2] is None) for n, r in roles.items()})
+               role_silent={n: sum(1 for x in r.samples if x[2] is None) for n, r in roles.items()},
+               manager_timeline=changes(watch.samples, t_fault),
+               role_timeline={n: changes(r.samples, t_fault) for n, r in roles.items()})
     ctx = dict(old=old, new=new, t_fault=t_fault, comeback_at=comeback_at, t_start=t_start, t_end=t_end,
                offset=(offset_before + wall_offset()) / 2, manager=L.ManagerView(watch.samples),
                roles={n: L.Series(r.samples) for n, r in roles.items()}, verdicts=verdicts)
@@ -398,6 +400,17 @@ def run_scenario(lab, scenario, rep, reasons=True):
     return rows
 
 
+def changes(samples, t_fault):
+    """[[s after the fault, value]] at each change of a watch's samples (for reading a run's
+    timeline beside its losses; sent times)."""
+    out, last = [], object()
+    for ts, _, value in samples:
+        if value != last:
+            out.append([round(ts - t_fault, 3), value])
+            last = value
+    return out
+
+
 def judge(lab, v, writer, ctx):
     """Per-variant figures of one run (see bench/failover/losses.py for the classes of loss)."""
     stored = lab.stored(v, ctx["new"])
@@ -405,11 +418,13 @@ def judge(lab, v, writer, ctx):
     lost = [(t, wid, node) for t, wid, node in writer.acks if wid not in stored]
     cls = dict.fromkeys(L.CLASSES, 0)
     routing_after = []  # for each routing loss: s after the manager last named its node
+    routing_detail = []  # for each routing loss: [s after the fault, node, class]
     for t, _, port in lost:
         c = L.classify(names.get(port), t, ctx["manager"], ctx["roles"], v.bound)
         cls[c] += 1
         if c in L.ROUTING:
             routing_after.append(t - ctx["manager"].last_named_before(names.get(port), t))
+            routing_detail.append([round(t - ctx["t_fault"], 3), names.get(port), c])
     t_fault, comeback_at = ctx["t_fault"], ctx["comeback_at"]
     after_comeback = sum(1 for t, _, _ in lost if comeback_at and t >= comeback_at)
     first_err = next((t for t, _ in writer.errors if t >= t_fault), None)
@@ -433,6 +448,11 @@ def judge(lab, v, writer, ctx):
         "two_up_intervals": [[round(a - t_fault, 3), round(b - t_fault, 3)] for a, b in intervals],
         "log_agrees": at_start == [lab.server_name(v, ctx["old"])],
         "first_errors": sorted({m for _, m in writer.errors})[:3],
+        # For reading a run: each routing loss, this HAProxy's state lines, the writer's pace.
+        "routing_detail": routing_detail[:40],
+        "state_lines": [[round(t - t_fault, 3), srv, st] for t, srv, st in events
+                        if t_fault - 1 <= t <= ctx["t_end"]][:40],
+        "acks_per_s_before": round(sum(1 for t, _, _ in writer.acks if t_fault - 5 <= t < t_fault) / 5),
     }
     if v.dbcheck:  # why the new primary was not (yet) UP: HAProxy's check lines and dbcheck's verdicts
         lo, hi = first_err or t_fault, first_new or ctx["t_end"]
