@@ -31,6 +31,24 @@ Transition HealthTracker::set(State state, Failure failure, std::string reason,
   return t;
 }
 
+void HealthTracker::follow_manager(Named named) {
+  switch (named) {
+  case Named::another:
+    m_armed = true;
+    m_since_move = 0;
+    return;
+  case Named::this_node:
+  case Named::nobody:
+    if (m_armed) {
+      m_since_move = std::min(m_since_move + 1, m_policy.rise); // bounded: only >= rise matters
+    }
+    return;
+  case Named::unknown:
+    m_since_move = 0; // the manager unread: the count starts again
+    return;
+  }
+}
+
 bool HealthTracker::falling() const {
   return m_started && m_reported.state == State::up && m_failures > 0 &&
          m_raw.failure != Failure::lag;
@@ -41,21 +59,26 @@ Transition HealthTracker::observe(const Verdict& raw, util::Duration now) {
   const bool first = !m_started;
   const bool was_up = m_started && m_reported.state == State::up;
 
-  m_without_other = raw.no_other_writer ? m_without_other + 1 : 0;
+  if (m_policy.writer) {
+    follow_manager(raw.named);
+  }
 
   if (passes(raw)) {
     ++m_successes;
     m_failures = 0;
     m_lag_bad_since.reset();
-    // A writer's rounds count from the manager's move (header comment), at least its passes.
-    const int rounds = m_policy.writer ? std::max(m_successes, m_without_other) : m_successes;
+    // A writer moved to counts from the manager's move (header comment), at least its passes.
+    const int since = rounds_since_move();
+    const int rounds = std::max(m_successes, since);
     if (first || was_up || rounds >= m_policy.rise) {
+      m_armed = false; // up: the move is over; a later outage rises on passes again
+      m_since_move = 0;
       return set(State::up, raw.failure, raw.reason, now);
     }
     return set(State::down, m_reported.failure,
-               m_policy.writer && m_without_other > m_successes
-                   ? fmt::format("recovering, {} of {} rounds since the manager last named "
-                                 "another writer: {}",
+               since > m_successes
+                   ? fmt::format("recovering, {} of {} rounds in which the manager named this "
+                                 "node or none since it named another: {}",
                                  rounds, m_policy.rise, raw.reason)
                    : fmt::format("recovering, {} of {} passing rounds: {}", rounds,
                                  m_policy.rise, raw.reason),

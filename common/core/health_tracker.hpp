@@ -12,12 +12,15 @@
 //
 // A writer's rise guards against two writers UP: the old writer's agent demotes at its first
 // round after the manager stopped naming it, so the new one must not come in sooner than
-// rise - 1 intervals after that. So a writer counts its rounds from the first one in which the
-// manager named it or no one (Verdict::no_other_writer), not from its first passing round: a
-// leader key that expired or a promotion still running is time the old writer's agent already
-// had. rise 3, one round per second, the old leader's Patroni killed:
+// rise - 1 intervals after that. So once this agent has seen the manager name *another* node,
+// its rise rounds count from the first round after that in which the manager named this node
+// or no one (Verdict::named), not from its first passing round: a leader key that expired, or
+// a promotion still running, is time the old writer's agent already had. Only after another
+// node was seen: a writer that was never moved away from (restarted, timing out, or frozen
+// and named all along) keeps plain rise passes, and so does any outage once it is up again.
+// rise 3, one round per second, the old leader's Patroni killed:
 //   t=0 down (Patroni names pg1 leader, not this node)    -> DOWN
-//   t=1 down (Patroni names no leader)                    -> DOWN (1 of 3 rounds without another)
+//   t=1 down (Patroni names no leader)                    -> DOWN (1 of 3 rounds since)
 //   t=2 down (names this node; still in recovery)         -> DOWN (2 of 3)
 //   t=3 up                                                -> UP   (3 of 3)
 
@@ -68,8 +71,9 @@ public:
 
   // Consecutive passing / failing rounds so far (for /health and metrics).
   int successes() const { return m_successes; }
-  // Writers: consecutive rounds, up to now, in which the manager named no other writer.
-  int rounds_without_other() const { return m_without_other; }
+  // Writers: rounds counted since the manager moved away from another node (0 when it was
+  // never seen naming another one since this writer was last up).
+  int rounds_since_move() const { return m_armed ? m_since_move : 0; }
   int failures() const { return m_failures; }
 
   // When the reported state last changed (the `now` of that observation).
@@ -85,6 +89,8 @@ public:
 
 private:
   Transition set(State state, Failure failure, std::string reason, util::Duration now);
+  // Writers: follows whom the manager named (the rise rule in the header comment).
+  void follow_manager(Named named);
 
   TrackerPolicy m_policy;
   bool m_started = false;
@@ -92,7 +98,8 @@ private:
   Verdict m_raw;
   int m_successes = 0;
   int m_failures = 0;
-  int m_without_other = 0;
+  bool m_armed = false; // writers: saw the manager name another node since last up
+  int m_since_move = 0;  // writers: consecutive rounds naming this node or no one since
   std::optional<util::Duration> m_lag_bad_since;
   util::Duration m_changed_at{0};
 };

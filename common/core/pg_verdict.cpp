@@ -76,29 +76,30 @@ Opinion manager_writer_opinion(const WriterObservation& obs) {
   if (const PatroniMember* leader = find_leader(view)) {
     if (util::same_endpoint(leader->address, obs.node)) {
       Opinion o = leader_confirms(obs, *leader);
-      o.names_no_other = true;
+      o.named = Named::this_node;
       return o;
     }
     // Patroni compares nothing for us: its connect_address and HAProxy's server address must
     // be spelled alike. Say so when one is a name and the other an IP.
     const bool spelled_differently =
         util::is_ip_literal(leader->address.host) != util::is_ip_literal(obs.node.host);
-    return {false,
-            fmt::format("Patroni names {} leader, not this node{}", member_label(*leader),
-                        spelled_differently
-                            ? " (Patroni advertises host names or IPs unlike HAProxy's server "
-                              "address: write both the same way)"
-                            : ""),
-            Failure::role};
+    Opinion o{false,
+              fmt::format("Patroni names {} leader, not this node{}", member_label(*leader),
+                          spelled_differently
+                              ? " (Patroni advertises host names or IPs unlike HAProxy's server "
+                                "address: write both the same way)"
+                              : ""),
+              Failure::role};
+    o.named = Named::another;
+    return o;
   }
   const PatroniMember* self = find_member(view, obs.node);
   if (self != nullptr && self->role == "standby_leader") {
     return {false, "Patroni: this node leads a standby cluster (standby_leader), not writable",
             Failure::role};
   }
-  // No leader key: the old leader's lock has expired or been released.
   Opinion o{false, "Patroni names no leader (failover in progress or DCS trouble)", Failure::role};
-  o.names_no_other = true;
+  o.named = Named::nobody;
   return o;
 }
 

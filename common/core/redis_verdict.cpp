@@ -60,7 +60,6 @@ Opinion sentinel_writer_opinion(const RedisObservation& obs) {
               Failure::none};
     o.vouches_for_node =
         vouchers_for(obs.sentinels, obs.node, k_role_report_max_age_ms) >= t.needed;
-    o.names_no_other = true;
     return o;
   }
   // A Sentinel that answered (another master, nil, o_down) is a definite "not this node"; only

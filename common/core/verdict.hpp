@@ -24,14 +24,21 @@ enum class Failure {
   config,    // dbcheck's own configuration is unusable
 };
 
+// Whom the manager named the writer in one writer check.
+enum class Named {
+  unknown,   // not read, or an engine that does not tell (Sentinel: it promotes, then names)
+  this_node, // Patroni's members name this node leader (confirmed or not)
+  nobody,    // Patroni's members name no leader: the key expired or was released
+  another,   // the manager names another node
+};
+
 // A check's outcome: what HAProxy should do with the node, and why.
 struct Verdict {
   State state = State::down;
   Failure failure = Failure::none;
   std::string reason; // one line, for a tired operator: what was asked, what failed, why
-  // Writers: the manager's agreed view named this node or no node as the writer, so the lock
-  // had left any other node when this round asked (HealthTracker counts it towards rise).
-  bool no_other_writer = false;
+  // Writers: whom the manager's agreed view named the writer (HealthTracker's rise rule).
+  Named named = Named::unknown;
 };
 
 // --- Interface ---

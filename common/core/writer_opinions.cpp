@@ -48,7 +48,7 @@ Verdict combine(const Opinion& manager, const Opinion& node, SaturationPolicy sa
 Verdict combine_writer_opinions(const Opinion& manager, const Opinion& node,
                                 SaturationPolicy saturation) {
   Verdict v = combine(manager, node, saturation);
-  v.no_other_writer = manager.names_no_other;
+  v.named = manager.named;
   return v;
 }
 

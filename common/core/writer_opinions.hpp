@@ -27,8 +27,8 @@ struct Opinion {
   // Node only, with kind saturated: the node answered the writer query anyway (a kept
   // connection) and is a read-write primary, only full.
   bool role_known = false;
-  // Manager only: its view names this node or no node as the writer (not another node).
-  bool names_no_other = false;
+  // Manager only: whom its view names the writer.
+  Named named = Named::unknown;
 };
 
 // --- Interface ---
@@ -42,7 +42,7 @@ struct Opinion {
 //   report): saturation never makes a one-opinion pass;
 // - otherwise down, naming both opinions and reporting the node's failure class first (the
 //   more actionable one).
-// The verdict's no_other_writer is the manager's names_no_other, whatever the state.
+// The verdict's `named` is the manager opinion's, whatever the state.
 Verdict combine_writer_opinions(const Opinion& manager, const Opinion& node,
                                 SaturationPolicy saturation);
 

@@ -145,53 +145,99 @@ TEST_CASE("falling: up but failing fewer than fall rounds; never while coming ba
 
 namespace {
 
-// A writer's round in which the manager named this node or no one (the lock left the others).
-Verdict without_other(Verdict v) {
-  v.no_other_writer = true;
+// A writer's round, with whom the manager named.
+Verdict named(Verdict v, Named who) {
+  v.named = who;
   return v;
 }
 
-const Verdict k_no_leader = without_other(
-    {State::down, Failure::role, "not the writer: Patroni names no leader"});
-const Verdict k_named_promoting = without_other(
-    {State::down, Failure::role, "not the writer: names this node; PostgreSQL is in recovery"});
-const Verdict k_named_up = without_other(k_up);
+const Verdict k_other_leader = named(k_not_primary, Named::another);
+const Verdict k_no_leader =
+    named({State::down, Failure::role, "not the writer: Patroni names no leader"}, Named::nobody);
+const Verdict k_named_promoting = named(
+    {State::down, Failure::role, "not the writer: names this node; PostgreSQL is in recovery"},
+    Named::this_node);
+const Verdict k_named_unconfirmed =
+    named({State::down, Failure::timeout, "names this node; its own Patroni: timeout"},
+          Named::this_node);
+const Verdict k_named_up = named(k_up, Named::this_node);
+const Verdict k_named_timeout = named(k_timeout, Named::this_node);
 const TrackerPolicy k_writer{3, 2, Duration{5000}, true};
 
 } // namespace
 
-TEST_CASE("a writer's rise counts from the manager's move, not from its first pass",
+TEST_CASE("a writer moved to counts its rise from the manager's move, not its first pass",
           "[core][tracker]") {
   // The old leader's Patroni killed: its key expires, this node takes it and promotes.
   run(k_writer, {
-                    {0, k_not_primary, State::down, true},
+                    {0, k_other_leader, State::down, true},
                     {1000, k_no_leader, State::down, false},       // 1 of 3
                     {2000, k_named_promoting, State::down, false}, // 2 of 3
                     {3000, k_named_up, State::up, true},           // 3 of 3
                 });
   // Only one round since the move: the first pass still waits for the third round.
   run(k_writer, {
-                    {0, k_not_primary, State::down, true},
+                    {0, k_other_leader, State::down, true},
                     {1000, k_named_promoting, State::down, false},
                     {2000, k_named_up, State::down, false},
                     {3000, k_named_up, State::up, true},
                 });
 }
 
-TEST_CASE("a round that names another writer, or cannot tell, starts the count again",
+TEST_CASE("a writer never seen moved from another node rises on passes alone",
           "[core][tracker]") {
+  // Frozen while named (its own Patroni silent), then no leader, then named again: no other
+  // node was seen holding the lock, but one may have held it between two rounds (Patroni
+  // 3.0.2 re-putting the old key): plain rise.
   run(k_writer, {
-                    {0, k_not_primary, State::down, true},
+                    {0, k_named_unconfirmed, State::down, true},
+                    {1000, k_named_unconfirmed, State::down, false},
+                    {2000, k_no_leader, State::down, false},
+                    {3000, k_no_leader, State::down, false},
+                    {4000, k_named_up, State::down, false},
+                    {5000, k_named_up, State::down, false},
+                    {6000, k_named_up, State::up, true},
+                });
+  // The sitting writer restarted (named all along): rise damps its flapping as before.
+  run(k_writer, {
+                    {0, k_named_up, State::up, true},
+                    {1000, k_named_timeout, State::up, false},
+                    {1250, k_named_timeout, State::down, true},
+                    {2250, k_named_up, State::down, false},
+                    {3250, k_named_timeout, State::down, false},
+                    {4250, k_named_up, State::down, false},
+                    {5250, k_named_up, State::down, false},
+                    {6250, k_named_up, State::up, true},
+                });
+}
+
+TEST_CASE("once up, a writer's later outage rises on passes again", "[core][tracker]") {
+  run(k_writer, {
+                    {0, k_other_leader, State::down, true},
                     {1000, k_no_leader, State::down, false},
-                    {2000, k_not_primary, State::down, false}, // named another: 0
-                    {3000, k_no_leader, State::down, false},   // 1
-                    {4000, k_named_up, State::down, false},    // 2
-                    {5000, k_named_up, State::up, true},       // 3
+                    {2000, k_named_promoting, State::down, false},
+                    {3000, k_named_up, State::up, true}, // moved to: in at once
+                    {4000, k_named_timeout, State::up, false},
+                    {4250, k_named_timeout, State::down, true},
+                    {5250, k_named_up, State::down, false}, // 1 of 3 passes, not 4 rounds
+                    {6250, k_named_up, State::down, false},
+                    {7250, k_named_up, State::up, true},
+                });
+}
+
+TEST_CASE("a round naming another writer, or unread, starts the count again", "[core][tracker]") {
+  run(k_writer, {
+                    {0, k_other_leader, State::down, true},
+                    {1000, k_no_leader, State::down, false},
+                    {2000, k_other_leader, State::down, false}, // named another: 0
+                    {3000, k_no_leader, State::down, false},    // 1
+                    {4000, k_named_up, State::down, false},     // 2
+                    {5000, k_named_up, State::up, true},        // 3
                 });
   run(k_writer, {
-                    {0, k_not_primary, State::down, true},
+                    {0, k_other_leader, State::down, true},
                     {1000, k_no_leader, State::down, false},
-                    {2000, k_timeout, State::down, false}, // the manager unknown: 0
+                    {2000, k_timeout, State::down, false}, // the manager unread: 0
                     {3000, k_named_up, State::down, false},
                     {4000, k_named_up, State::down, false},
                     {5000, k_named_up, State::up, true},
@@ -201,7 +247,7 @@ TEST_CASE("a round that names another writer, or cannot tell, starts the count a
 TEST_CASE("the rounds since the manager's move are a writer's rule only", "[core][tracker]") {
   run(TrackerPolicy{3, 2, Duration{5000}, false},
       {
-          {0, k_timeout, State::down, true},
+          {0, k_other_leader, State::down, true},
           {1000, k_no_leader, State::down, false},
           {2000, k_no_leader, State::down, false},
           {3000, k_named_up, State::down, false},
@@ -212,13 +258,19 @@ TEST_CASE("the rounds since the manager's move are a writer's rule only", "[core
 
 TEST_CASE("a writer recovering says which count it waits on", "[core][tracker]") {
   HealthTracker t(k_writer);
-  t.observe(k_not_primary, Duration{0});
+  t.observe(k_other_leader, Duration{0});
+  CHECK(t.rounds_since_move() == 0);
   t.observe(k_no_leader, Duration{1000});
-  CHECK(t.rounds_without_other() == 1);
+  CHECK(t.rounds_since_move() == 1);
   t.observe(k_named_up, Duration{2000});
   CHECK(t.reported().state == State::down);
-  CHECK(t.reported().reason ==
-        "recovering, 2 of 3 rounds since the manager last named another writer: ok");
-  t.observe(k_not_primary, Duration{3000});
-  CHECK(t.rounds_without_other() == 0);
+  CHECK(t.reported().reason == "recovering, 2 of 3 rounds in which the manager named this node "
+                               "or none since it named another: ok");
+  t.observe(k_other_leader, Duration{3000});
+  CHECK(t.rounds_since_move() == 0);
+  // Never moved from another node: passes, as always.
+  HealthTracker u(k_writer);
+  u.observe(k_named_timeout, Duration{0});
+  u.observe(k_named_up, Duration{1000});
+  CHECK(u.reported().reason == "recovering, 1 of 3 passing rounds: ok");
 }

@@ -435,23 +435,22 @@ TEST_CASE("writer: the whole table through the agent's tracker", "[core][verdict
   }
 }
 
-TEST_CASE("writer: a round knows whether the members named another writer",
-          "[core][verdict][writer]") {
-  // Only "this node" and "no leader" say the lock left every other node: the agent counts
-  // such rounds towards a writer's rise (core/health_tracker.hpp). Whatever the node says.
-  const std::map<std::string, bool> expected = {
-      {"self", true},     {"other", false},   {"none", true},    {"standby", false},
-      {"timeout", false}, {"network", false}, {"garbage", false}};
+TEST_CASE("writer: a round says whom the members named", "[core][verdict][writer]") {
+  // The agent's rise rule follows it (core/health_tracker.hpp), whatever the node says and
+  // whatever the leader's own Patroni says of itself.
+  const std::map<std::string, Named> expected = {
+      {"self", Named::this_node},   {"other", Named::another},    {"none", Named::nobody},
+      {"standby", Named::unknown},  {"timeout", Named::unknown},  {"network", Named::unknown},
+      {"garbage", Named::unknown}};
   for (const auto& [node_name, row] : k_writer_table) {
-    for (const auto& [manager, no_other] : expected) {
+    for (const auto& [manager, who] : expected) {
       CAPTURE(node_name, manager);
-      CHECK(evaluate_writer(writer_obs(manager, node_name), SaturationPolicy::up)
-                .no_other_writer == no_other);
+      CHECK(evaluate_writer(writer_obs(manager, node_name), SaturationPolicy::up).named == who);
     }
   }
-  // Named, whatever its own Patroni says of it.
   for (const auto& [report, _] : leader_reports()) {
     CAPTURE(report);
-    CHECK(evaluate_writer(writer_obs("self", "rw", report), SaturationPolicy::up).no_other_writer);
+    CHECK(evaluate_writer(writer_obs("self", "rw", report), SaturationPolicy::up).named ==
+          Named::this_node);
   }
 }
