@@ -58,7 +58,8 @@ public:
           m_cache.track(b, node,
                         core::TrackerPolicy{cfg->agent->rise, cfg->agent->fall,
                                             cfg->agent->lag_window,
-                                            b.role == config::Role::primary});
+                                            b.role == config::Role::primary,
+                                            cfg->agent->interval});
           tracked.push_back(name);
         }
       }

@@ -30,7 +30,7 @@ void VerdictCache::track(const config::Backend& backend, const util::HostPort& n
     const core::TrackerPolicy& p = it->second.policy;
     if (s.cluster == backend.cluster && s.node == util::to_string(node) && s.role == backend.role &&
         p.rise == policy.rise && p.fall == policy.fall && p.lag_window == policy.lag_window &&
-        p.writer == policy.writer) {
+        p.writer == policy.writer && p.interval == policy.interval) {
       return; // unchanged by a reload: keep the state and counters
     }
     m_entries.erase(it); // another node, role or damping: start afresh (not fresh until probed)

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 
 namespace dbcheck::core {
 namespace {
@@ -31,22 +30,32 @@ Transition HealthTracker::set(State state, Failure failure, std::string reason,
   return t;
 }
 
-void HealthTracker::follow_manager(Named named) {
+void HealthTracker::follow_manager(Named named, util::Duration now) {
   switch (named) {
   case Named::another:
     m_armed = true;
-    m_since_move = 0;
+    m_move_from.reset();
     return;
   case Named::this_node:
   case Named::nobody:
-    if (m_armed) {
-      m_since_move = std::min(m_since_move + 1, m_policy.rise); // bounded: only >= rise matters
+    if (m_armed && m_policy.interval.count() > 0) {
+      if (!m_move_from || now - m_move_last > 2 * m_policy.interval) {
+        m_move_from = now; // first, or after a gap (a frozen host): count again
+      }
+      m_move_last = now;
     }
     return;
   case Named::unknown:
-    m_since_move = 0; // the manager unread: the count starts again
+    m_move_from.reset(); // the manager unread: the count starts again
     return;
   }
+}
+
+std::optional<util::Duration> HealthTracker::since_move() const {
+  if (!m_armed || !m_move_from) {
+    return std::nullopt;
+  }
+  return m_move_last - *m_move_from;
 }
 
 bool HealthTracker::falling() const {
@@ -60,28 +69,29 @@ Transition HealthTracker::observe(const Verdict& raw, util::Duration now) {
   const bool was_up = m_started && m_reported.state == State::up;
 
   if (m_policy.writer) {
-    follow_manager(raw.named);
+    follow_manager(raw.named, now);
   }
 
   if (passes(raw)) {
     ++m_successes;
     m_failures = 0;
     m_lag_bad_since.reset();
-    // A writer moved to counts from the manager's move (header comment), at least its passes.
-    const int since = rounds_since_move();
-    const int rounds = std::max(m_successes, since);
-    if (first || was_up || rounds >= m_policy.rise) {
+    // A writer moved to may come in by time since the manager's move (header comment).
+    const std::optional<util::Duration> since = since_move();
+    const util::Duration needed =
+        (m_policy.rise - 1) * m_policy.interval - m_policy.interval / 4;
+    if (first || was_up || m_successes >= m_policy.rise || (since && *since >= needed)) {
       m_armed = false; // up: the move is over; a later outage rises on passes again
-      m_since_move = 0;
+      m_move_from.reset();
       return set(State::up, raw.failure, raw.reason, now);
     }
     return set(State::down, m_reported.failure,
-               since > m_successes
-                   ? fmt::format("recovering, {} of {} rounds in which the manager named this "
-                                 "node or none since it named another: {}",
-                                 rounds, m_policy.rise, raw.reason)
-                   : fmt::format("recovering, {} of {} passing rounds: {}", rounds,
-                                 m_policy.rise, raw.reason),
+               since ? fmt::format("recovering, {} of {} passing rounds, or {} of {} since the "
+                                   "manager stopped naming another node: {}",
+                                   m_successes, m_policy.rise, seconds(*since), seconds(needed),
+                                   raw.reason)
+                     : fmt::format("recovering, {} of {} passing rounds: {}", m_successes,
+                                   m_policy.rise, raw.reason),
                now);
   }
 

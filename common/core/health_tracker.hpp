@@ -13,16 +13,20 @@
 // A writer's rise guards against two writers UP: the old writer's agent demotes at its first
 // round after the manager stopped naming it, so the new one must not come in sooner than
 // rise - 1 intervals after that. So once this agent has seen the manager name *another* node,
-// its rise rounds count from the first round after that in which the manager named this node
-// or no one (Verdict::named), not from its first passing round: a leader key that expired, or
-// a promotion still running, is time the old writer's agent already had. Only after another
-// node was seen: a writer that was never moved away from (restarted, timing out, or frozen
-// and named all along) keeps plain rise passes, and so does any outage once it is up again.
-// rise 3, one round per second, the old leader's Patroni killed:
+// it may also come in at a passing round once (rise - 1) x interval (less a quarter interval
+// of jitter) has passed since the first round after that in which more than half of the
+// configured members named this node or no one (Verdict::named): a leader key that expired,
+// or a promotion still running, is time the old writer's agent already had. Time, not rounds:
+// the prober's rounds come every fastinter while any backend of the node is falling, and a
+// host frozen for a while comes back with its count stale (a gap over two intervals, or a
+// round whose manager was unread, starts it again). Only after another node was seen: a
+// writer never moved from (restarted while named, frozen and named all along) keeps plain
+// rise passes, and so does any outage once it is up again.
+// rise 3, interval 1s, the old leader's Patroni killed:
 //   t=0 down (Patroni names pg1 leader, not this node)    -> DOWN
-//   t=1 down (Patroni names no leader)                    -> DOWN (1 of 3 rounds since)
-//   t=2 down (names this node; still in recovery)         -> DOWN (2 of 3)
-//   t=3 up                                                -> UP   (3 of 3)
+//   t=1 down (Patroni names no leader)                    -> DOWN (0 s of 1.75 s since)
+//   t=2 down (names this node; still in recovery)         -> DOWN (1 s of 1.75 s)
+//   t=3 up                                                -> UP   (2 s since the key went)
 
 #include "verdict.hpp"
 
@@ -39,6 +43,7 @@ struct TrackerPolicy {
   int fall = 2;                    // consecutive failing rounds to go down
   util::Duration lag_window{5000}; // lag failures this long before a replica leaves
   bool writer = false;             // a definite "not the primary" takes a writer down at once
+  util::Duration interval{0};      // the agent's round interval; 0: writers rise on passes only
 };
 
 // What one observation did to the reported state.
@@ -71,9 +76,10 @@ public:
 
   // Consecutive passing / failing rounds so far (for /health and metrics).
   int successes() const { return m_successes; }
-  // Writers: rounds counted since the manager moved away from another node (0 when it was
-  // never seen naming another one since this writer was last up).
-  int rounds_since_move() const { return m_armed ? m_since_move : 0; }
+  // Writers: time since the manager moved away from another node, as of the last round (none
+  // when it was not seen naming another one since this writer was last up, or the count
+  // started again).
+  std::optional<util::Duration> since_move() const;
   int failures() const { return m_failures; }
 
   // When the reported state last changed (the `now` of that observation).
@@ -90,7 +96,7 @@ public:
 private:
   Transition set(State state, Failure failure, std::string reason, util::Duration now);
   // Writers: follows whom the manager named (the rise rule in the header comment).
-  void follow_manager(Named named);
+  void follow_manager(Named named, util::Duration now);
 
   TrackerPolicy m_policy;
   bool m_started = false;
@@ -99,7 +105,8 @@ private:
   int m_successes = 0;
   int m_failures = 0;
   bool m_armed = false; // writers: saw the manager name another node since last up
-  int m_since_move = 0;  // writers: consecutive rounds naming this node or no one since
+  std::optional<util::Duration> m_move_from; // first round naming this node or no one since
+  util::Duration m_move_last{0};             // the last such round
   std::optional<util::Duration> m_lag_bad_since;
   util::Duration m_changed_at{0};
 };

@@ -76,7 +76,8 @@ Opinion manager_writer_opinion(const WriterObservation& obs) {
   if (const PatroniMember* leader = find_leader(view)) {
     if (util::same_endpoint(leader->address, obs.node)) {
       Opinion o = leader_confirms(obs, *leader);
-      o.named = Named::this_node;
+      // A lone stale member must not start the agent's count (core/health_tracker.hpp).
+      o.named = obs.quorum ? Named::this_node : Named::unknown;
       return o;
     }
     // Patroni compares nothing for us: its connect_address and HAProxy's server address must
@@ -99,7 +100,7 @@ Opinion manager_writer_opinion(const WriterObservation& obs) {
             Failure::role};
   }
   Opinion o{false, "Patroni names no leader (failover in progress or DCS trouble)", Failure::role};
-  o.named = Named::nobody;
+  o.named = obs.quorum ? Named::nobody : Named::unknown;
   return o;
 }
 

@@ -43,6 +43,9 @@ struct WriterObservation {
   // The named leader's own report, asked only when the members name this node; nullopt when
   // it was not asked.
   std::optional<tl::expected<LeaderReport, ProbeError>> leader_report;
+  // The members agreeing on `manager` are more than half of those configured (not only of
+  // those that answered): only then may a round count towards a writer's rise since a move.
+  bool quorum = false;
 };
 
 // The node's own answer to the reader query.

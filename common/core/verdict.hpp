@@ -27,8 +27,8 @@ enum class Failure {
 // Whom the manager named the writer in one writer check.
 enum class Named {
   unknown,   // not read, or an engine that does not tell (Sentinel: it promotes, then names)
-  this_node, // Patroni's members name this node leader (confirmed or not)
-  nobody,    // Patroni's members name no leader: the key expired or was released
+  this_node, // more than half of the configured Patroni members name this node leader
+  nobody,    // more than half of them name no leader: the key expired or was released
   another,   // the manager names another node
 };
 

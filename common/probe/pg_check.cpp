@@ -50,6 +50,7 @@ constexpr const char* k_replay_sql =
 struct ManagerResult {
   tl::expected<core::ClusterView, ProbeError> view; // the view the members agree on
   std::vector<core::Step> steps;                    // one per member asked
+  bool quorum = false; // the agreeing members are more than half of those configured
 };
 
 struct SampleResult {
@@ -124,7 +125,9 @@ ManagerResult ask_patroni(const std::vector<std::string>& bases,
     }
     r.steps.push_back(std::move(step));
   }
-  r.view = core::elect_leader(answers, bases.size()).view;
+  const core::PatroniElection e = core::elect_leader(answers, bases.size());
+  r.view = e.view;
+  r.quorum = e.view.has_value() && 2 * e.agreeing > e.configured;
   return r;
 }
 
@@ -329,6 +332,7 @@ core::Report check_writer(const config::PostgresCluster& cluster, const config::
     WriterManagerResult m = manager.get();
     obs.manager = std::move(m.members.view);
     obs.leader_report = std::move(m.leader_report);
+    obs.quorum = m.members.quorum;
     for (auto& step : m.members.steps) {
       report.steps.push_back(std::move(step));
     }

@@ -162,11 +162,11 @@ const Verdict k_named_unconfirmed =
           Named::this_node);
 const Verdict k_named_up = named(k_up, Named::this_node);
 const Verdict k_named_timeout = named(k_timeout, Named::this_node);
-const TrackerPolicy k_writer{3, 2, Duration{5000}, true};
+const TrackerPolicy k_writer{3, 2, Duration{5000}, true, Duration{1000}};
 
 } // namespace
 
-TEST_CASE("a writer moved to counts its rise from the manager's move, not its first pass",
+TEST_CASE("a writer moved to may rise by time since the manager's move, not its first pass",
           "[core][tracker]") {
   // The old leader's Patroni killed: its key expires, this node takes it and promotes.
   run(k_writer, {
@@ -256,18 +256,63 @@ TEST_CASE("the rounds since the manager's move are a writer's rule only", "[core
       });
 }
 
+TEST_CASE("a writer's time since the move is time, not rounds", "[core][tracker]") {
+  // Rounds every fastinter (another backend of the node falling) do not shorten it.
+  run(k_writer, {
+                    {0, k_other_leader, State::down, true},
+                    {1000, k_named_promoting, State::down, false}, // 0 s
+                    {1250, k_named_up, State::down, false},        // 0.25 s
+                    {2250, k_named_up, State::down, false},        // 1.25 s < 1.75 s
+                    {3250, k_named_up, State::up, true},           // 3 passes (2.25 s)
+                });
+  // A host frozen mid-count comes back with the count started again.
+  run(k_writer, {
+                    {0, k_other_leader, State::down, true},
+                    {1000, k_no_leader, State::down, false},
+                    {2000, k_named_promoting, State::down, false},
+                    {32000, k_named_up, State::down, false}, // a 30 s gap: 0 s
+                    {33000, k_named_up, State::down, false},
+                    {34000, k_named_up, State::up, true}, // 3 passes
+                });
+  // A quarter interval of jitter between rounds is allowed, no more.
+  run(k_writer, {
+                    {0, k_other_leader, State::down, true},
+                    {1100, k_no_leader, State::down, false},
+                    {2000, k_named_promoting, State::down, false},
+                    {2900, k_named_up, State::up, true}, // 1.8 s
+                });
+  run(k_writer, {
+                    {0, k_other_leader, State::down, true},
+                    {1200, k_no_leader, State::down, false},
+                    {2000, k_named_promoting, State::down, false},
+                    {2900, k_named_up, State::down, false}, // 1.7 s
+                    {3900, k_named_up, State::up, true},
+                });
+  // Without the agent's interval the rule is off: passes only.
+  run(TrackerPolicy{3, 2, Duration{5000}, true},
+      {
+          {0, k_other_leader, State::down, true},
+          {1000, k_no_leader, State::down, false},
+          {2000, k_named_promoting, State::down, false},
+          {3000, k_named_up, State::down, false},
+          {4000, k_named_up, State::down, false},
+          {5000, k_named_up, State::up, true},
+      });
+}
+
 TEST_CASE("a writer recovering says which count it waits on", "[core][tracker]") {
   HealthTracker t(k_writer);
   t.observe(k_other_leader, Duration{0});
-  CHECK(t.rounds_since_move() == 0);
+  CHECK_FALSE(t.since_move());
   t.observe(k_no_leader, Duration{1000});
-  CHECK(t.rounds_since_move() == 1);
+  CHECK(t.since_move() == Duration{0});
   t.observe(k_named_up, Duration{2000});
+  CHECK(t.since_move() == Duration{1000});
   CHECK(t.reported().state == State::down);
-  CHECK(t.reported().reason == "recovering, 2 of 3 rounds in which the manager named this node "
-                               "or none since it named another: ok");
+  CHECK(t.reported().reason == "recovering, 1 of 3 passing rounds, or 1.000s of 1.750s since "
+                               "the manager stopped naming another node: ok");
   t.observe(k_other_leader, Duration{3000});
-  CHECK(t.rounds_since_move() == 0);
+  CHECK_FALSE(t.since_move());
   // Never moved from another node: passes, as always.
   HealthTracker u(k_writer);
   u.observe(k_named_timeout, Duration{0});

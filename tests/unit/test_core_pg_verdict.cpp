@@ -103,7 +103,7 @@ std::map<std::string, Node> writer_nodes() {
 WriterObservation writer_obs(const std::string& manager, const std::string& node,
                              const std::string& report = "confirms") {
   return WriterObservation{k_self, managers().at(manager), writer_nodes().at(node),
-                           leader_reports().at(report)};
+                           leader_reports().at(report), true};
 }
 
 // Expected "U"/"D" + failure for node (row) x manager (column), on_saturation = up.
@@ -453,4 +453,17 @@ TEST_CASE("writer: a round says whom the members named", "[core][verdict][writer
     CHECK(evaluate_writer(writer_obs("self", "rw", report), SaturationPolicy::up).named ==
           Named::this_node);
   }
+  // Agreed by members that are not more than half of those configured (the rest silent): a
+  // lone stale member must not start the count, so whom it names is not known.
+  for (const char* manager : {"self", "none"}) {
+    CAPTURE(manager);
+    WriterObservation obs = writer_obs(manager, "rw");
+    obs.quorum = false;
+    const Verdict v = evaluate_writer(obs, SaturationPolicy::up);
+    CHECK(v.named == Named::unknown);
+    CHECK(v.state == evaluate_writer(writer_obs(manager, "rw"), SaturationPolicy::up).state);
+  }
+  WriterObservation other = writer_obs("other", "rw");
+  other.quorum = false;
+  CHECK(evaluate_writer(other, SaturationPolicy::up).named == Named::another);
 }
