@@ -21,19 +21,25 @@ A lost write acknowledged by node X at time t falls in exactly one class, tested
   otherwise (a routing loss, measured from the manager's last sample naming X before t, the
   earliest moment it can have stopped naming X):
     LATE        more than the configuration's detection bound B after it;
+    BEHIND_ALL  within B, while every configuration of the run (anchors and dbcheck alike) still
+                had X UP by its own HAProxy's state lines: no router at these settings had
+                reacted yet (a manager that moves off a healthy primary at once, as Patroni 3.0.2
+                does when it re-puts an old leader key, and the primary demotes itself within
+                tens of milliseconds: how many writes a writer finished then is its timing);
     TWO_WRITER  within B, while another node may have been a primary;
     WITHIN      within B.
 
-Routing losses are every class but MANAGER, REVERSAL and AT_CHANGE.
+Routing losses are every class but MANAGER, REVERSAL, AT_CHANGE and BEHIND_ALL. BEHIND_ALL is
+never dropped: it has its own column, and a late loss is late whoever else was late too.
 """
 
 from bisect import bisect_left, bisect_right
 
 from watches import PRIMARY
 
-TWO_WRITER, REVERSAL, MANAGER, AT_CHANGE, WITHIN, LATE = (
-    "two_writer", "reversal", "manager", "at_change", "within", "late")
-CLASSES = (MANAGER, REVERSAL, AT_CHANGE, TWO_WRITER, WITHIN, LATE)
+TWO_WRITER, REVERSAL, MANAGER, AT_CHANGE, BEHIND_ALL, WITHIN, LATE = (
+    "two_writer", "reversal", "manager", "at_change", "behind_all", "within", "late")
+CLASSES = (MANAGER, REVERSAL, AT_CHANGE, BEHIND_ALL, TWO_WRITER, WITHIN, LATE)
 ROUTING = (TWO_WRITER, WITHIN, LATE)
 
 
@@ -162,3 +168,34 @@ def up_intervals(events, servers, t_from, t_to):
     if open_at is not None:
         intervals.append((open_at, t_to))
     return at_from, intervals
+
+
+class UpTimeline:
+    """One HAProxy's write backend: which servers were UP when, from its state lines
+    [(t, server, 'UP'|'DOWN')], every server UP when HAProxy started (as up_intervals() assumes)."""
+
+    def __init__(self, events, servers):
+        self.servers = set(servers)
+        self.events = sorted(events, key=lambda e: e[0])
+        self.times = [e[0] for e in self.events]
+
+    def is_up(self, server, t):
+        """True when the last state line for server at or before t says UP, or there is none."""
+        for _, srv, state in reversed(self.events[:bisect_right(self.times, t)]):
+            if srv == server:
+                return state == "UP"
+        return server in self.servers
+
+
+def behind_every_router(node, t, timelines, server_of):
+    """True when every configuration's HAProxy had `node` UP at t. timelines: {key: UpTimeline};
+    server_of: {key: {node name: that configuration's server name}}."""
+    return all(tl.is_up(server_of[k][node], t) for k, tl in timelines.items())
+
+
+def reclassify_behind_all(cls, node, t, timelines, server_of):
+    """classify()'s answer, turned into BEHIND_ALL for a loss within B that no configuration of
+    the run had routed away from (module docstring)."""
+    if cls in (TWO_WRITER, WITHIN) and behind_every_router(node, t, timelines, server_of):
+        return BEHIND_ALL
+    return cls

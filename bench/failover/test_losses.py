@@ -171,3 +171,38 @@ def test_window_gate_judges_the_median_and_the_run_gate_allows_one_check_interva
     # A window that never closed is infinitely long.
     never = run(1, a=20.0, b=20.2, c=None, a1=20.1, b1=20.3, d=20.5)
     assert F.window_gate(never, variants)[("pg", "freeze")][0].startswith("(c)")
+
+
+def test_a_loss_no_router_had_reacted_to_is_behind_every_router():
+    # The manager moves off pg2 at once (back to pg1); pg2 demotes itself moments later. Both
+    # HAProxies still had pg2 UP at 0.25: no router at these settings had reacted yet.
+    m = manager("pg2", "pg2", "pg1", "pg1", "pg1")
+    r = roles(pg1=[PRIMARY] * 5, pg2=[PRIMARY, PRIMARY, PRIMARY, None, REPLICA])
+    assert L.classify("pg2", 0.25, m, r, 2.0) == L.TWO_WRITER
+    slow = L.UpTimeline([(0.0, "pg1", "DOWN"), (0.9, "pg2", "DOWN")], ["pg1", "pg2"])
+    fast = L.UpTimeline([(0.0, "pg1", "DOWN"), (0.6, "pg2", "DOWN")], ["pg1", "pg2"])
+    timelines = {"a1": fast, "d": slow}
+    server_of = {k: {"pg1": "pg1", "pg2": "pg2"} for k in timelines}
+    assert L.reclassify_behind_all(L.TWO_WRITER, "pg2", 0.25, timelines, server_of) == L.BEHIND_ALL
+    # Once any configuration had taken pg2 out, a later loss is routing again.
+    assert L.reclassify_behind_all(L.TWO_WRITER, "pg2", 0.7, timelines, server_of) == L.TWO_WRITER
+    assert L.reclassify_behind_all(L.WITHIN, "pg2", 0.7, timelines, server_of) == L.WITHIN
+    # A late loss stays late, whoever else was late too.
+    assert L.reclassify_behind_all(L.LATE, "pg2", 0.25, timelines, server_of) == L.LATE
+    assert L.BEHIND_ALL not in L.ROUTING
+
+
+def test_up_timeline_starts_every_server_up_and_follows_the_state_lines():
+    tl = L.UpTimeline([(1.0, "s1", "DOWN"), (2.0, "s1", "UP"), (0.5, "s2", "DOWN")], ["s1", "s2", "s3"])
+    assert tl.is_up("s1", 0.9) and not tl.is_up("s1", 1.0) and tl.is_up("s1", 2.5)
+    assert not tl.is_up("s2", 3.0)
+    assert tl.is_up("s3", 3.0)  # no line: as HAProxy started it
+
+
+def test_server_names_are_per_configuration():
+    # The same node under another server name in one configuration (servers named by port).
+    tl_a = L.UpTimeline([(0.3, "pg2", "DOWN")], ["pg1", "pg2"])
+    tl_b = L.UpTimeline([], ["21001", "21002"])
+    server_of = {"a": {"pg2": "pg2"}, "b": {"pg2": "21002"}}
+    assert not L.behind_every_router("pg2", 0.4, {"a": tl_a, "b": tl_b}, server_of)
+    assert L.behind_every_router("pg2", 0.2, {"a": tl_a, "b": tl_b}, server_of)
