@@ -395,11 +395,11 @@ def run_scenario(lab, scenario, rep, reasons=True):
                offset=(offset_before + wall_offset()) / 2, manager=L.ManagerView(watch.samples),
                roles={n: L.Series(r.samples) for n, r in roles.items()}, verdicts=verdicts)
     # Every configuration's write backend over the run, for losses no router had reacted to yet.
+    ctx["server_of"] = {v.key: {n: lab.server_name(v, n) for n in lab.node_names()} for v in lab.variants}
     ctx["up"] = {v.key: L.UpTimeline([(tw - ctx["offset"], srv, st) for tw, srv, st in
                                       lab.haproxies[v.key].state_events(v.backend)],
-                                     [lab.server_name(v, n) for n in lab.node_names()])
+                                     ctx["server_of"][v.key].values())
                  for v in lab.variants}
-    ctx["server_of"] = {v.key: {n: lab.server_name(v, n) for n in lab.node_names()} for v in lab.variants}
     rows = [dict(run, **judge(lab, v, writers[v.key], ctx)) for v in lab.variants]
     for r in rows:
         r["gate"] = gate_failures(rows, lab.variants, r["variant"])
@@ -426,8 +426,8 @@ def judge(lab, v, writer, ctx):
     routing_after = []  # for each routing loss: s after the manager last named its node
     routing_detail = []  # for each routing loss: [s after the fault, node, class]
     for t, _, port in lost:
-        c = L.reclassify_behind_all(L.classify(names.get(port), t, ctx["manager"], ctx["roles"], v.bound),
-                                    names.get(port), t, ctx["up"], ctx["server_of"])
+        c = L.classify(names.get(port), t, ctx["manager"], ctx["roles"], v.bound,
+                       lambda node, at: L.behind_every_router(node, at, ctx["up"], ctx["server_of"]))
         cls[c] += 1
         if c in L.ROUTING:
             routing_after.append(t - ctx["manager"].last_named_before(names.get(port), t))

@@ -126,9 +126,11 @@ class ManagerView:
         return nxt is not None and bool(self.named.get(nxt)) and self.named[nxt][0] < t
 
 
-def classify(node, t, manager, roles, bound):
+def classify(node, t, manager, roles, bound, no_router_reacted=None):
     """The class of a write acknowledged by `node` (a name) at t and lost (module docstring).
-    manager: ManagerView; roles: {name: Series of that node's role samples}; bound: B in s."""
+    manager: ManagerView; roles: {name: Series of that node's role samples}; bound: B in s;
+    no_router_reacted(node, t): True when every configuration of the run still had node UP at t
+    (behind_every_router()), None when that is not known (never BEHIND_ALL)."""
     others = any(may_be_primary(r, t) for name, r in roles.items() if name != node)
     if manager.primary_at(node, t):
         if manager.reversed_after(node, t):
@@ -138,6 +140,8 @@ def classify(node, t, manager, roles, bound):
         return AT_CHANGE
     if t - manager.last_named_before(node, t) > bound:
         return LATE
+    if no_router_reacted is not None and no_router_reacted(node, t):
+        return BEHIND_ALL
     return TWO_WRITER if others else WITHIN
 
 
@@ -192,10 +196,3 @@ def behind_every_router(node, t, timelines, server_of):
     server_of: {key: {node name: that configuration's server name}}."""
     return all(tl.is_up(server_of[k][node], t) for k, tl in timelines.items())
 
-
-def reclassify_behind_all(cls, node, t, timelines, server_of):
-    """classify()'s answer, turned into BEHIND_ALL for a loss within B that no configuration of
-    the run had routed away from (module docstring)."""
-    if cls in (TWO_WRITER, WITHIN) and behind_every_router(node, t, timelines, server_of):
-        return BEHIND_ALL
-    return cls

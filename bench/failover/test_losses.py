@@ -183,12 +183,18 @@ def test_a_loss_no_router_had_reacted_to_is_behind_every_router():
     fast = L.UpTimeline([(0.0, "pg1", "DOWN"), (0.6, "pg2", "DOWN")], ["pg1", "pg2"])
     timelines = {"a1": fast, "d": slow}
     server_of = {k: {"pg1": "pg1", "pg2": "pg2"} for k in timelines}
-    assert L.reclassify_behind_all(L.TWO_WRITER, "pg2", 0.25, timelines, server_of) == L.BEHIND_ALL
+
+    def no_router_reacted(node, t):
+        return L.behind_every_router(node, t, timelines, server_of)
+
+    assert L.classify("pg2", 0.25, m, r, 2.0, no_router_reacted) == L.BEHIND_ALL
     # Once any configuration had taken pg2 out, a later loss is routing again.
-    assert L.reclassify_behind_all(L.TWO_WRITER, "pg2", 0.7, timelines, server_of) == L.TWO_WRITER
-    assert L.reclassify_behind_all(L.WITHIN, "pg2", 0.7, timelines, server_of) == L.WITHIN
+    assert L.classify("pg2", 0.7, m, r, 2.0, no_router_reacted) == L.TWO_WRITER
+    quiet = roles(pg1=[None] * 5, pg2=[PRIMARY, PRIMARY, PRIMARY, None, REPLICA])
+    assert L.classify("pg2", 0.25, m, quiet, 2.0, no_router_reacted) == L.BEHIND_ALL
+    assert L.classify("pg2", 0.7, m, quiet, 2.0, no_router_reacted) == L.WITHIN
     # A late loss stays late, whoever else was late too.
-    assert L.reclassify_behind_all(L.LATE, "pg2", 0.25, timelines, server_of) == L.LATE
+    assert L.classify("pg2", 0.25, m, r, 0.1, no_router_reacted) == L.LATE
     assert L.BEHIND_ALL not in L.ROUTING
 
 

@@ -76,11 +76,12 @@ public:
 
   // Consecutive passing / failing rounds so far (for /health and metrics).
   int successes() const { return m_successes; }
+  int failures() const { return m_failures; }
+
   // Writers: time since the manager moved away from another node, as of the last round (none
   // when it was not seen naming another one since this writer was last up, or the count
   // started again).
   std::optional<util::Duration> since_move() const;
-  int failures() const { return m_failures; }
 
   // When the reported state last changed (the `now` of that observation).
   util::Duration changed_at() const { return m_changed_at; }
