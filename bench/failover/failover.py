@@ -78,12 +78,16 @@ def _signal(pid, sig):
 
 # ------------------------------------------------------------------ labs
 class Lab:
-    """What both engines' labs share: one HAProxy per variant, the agents, the cluster."""
+    """What both engines' labs share: one HAProxy per variant, the agents, the cluster.
+    `place`: the argv prefix that runs HAProxy and the clients' tools where the clients are
+    (nothing on loopback; a NetLab host in bench/failover/partitions.py)."""
+
+    place = ()
 
     def start_haproxies(self):
         """Start one HAProxy per variant, each in its own directory."""
         for v in self.variants:
-            self.haproxies[v.key] = HAProxy(self.workdir / v.key, v.cfg).start()
+            self.haproxies[v.key] = HAProxy(self.workdir / v.key, v.cfg, place=self.place).start()
 
     def server_name(self, v, name):
         """Node `name` as variant v's HAProxy names the server."""
@@ -95,7 +99,8 @@ class Lab:
 
     def verdict_watch(self):
         """A started VerdictWatch of dbcheck's write backend over every data node."""
-        return W.VerdictWatch(DBCHECK, self.check_config, self.write_backend, self.node_addrs().values()).start()
+        return W.VerdictWatch(DBCHECK, self.check_config, self.write_backend, self.node_addrs().values(),
+                              place=self.place).start()
 
     def stop(self):
         """Stop the HAProxies, the agents and the cluster (each by its PIDs)."""
@@ -137,7 +142,7 @@ class PgLab(Lab):
     def primary(self):
         """The leader key in etcd (etcd v3 JSON gateway): the member name, or None."""
         key = f"/service/{self.cluster.scope}/leader".encode()
-        req = urllib.request.Request(f"http://127.0.0.1:{self.cluster.etcd_port}/v3/kv/range",
+        req = urllib.request.Request(f"http://{self.cluster.etcd_ip}:{self.cluster.etcd_port}/v3/kv/range",
                                      data=json.dumps({"key": base64.b64encode(key).decode()}).encode())
         with _http.open(req, timeout=0.5) as resp:
             kvs = json.loads(resp.read()).get("kvs") or []
@@ -727,8 +732,17 @@ def main():
     ap.add_argument("--no-results", action="store_true", help="do not rewrite docs/results.md")
     ap.add_argument("--no-reasons", action="store_true",
                     help="do not run `dbcheck check` every second beside HAProxy for the reasons of failing checks")
-    ap.add_argument("--section", default="failover", help="docs/results.md section to rewrite (default failover)")
+    ap.add_argument("--section", help="docs/results.md section to rewrite (default: failover, or partitions "
+                                      "with --lab net)")
+    ap.add_argument("--lab", choices=["loopback", "net"], default="loopback",
+                    help="net: every host in a network namespace of its own, the partition scenarios "
+                         "(bench/failover/partitions.py)")
     args = ap.parse_args()
+    labs = (PgLab, RedisLab)
+    if args.lab == "net":
+        import partitions  # noqa: E402 - needs this module loaded first
+        labs = partitions.LABS
+    args.section = args.section or ("partitions" if args.lab == "net" else "failover")
     # SIGTERM (and SIGINT, which a background job ignores) unwind through the finally blocks,
     # so a stopped run still thaws what it froze and stops every process it started.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -737,7 +751,7 @@ def main():
     log = OUT / "runs.jsonl"
     log.write_text("")
     rows, failed, variants = [], [], {}
-    for lab_cls in (PgLab, RedisLab):
+    for lab_cls in labs:
         if args.engine and lab_cls.engine not in args.engine:
             continue
         workdir = Path(tempfile.mkdtemp(prefix=f"dbcheck-failover-{lab_cls.engine}."))
@@ -783,8 +797,9 @@ def main():
         print("[failover] no run completed", file=sys.stderr)
         return 1
     command = " ".join(["bench/failover/run", *sys.argv[1:]])
-    title = "Failover proof: writes through HAProxy" if args.section == "failover" else \
-        "Planned switchover proof: writes through HAProxy"
+    title = {"failover": "Failover proof: writes through HAProxy",
+             "partitions": "Partition proof: writes through HAProxy, hosts in network namespaces"}.get(
+        args.section, "Planned switchover proof: writes through HAProxy")
     text = table(rows, args.reps, command, variants, failed, title)
     print(text)
     if not args.no_results:
@@ -796,4 +811,6 @@ def main():
 
 
 if __name__ == "__main__":
+    # bench/failover/partitions.py imports this module by name: one module, not a second copy.
+    sys.modules.setdefault("failover", sys.modules["__main__"])
     sys.exit(main())

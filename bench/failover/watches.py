@@ -181,9 +181,10 @@ class VerdictWatch(Periodic):
     logs only an external check's exit code; this is where the reasons come from (the same
     binary and config, asked at about the same moments, not the very runs HAProxy made)."""
 
-    def __init__(self, dbcheck, config, backend, nodes):
+    def __init__(self, dbcheck, config, backend, nodes, place=()):
+        """`place`: an argv prefix running each check where HAProxy runs (a NetLab host)."""
         super().__init__(f"verdicts-{backend}", 1.0, max_seconds=900)
-        self.cmd = [str(dbcheck), "--config", str(config), "check", backend]
+        self.cmd = [*place, str(dbcheck), "--config", str(config), "check", backend]
         self.nodes = list(nodes)
         self.changes = {n: [] for n in self.nodes}
         self.pool = ThreadPoolExecutor(len(self.nodes), thread_name_prefix="verdict")
