@@ -65,6 +65,9 @@ AGENT = REPO / "build" / "agent" / "dbcheck-agent"
 OUT = REPO / "build" / "failover"
 WARMUP, AFTER = 1.5, 2.0  # seconds of writes before the fault and after everything settled
 HOLD = 4.0  # seconds the old primary stays away after the manager named a new one
+# Seconds a fault that must not move the primary lasts: longer than Sentinel's down-after
+# (5 s here) plus a failover's start, and than Patroni's retry_timeout (5 s) plus a loop.
+STEADY_HOLD = 15.0
 _http = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
@@ -83,6 +86,18 @@ class Lab:
     (nothing on loopback; a NetLab host in bench/failover/partitions.py)."""
 
     place = ()
+    steady = ()  # scenarios whose fault must not move the primary (held STEADY_HOLD s, then healed)
+    # The window the gate compares: error_window_s (first failed write to the first on the new
+    # primary), or kept_window_s, which also starts at the first acknowledged write that was lost
+    # (the partition labs: an old primary that HAProxy can still reach acknowledges writes that
+    # are then lost, which would make the check that keeps routing to it look fastest).
+    window_field = "error_window_s"
+    no_outage = ()  # steady scenarios where dbcheck must cause no second without a writer
+
+    def reader_figures(self, v, h, ctx, run):
+        """Figures about the read backend for a scenario that cut a replica ({} here: the
+        partition labs measure them)."""
+        return {}
 
     def start_haproxies(self):
         """Start one HAProxy per variant, each in its own directory."""
@@ -364,13 +379,18 @@ def run_scenario(lab, scenario, rep, reasons=True):
         time.sleep(WARMUP)  # steady writes before the fault (measured, not waited for)
         t_fault = time.monotonic()
         comeback = lab.inject(scenario, old, run)
-        wait_until(lambda: watch.switch(old, t_fault)[1], 90, f"the manager naming a primary other than {old}")
+        steady = scenario in lab.steady
+        if steady:
+            time.sleep(STEADY_HOLD)  # the primary must stay where it is: measured, not waited for
+        else:
+            wait_until(lambda: watch.switch(old, t_fault)[1], 90, f"the manager naming a primary other than {old}")
         if comeback:
-            time.sleep(HOLD)  # the old primary stays away a while after the switch
+            if not steady:
+                time.sleep(HOLD)  # the old primary stays away a while after the switch
             comeback_at = time.monotonic()
             comeback, undo = None, comeback
             undo()
-        new = lab.settle(not_master=old)
+        new = lab.settle(not_master=None if steady else old)
         for v in lab.variants:  # bounded: a naive variant may never route right, that is data
             try:
                 wait_until(lambda v=v: routed_only(lab, v, new), 30, f"{v.key}: only {new} UP")
@@ -388,15 +408,17 @@ def run_scenario(lab, scenario, rep, reasons=True):
         if verdicts:
             verdicts.stop()
         watch.stop()
-    t0p, t0 = watch.switch(old, t_fault)
-    run.update(new=new, t_manager_s=round(t0 - t_fault, 2), t0_uncertainty_s=round(t0 - t0p, 2),
+    t0p, t0 = watch.switch(old, t_fault)  # (None, None) when it never moved (a steady scenario)
+    run.update(new=new, t_manager_s=round(t0 - t_fault, 2) if t0 else None,
+               t0_uncertainty_s=round(t0 - t0p, 2) if t0 else None, steady=steady, manager_moved=t0 is not None,
+               no_outage=scenario in lab.no_outage,
                manager_reverted=watch.reverted(old, t_fault), repaired=lab.repairs[repairs_before:],
                comeback_s=round(comeback_at - t_fault, 2) if comeback_at else None,
                role_samples={n: len(r.samples) for n, r in roles.items()},
                role_silent={n: sum(1 for x in r.samples if x[2] is None) for n, r in roles.items()},
                manager_timeline=changes(watch.samples, t_fault),
                role_timeline={n: changes(r.samples, t_fault) for n, r in roles.items()})
-    ctx = dict(old=old, new=new, t_fault=t_fault, comeback_at=comeback_at, t_start=t_start, t_end=t_end,
+    ctx = dict(run=run, old=old, new=new, t_fault=t_fault, comeback_at=comeback_at, t_start=t_start, t_end=t_end,
                offset=(offset_before + wall_offset()) / 2, manager=L.ManagerView(watch.samples),
                roles={n: L.Series(r.samples) for n, r in roles.items()}, verdicts=verdicts)
     # Every configuration's write backend over the run, for losses no router had reacted to yet.
@@ -442,6 +464,10 @@ def judge(lab, v, writer, ctx):
     first_err = next((t for t, _ in writer.errors if t >= t_fault), None)
     new_port = lab.node_port(ctx["new"])
     first_new = next((t for t, _, node in writer.acks if node == new_port and t >= (first_err or t_fault)), None)
+    first_bad = min([t for t in (first_err, next((t for t, _, _ in lost if t >= t_fault), None)) if t is not None],
+                    default=None)
+    first_kept = next((t for t, wid, node in writer.acks
+                       if node == new_port and wid in stored and first_bad and t >= first_bad), None)
     # Two writers UP, from HAProxy's own state lines (its clock turned into ours).
     h, offset = lab.haproxies[v.key], ctx["offset"]
     servers = [lab.server_name(v, n) for n in lab.node_names()]
@@ -456,6 +482,7 @@ def judge(lab, v, writer, ctx):
                             round(max(routing_after), 3)] if routing_after else None,
         "lost_after_comeback": after_comeback,
         "error_window_s": round(first_new - first_err, 2) if first_err and first_new else (0.0 if not first_err else None),
+        "kept_window_s": round(first_kept - first_bad, 2) if first_bad and first_kept else (0.0 if not first_bad else None),
         "two_up_s": round(sum(b - a for a, b in intervals), 3),
         "two_up_intervals": [[round(a - t_fault, 3), round(b - t_fault, 3)] for a, b in intervals],
         "log_agrees": at_start == [lab.server_name(v, ctx["old"])],
@@ -466,6 +493,8 @@ def judge(lab, v, writer, ctx):
                         if t_fault - 1 <= t <= ctx["t_end"]][:40],
         "acks_per_s_before": round(sum(1 for t, _, _ in writer.acks if t_fault - 5 <= t < t_fault) / 5),
     }
+    row["gate_window_s"] = row[lab.window_field]
+    row.update(lab.reader_figures(v, h, ctx, ctx["run"]))
     if v.dbcheck:  # why the new primary was not (yet) UP: HAProxy's check lines and dbcheck's verdicts
         lo, hi = first_err or t_fault, first_new or ctx["t_end"]
         new_server = lab.server_name(v, ctx["new"])
@@ -490,11 +519,25 @@ WINDOW_SLACK = 1.0  # seconds a dbcheck median error window may exceed every anc
 PHASE_SLACK = 2 * V.INTER
 
 
+def windowed(r):
+    """False for a steady fault where an outage is the rule, not a failure (HAProxy's host cut
+    from the managers: a check that asks them must fail closed; a replica cut: the writer is not
+    involved): its window is reported, not compared. A no-outage scenario has its own rule."""
+    return not (r.get("steady") and not r.get("no_outage"))
+
+
+def gate_window(r):
+    """The window a row is judged by (the lab's window_field; error_window_s in rows without one)."""
+    return r.get("gate_window_s", r["error_window_s"])
+
+
 def gate_failures(rows, variants, key):
     """Why variant `key` fails the per-run part of the gate in this run ([] when it passes, and
     for anchors): a late loss, any time with two writers UP (or a log that disagrees with
     `show stat`), or an error window more than WINDOW_SLACK + PHASE_SLACK longer than every anchor's in the
-    run (all of them: at the external and at the agent example's settings)."""
+    run (all of them: at the external and at the agent example's settings); in a no-outage scenario
+    (a fault that leaves the primary in place), an error window NO_OUTAGE_SLACK or more longer than
+    the shortest anchor's."""
     by_key = {r["variant"]: r for r in rows}
     v = next(x for x in variants if x.key == key)
     if not v.dbcheck:
@@ -508,14 +551,23 @@ def gate_failures(rows, variants, key):
         out.append(f"two writers UP for {r['two_up_s']:.3f} s")
     if not r["log_agrees"]:
         out.append("HAProxy's log and `show stat` disagree at the start")
-    known = [a["error_window_s"] for a in anchors if a["error_window_s"] is not None]
-    w = r["error_window_s"]
-    if known and (w is None or w > max(known) + WINDOW_SLACK + PHASE_SLACK):
+    known = [gate_window(a) for a in anchors if gate_window(a) is not None]
+    w = gate_window(r)
+    if r.get("reader_bound_s") is not None and (r["reader_out_s"] is None or r["reader_out_s"] > r["reader_bound_s"]):
+        took = "never" if r["reader_out_s"] is None else f"after {r['reader_out_s']:.2f} s"
+        out.append(f"the cut replica left the read backend {took}, over its documented bound of "
+                   f"{r['reader_bound_s']:.2f} s")
+    if r.get("no_outage") and (w is None or w >= min(known, default=0.0) + NO_OUTAGE_SLACK):
+        out.append(f"a fault that leaves the primary in place: error window "
+                   f"{'never closed' if w is None else f'{w:.2f} s'} where the shortest anchor's was "
+                   f"{min(known, default=0.0):.2f} s (a second or more without a writer caused by this check)")
+    if known and windowed(r) and (w is None or w > max(known) + WINDOW_SLACK + PHASE_SLACK):
         out.append(f"error window {'never closed' if w is None else f'{w:.2f} s'} > "
-                   f"{WINDOW_SLACK + PHASE_SLACK:.0f} s longer than every anchor's (" + ", ".join(f"{a['variant']}: {a['error_window_s']}" for a in anchors) + ")")
+                   f"{WINDOW_SLACK + PHASE_SLACK:.0f} s longer than every anchor's (" + ", ".join(f"{a['variant']}: {gate_window(a)}" for a in anchors) + ")")
     return out
 
 
+NO_OUTAGE_SLACK = 1.0  # in a no-outage scenario, seconds without a writer beyond the best anchor's that fail
 CHANCE_P = 0.01  # a dbcheck excess over the lowest anchor this likely by chance passes
 
 
@@ -602,7 +654,9 @@ def window_gate(rows, variants):
     window is the phase of the checks against the fault as much as the rule (PHASE_SLACK)."""
     per = {}
     for r in rows:
-        w = r["error_window_s"]
+        if not windowed(r):
+            continue
+        w = gate_window(r)
         per.setdefault((r["engine"], r["scenario"]), {}).setdefault(r["variant"], []).append(
             float("inf") if w is None else w)
     out = {}
@@ -636,7 +690,8 @@ def gate_verdicts(rows, failed, variants):
     return out
 
 
-def table(rows, reps, command, variants, failed=(), title="Failover proof: writes through HAProxy"):
+def table(rows, reps, command, variants, failed=(), title="Failover proof: writes through HAProxy",
+          window_field="error_window_s"):
     """The Markdown section for docs/results.md from all per-variant rows."""
     out = [
         f"## {title}",
@@ -669,15 +724,20 @@ def table(rows, reps, command, variants, failed=(), title="Failover proof: write
         f"{V.AGENT_BOUND:.2f} s for dbcheck-agent. (a), (b), (c) run at inter 1 s, fall 2, rise 3 "
         "(the external-check example); (a1), (b1), (d) at inter 1 s, fall 1, rise 1 (the agent "
         "example). Error window: first failed write to first write acknowledged by the new primary "
-        "(median / max s). Two writers UP: seconds during which HAProxy had two or more servers UP in "
+        "(median / max s); without a kept write: from the first write that failed *or was lost* to the first "
+        "write the new primary acknowledged and kept (where an old primary that HAProxy still reaches "
+        "acknowledges writes that are then lost, the error window flatters the check that keeps routing to it). "
+        f"The gate compares {'the time without a kept write' if window_field == 'kept_window_s' else 'error windows'}. "
+        "Two writers UP: seconds during which HAProxy had two or more servers UP in "
         "the write backend, from its own `Server … is UP/DOWN` log lines (microsecond timestamps).",
         "",
         "| engine | scenario | configuration | settings | B (s) | acked | lost: total | by the manager's primary "
         "| manager reversal | at the manager's change | behind every router | routing: two-writer | routing: within B "
         "| routing: **late** | **routing total** "
-        "| error window (s) | two writers UP (s) | runs with two UP | lost after old primary returned |",
+        "| error window (s) | without a kept write (s) | two writers UP (s) | runs with two UP "
+        "| lost after old primary returned |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
-        "| --- | --- |",
+        "| --- | --- | --- |",
     ]
     for eng, scen, var in _keys(rows, "engine", "scenario", "variant"):
         rs = [r for r in rows if (r["engine"], r["scenario"], r["variant"]) == (eng, scen, var)]
@@ -686,13 +746,29 @@ def table(rows, reps, command, variants, failed=(), title="Failover proof: write
             f"| {eng} | {SCENARIO_TEXT[(eng, scen)]} ({len(rs)} runs) | ({var}) {rs[0]['label']} | {rs[0]['settings']} "
             f"| {rs[0]['bound_s']:.2f} | {s('acked')} | {s('lost')} | {s('lost_manager')} | {s('lost_reversal')} "
             f"| {s('lost_at_change')} | {s('lost_behind_all')} | {s('lost_two_writer')} | {s('lost_within')} | **{s('lost_late')}** | **{s('lost_routing')}** "
-            f"| {_fmt_window([r['error_window_s'] for r in rs])} | {s('two_up_s'):.2f} "
+            f"| {_fmt_window([r['error_window_s'] for r in rs])} "
+            f"| {_fmt_window([r.get('kept_window_s') for r in rs])} | {s('two_up_s'):.2f} "
             f"| {sum(1 for r in rs if r['two_up_s'] > 0)} | {s('lost_after_comeback')} |")
     manager = {}
     for r in rows:
-        manager.setdefault((r["engine"], r["scenario"]), set()).add((r["rep"], r["t_manager_s"]))
+        if r["t_manager_s"] is not None:
+            manager.setdefault((r["engine"], r["scenario"]), set()).add((r["rep"], r["t_manager_s"]))
     out += ["", "Time from the fault to the manager naming the new primary (median, s): " + "; ".join(
         f"{eng} {scen} {statistics.median(t for _, t in v):.1f}" for (eng, scen), v in manager.items()) + "."]
+    readers = [k for k in _keys(rows, "engine", "scenario", "variant")
+               if any(r.get("reader_bound_s") is not None for r in rows if (r["engine"], r["scenario"], r["variant"]) == k)]
+    if readers:
+        out += ["", "The cut replica out of the read backend, from the cut, by the configuration's own HAProxy log "
+                "(median / max s; its documented bound: max_lag, then the check's detection bound, or the agent's "
+                "lag_window and its next round): " + "; ".join(
+                    f"{e} {sc} ({var}) " + _fmt_window([r["reader_out_s"] for r in rows
+                                                      if (r["engine"], r["scenario"], r["variant"]) == (e, sc, var)])
+                    + f" (bound {next(r['reader_bound_s'] for r in rows if (r['engine'], r['scenario'], r['variant']) == (e, sc, var) and r.get('reader_bound_s')):.1f})"
+                    for e, sc, var in readers) + "."]
+    moved = sorted({(r["engine"], r["scenario"], r["rep"]) for r in rows if r.get("steady") and r.get("manager_moved")})
+    if moved:
+        out += ["", "Runs of a fault that should leave the primary in place where the manager moved it anyway: "
+                + ", ".join(f"{e} {sc} #{n}" for e, sc, n in moved) + "."]
     reverted = sorted({(r["engine"], r["scenario"], r["rep"]) for r in rows if r.get("manager_reverted")})
     if reverted:
         out += ["", f"Runs where the manager named the old primary again after naming a new one: {len(reverted)} "
@@ -708,7 +784,13 @@ def table(rows, reps, command, variants, failed=(), title="Failover proof: write
             "anchor's median, and routing losses no more than the lowest anchor's at "
             "the configuration's own detection settings, beyond chance (an excess as uneven as it is has a "
             f"probability under {CHANCE_P} when both lose at the same rate: one-sided binomial test; "
-            "7 against 0 fails, 2 against 1 passes).", "",
+            "7 against 0 fails, 2 against 1 passes)."
+            + (" A fault that must leave the primary in place and where an outage is the rule (HAProxy's host "
+               "cut from the managers: a check that asks them from there must fail closed; a replica cut from "
+               "its primary) has its window reported, not compared; one where dbcheck must cause no outage "
+               f"(a Sentinel minority cut off) fails a run with {NO_OUTAGE_SLACK:.0f} s or more without a writer beyond "
+               "the shortest anchor's; a cut replica must leave each dbcheck configuration's read backend "
+               "within its documented bound." if any(r.get("steady") for r in rows) else ""), "",
             "| engine | scenario | gate | why |", "| --- | --- | --- | --- |"]
     for (eng, scen), why in gate_verdicts(rows, failed, variants).items():
         out.append(f"| {eng} | {scen} | {'**FAIL**' if why else 'pass'} | {'; '.join(why) if why else ''} |")
@@ -720,7 +802,7 @@ def _brief(r):
     return (f"{r['variant']}: lost {r['lost']} (routing {r['lost_routing']}: late {r['lost_late']}, "
             f"2w {r['lost_two_writer']}; mgr {r['lost_manager']}, rev {r['lost_reversal']}, "
             f"chg {r['lost_at_change']}, all {r['lost_behind_all']}) "
-            f"up2 {r['two_up_s']:.2f}s win {r['error_window_s']}")
+            f"up2 {r['two_up_s']:.2f}s win {r['error_window_s']} kept-win {r['kept_window_s']}")
 
 
 # ------------------------------------------------------------------ main
@@ -800,7 +882,7 @@ def main():
     title = {"failover": "Failover proof: writes through HAProxy",
              "partitions": "Partition proof: writes through HAProxy, hosts in network namespaces"}.get(
         args.section, "Planned switchover proof: writes through HAProxy")
-    text = table(rows, args.reps, command, variants, failed, title)
+    text = table(rows, args.reps, command, variants, failed, title, labs[0].window_field)
     print(text)
     if not args.no_results:
         results.write_section(args.section, text)

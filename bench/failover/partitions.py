@@ -1,46 +1,75 @@
-"""Partition labs for the failover proof (issue 11): the same cluster, variants, writers and
+"""Partition labs for the failover proof (issue 11): the same clusters, variants, writers and
 classification as bench/failover/failover.py, but every host in a network namespace of its
 own (tests/integration/fixtures/netns.py), so a fault can cut a host from some peers while it
 still answers others, as a real partition does.
 
 Hosts, on one private bridge (10.213.0.0/24, reachable from nowhere else):
-    obs     the harness itself: the manager and role watches, patronictl, the final count
-            (never cut: the observer must see what happened)
-    proxy   the six HAProxy processes, their external checks and the writer clients
-    etcd    the DCS
-    pg1..3  one Patroni member each, with its PostgreSQL and its dbcheck-agent (a sidecar)
+    obs       the harness itself: the manager and role watches, patronictl, the final count
+              (never cut: the observer must see what happened)
+    proxy     the six HAProxy processes, their external checks and the writer clients
+    PostgreSQL: etcd (the DCS); pg1..pg3, one Patroni member each with its PostgreSQL and its
+              dbcheck-agent (a sidecar)
+    Redis:    redis1 (node + sentinel1 + its agent), redis2 (node + sentinel2 + its agent),
+              sentinel3
 
-Scenarios (each healed HOLD seconds after the manager named a new primary, then settled):
-    partition     N1: the leader host cut from etcd and the other members, both ways; HAProxy
-                  and the clients still reach it
-    partition-in  N5: the leader host receives nothing from etcd (it can still send to it);
-                  the members and HAProxy still reach it
+Scenarios. Those that move the primary are healed HOLD s after the manager named a new one;
+the steady ones (the primary must stay where it is) are held STEADY_HOLD s, then healed:
+    N1 pg partition          the leader host cut from etcd and the other members, both ways;
+                             HAProxy and the clients still reach it
+    N2 redis partition       the master host (node + its Sentinel) cut from the other Sentinels
+                             and the replica; HAProxy and the clients still reach it
+    N3 replica-cut (steady)  a replica host cut from the primary's host only: the readers must
+                             take it out within the documented bound (reader_bound())
+    N4 redis sentinel-minority (steady, no outage)  sentinel3's host cut from the two others
+    N5 pg partition-in       the leader host receives nothing from etcd (it can still send)
+    N6 proxy-cut (steady)    HAProxy's host cut from the managers (Patroni's REST ports and
+                             etcd; the Sentinels' ports), not from the nodes: a check that asks
+                             the manager from HAProxy's host fails closed
 """
 
 import failover as F
+import variants as V
+from fixtures import redis as redis_fx
 from fixtures.netns import NetLab
 from fixtures.patroni import APP_DB, APP_PASSWORD, APP_USER, PatroniCluster
-from fixtures.writers import PgWriter
+from fixtures.writers import PgWriter, RedisWriter
 
 PG_HOSTS = ["obs", "proxy", "etcd", "pg1", "pg2", "pg3"]
+REDIS_HOSTS = ["obs", "proxy", "redis1", "redis2", "sentinel3"]
+PG_MAX_LAG, REDIS_MAX_LAG = 1.0, 2.0  # the readers' max_lag in the configs the fixtures write
+LAG_WINDOW = 5.0  # dbcheck-agent's lag_window default: a replica over max_lag stays up this long
 
 F.SCENARIO_TEXT.update({
     ("pg", "partition"): "N1: leader host cut from etcd and the other members (HAProxy and clients still reach it); "
                          "healed after the switch",
     ("pg", "partition-in"): "N5: leader host receives nothing from etcd (it still sends); healed after the switch",
+    ("pg", "replica-cut"): "N3: a replica host cut from the leader's host only, 15 s (readers)",
+    ("pg", "proxy-cut"): "N6: HAProxy's host cut from Patroni's REST API and etcd (not from PostgreSQL), 15 s",
+    ("redis", "partition"): "N2: master host (node + its Sentinel) cut from the other Sentinels and the replica "
+                            "(HAProxy and clients still reach it); healed after the switch",
+    ("redis", "sentinel-minority"): "N4: one Sentinel's host cut from the rest of the cluster, 15 s",
+    ("redis", "replica-cut"): "N3: the replica's host (node + its Sentinel) cut from the master's host, 15 s (readers)",
+    ("redis", "proxy-cut"): "N6: HAProxy's host cut from the Sentinels (not from the nodes), 15 s",
 })
 
 
-class NetPgLab(F.PgLab):
-    """PgLab with every host in its own network namespace (see the module docstring)."""
+def reader_bound(v, max_lag):
+    """The documented time from a replica's stream breaking (the primary writing) until
+    configuration v's HAProxy takes it out of the read backend: the lag must first pass
+    max_lag; then the external check (fall 2, inter 1 s) needs its detection bound, and the
+    agent holds a replica over max_lag up for lag_window, then goes down at its next round and
+    HAProxy reads it within agent-inter (the read backend's: 500 ms)."""
+    if v.key == "c":
+        return max_lag + V.check_bound(V.DBCHECK_TIMEOUT)
+    return max_lag + LAG_WINDOW + V.AGENT_INTERVAL + V.DBCHECK_TIMEOUT + 0.5
 
-    scenarios = ("partition", "partition-in")
 
-    def __init__(self, workdir):
-        super().__init__(workdir)
-        self.net = NetLab(PG_HOSTS)
-        self.cluster = PatroniCluster(workdir / "cluster", net=self.net, ctl_host="obs")
-        self.place = self.net.argv("proxy", [])
+class NetLabMixin:
+    """What both engines' partition labs add to their loopback lab: the hosts, the observer
+    thread, the writers on the clients' host, and the readers' measure."""
+
+    steady = ("replica-cut", "proxy-cut", "sentinel-minority")
+    window_field = "kept_window_s"
 
     def start(self):
         # The harness's main thread (and every thread it starts: watches, pools) lives on the
@@ -55,21 +84,111 @@ class NetPgLab(F.PgLab):
         finally:
             self.net.stop()
 
+    def enter_proxy(self):
+        """Called first in each writer's thread."""
+        self.net.enter("proxy")
+
+    def cut(self, run, host, peers, **kw):
+        """net.cut(...), noted in the run; returns the heal."""
+        c = self.net.cut(host, peers, **kw)
+        run.setdefault("cuts", []).append({"host": host, "peers": list(peers), **kw})
+        return lambda: self.net.heal(c)
+
+    def reader_figures(self, v, h, ctx, run):
+        """See reader_figures() below."""
+        return reader_figures(self, v, h, ctx, run)
+
+    def readers(self, run, replica):
+        """Note that the scenario cuts `replica` (a node name) from its primary: judge() then
+        measures when each dbcheck configuration's read backend took it out."""
+        run["reader_cut"] = replica
+        run["reader_max_lag_s"] = self.max_lag
+
+
+class NetPgLab(NetLabMixin, F.PgLab):
+    """PgLab with every host in its own network namespace (see the module docstring)."""
+
+    scenarios = ("partition", "partition-in", "replica-cut", "proxy-cut")
+    read_backend = "pg_read"
+    max_lag = PG_MAX_LAG
+
+    def __init__(self, workdir):
+        super().__init__(workdir)
+        self.net = NetLab(PG_HOSTS)
+        self.cluster = PatroniCluster(workdir / "cluster", net=self.net, ctl_host="obs")
+        self.place = self.net.argv("proxy", [])
+
     def writer(self, v):
         return PgWriter(v.key, v.write_port, f"proof_{v.key}", APP_USER, APP_PASSWORD, APP_DB,
-                        enter=lambda: self.net.enter("proxy"))
+                        enter=self.enter_proxy)
 
     def inject(self, scenario, old, run):
-        """Cut the old leader's host as the scenario says; returns the heal."""
+        """Cut as the scenario says; returns the heal."""
         others = [m.name for m in self.cluster.members() if m.name != old]
         if scenario == "partition":
-            cut = self.net.cut(old, ["etcd", *others])
-        elif scenario == "partition-in":
-            cut = self.net.cut(old, ["etcd"], direction="in")
-        else:
-            return super().inject(scenario, old, run)
-        run["cut"] = {"host": cut.host, "peers": list(cut.peers), "direction": cut.direction}
-        return lambda: self.net.heal(cut)
+            return self.cut(run, old, ["etcd", *others])
+        if scenario == "partition-in":
+            return self.cut(run, old, ["etcd"], direction="in")
+        if scenario == "replica-cut":
+            self.readers(run, others[0])
+            return self.cut(run, others[0], [old])
+        if scenario == "proxy-cut":
+            heal_rest = self.cut(run, "proxy", [m.name for m in self.cluster.members()],
+                                 ports=[m.rest_port for m in self.cluster.members()])
+            heal_etcd = self.cut(run, "proxy", ["etcd"])
+            return lambda: (heal_rest(), heal_etcd())
+        return super().inject(scenario, old, run)
 
 
-LABS = (NetPgLab,)
+class NetRedisLab(NetLabMixin, F.RedisLab):
+    """RedisLab with every host in its own network namespace (see the module docstring)."""
+
+    scenarios = ("partition", "sentinel-minority", "replica-cut", "proxy-cut")
+    no_outage = ("sentinel-minority",)
+    read_backend = "redis_read"
+    max_lag = REDIS_MAX_LAG
+
+    def __init__(self, workdir):
+        super().__init__(workdir)
+        self.net = NetLab(REDIS_HOSTS)
+        self.cluster = redis_fx.RedisSentinelCluster(workdir / "cluster", net=self.net)
+        self.place = self.net.argv("proxy", [])
+
+    def writer(self, v):
+        return RedisWriter(v.key, v.write_port, f"proof:{v.key}", "default", redis_fx.ADMIN_PASSWORD,
+                           enter=self.enter_proxy)
+
+    def inject(self, scenario, old, run):
+        """Cut as the scenario says; returns the heal."""
+        self.fencing(False)
+        master = self.cluster.get(old)
+        replica = next(n for n in self.cluster.nodes() if n != master)
+        if scenario == "partition":
+            return self.cut(run, master.host, [replica.host, "sentinel3"])
+        if scenario == "sentinel-minority":
+            return self.cut(run, "sentinel3", [master.host, replica.host])
+        if scenario == "replica-cut":
+            self.readers(run, replica.name)
+            return self.cut(run, replica.host, [master.host])
+        if scenario == "proxy-cut":
+            sentinels = self.cluster.sentinels()
+            return self.cut(run, "proxy", sorted({s.host for s in sentinels}), ports=[s.port for s in sentinels])
+        return super().inject(scenario, old, run)
+
+
+def reader_figures(lab, v, h, ctx, run):
+    """For a scenario that cut a replica (run['reader_cut']) and a dbcheck configuration v with
+    HAProxy h: when its read backend took the replica out, and the documented bound."""
+    name = run.get("reader_cut")
+    if not name or not v.dbcheck:
+        return {}
+    srv = lab.server_name(v, name)
+    events = [(tw - ctx["offset"], s, st) for tw, s, st in h.state_events(lab.read_backend)]
+    out = next((t for t, s, st in events if s == srv and st == "DOWN" and t >= ctx["t_fault"]), None)
+    back = next((t for t, s, st in events if s == srv and st == "UP" and out and t > out), None)
+    return {"reader_out_s": round(out - ctx["t_fault"], 2) if out else None,
+            "reader_back_after_heal_s": round(back - ctx["comeback_at"], 2) if back and ctx["comeback_at"] else None,
+            "reader_bound_s": round(reader_bound(v, run["reader_max_lag_s"]), 2)}
+
+
+LABS = (NetPgLab, NetRedisLab)

@@ -212,3 +212,27 @@ def test_server_names_are_per_configuration():
     server_of = {"a": {"pg2": "pg2"}, "b": {"pg2": "21002"}}
     assert not L.behind_every_router("pg2", 0.4, {"a": tl_a, "b": tl_b}, server_of)
     assert L.behind_every_router("pg2", 0.2, {"a": tl_a, "b": tl_b}, server_of)
+
+
+def test_partition_gates_judge_the_kept_window_the_readers_and_a_steady_fault():
+    import failover as F
+    variants = _six_variants()
+
+    def run(field="gate_window_s", **w):
+        return [{"engine": "redis", "scenario": "partition", "rep": 1, "variant": k, "error_window_s": 0.0,
+                 field: v, "lost_late": 0, "two_up_s": 0, "log_agrees": True} for k, v in w.items()]
+    # Anchors that keep writing into a cut-off master have short windows only if counted by
+    # failed writes; by the kept window the check that took it out is not behind.
+    rows = run(a=12.0, b=11.0, c=6.0, a1=12.5, b1=11.5, d=5.0)
+    assert F.gate_failures(rows, variants, "d") == []
+    assert F.gate_failures(run(a=2.0, b=2.0, c=6.0, a1=2.0, b1=2.0, d=5.1), variants, "c") != []
+    # A steady fault: a second without a writer the best anchor did not have fails.
+    steady = [dict(r, no_outage=True) for r in run(a=0.0, b=0.0, c=0.0, a1=0.0, b1=0.0, d=1.2)]
+    why = F.gate_failures(steady, variants, "d")
+    assert len(why) == 1 and "without a writer" in why[0]
+    assert F.gate_failures(steady, variants, "c") == []
+    # The cut replica must leave the read backend within its documented bound.
+    readers = [dict(r, reader_bound_s=4.6, reader_out_s=t) for r, t in
+               zip(run(a=0.0, b=0.0, c=0.0, a1=0.0, b1=0.0, d=0.0), [None, None, 5.0, None, None, None])]
+    assert "documented bound" in F.gate_failures(readers, variants, "c")[0]
+    assert "never" in F.gate_failures(readers, variants, "d")[0]

@@ -195,7 +195,7 @@ def redis_seed_002(cluster, workdir, fall_rise=EXTERNAL_SETTINGS):
     sentinel = cluster.sentinels()[0]
     head, port = _head(workdir / key / "admin.sock", "redis_write", fall_rise)
     body = ("    option tcp-check\n"
-            f"    tcp-check connect addr 127.0.0.1 port {sentinel.port}\n" + _auth_line() +
+            f"    tcp-check connect addr {sentinel.ip} port {sentinel.port}\n" + _auth_line() +
             f'    tcp-check send "SENTINEL get-master-addr-by-name {redis_fx.MASTER_NAME}\\r\\n"\n'
             '    tcp-check expect string-lf "\\r\\n%[srv_name]\\r\\n"\n'
             "    tcp-check connect\n" + _auth_line() +

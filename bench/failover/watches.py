@@ -156,7 +156,7 @@ class SentinelManager:
         try:
             addr, master = self.pipeline(s.port, [("SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.master_name),
                                                   ("SENTINEL", "MASTER", self.master_name)],
-                                         timeout=ROLE_TIMEOUT, **self.auth)
+                                         timeout=ROLE_TIMEOUT, host=s.ip, **self.auth)
         except Exception:  # noqa: BLE001 - silent or failed: does not count
             return None
         if isinstance(addr, Exception) or not addr or isinstance(master, Exception):
