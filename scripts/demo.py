@@ -5,6 +5,9 @@ verdicts for every node, and where HAProxy routes writes and reads. Run through 
   --keep        leave everything running; prints how to explore it and how to stop it
   --switchover  also switch the Patroni leader and the Redis master over, and show HAProxy
                 following them
+  --partition   instead: watch a network partition of the Patroni leader's host, then of the
+                Redis master's host, with dbcheck and the usual checks side by side
+                (scripts/demo_partition.py; every host a network namespace)
 """
 
 import argparse
@@ -128,7 +131,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--keep", action="store_true", help="leave the lab running")
     ap.add_argument("--switchover", action="store_true", help="also demonstrate a switchover")
+    ap.add_argument("--partition", action="store_true",
+                    help="instead, watch a network partition of the primary's host (N1, N2)")
     args = ap.parse_args()
+    if args.partition:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import demo_partition  # noqa: E402 - only this mode needs the partition lab
+        return demo_partition.main()
 
     work = Path(tempfile.mkdtemp(prefix="dbcheck-demo.", dir="/tmp"))
     work.chmod(0o755)
