@@ -10,7 +10,20 @@ import pytest
 
 from fixtures.netns import IP, NetLab, sweep_stale
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
+def _netns_refused():
+    """Why this machine cannot create a network namespace ('' when it can)."""
+    if os.geteuid() != 0:
+        return "network namespaces need root"
+    probe = f"dbcn{os.getpid()}-probe"
+    res = subprocess.run([IP, "netns", "add", probe], capture_output=True, text=True)
+    if res.returncode != 0:
+        return f"the kernel refuses network namespaces here: {res.stderr.strip()}"
+    subprocess.run([IP, "netns", "del", probe], capture_output=True)
+    return ""
+
+
+REFUSED = _netns_refused()
+pytestmark = pytest.mark.skipif(bool(REFUSED), reason=REFUSED or "-")
 
 PORT = 7000  # inside the lab's own namespaces: no clash with anything on the machine
 
