@@ -5,8 +5,8 @@ primary. Each host is a network namespace of its own (bench/failover/partitions.
 HAProxy configurations watch the same cluster side by side, each with a writer sending
 numbered writes through it:
 
-  (a)/(a1)  the usual manager check (Patroni's GET /primary; Redis: tcp-check ROLE master)
-  (b)/(b1)  the node asked about itself (pg_is_in_recovery(); Redis: one Sentinel + ROLE)
+  (a)/(a1)  PostgreSQL: Patroni's own GET /primary; Redis: the node asked (tcp-check ROLE master)
+  (b)/(b1)  PostgreSQL: the node asked (pg_is_in_recovery()); Redis: one Sentinel, then ROLE
   (c)       dbcheck as HAProxy's external check
   (d)       dbcheck-agent, one per database host
 (a), (b), (c) at inter 1s fall 2 rise 3; (a1), (b1), (d) at inter 1s fall 1 rise 1.
@@ -17,6 +17,7 @@ primary. At the end: the writes each configuration had acknowledged that the fin
 does not have.
 """
 
+import signal
 import subprocess
 import sys
 import tempfile
@@ -69,10 +70,14 @@ class Screen:
             up = [s for s in self.lab.haproxies[v.key].servers_up(v.backend)]
             where = ", ".join(f"{n} {c}" for n, c in sorted(by.items())) or "none"
             print(f"  ({v.key:2}) {v.label[:34]:34} UP {str(up):22} writes acknowledged: {where}", flush=True)
-        res = subprocess.run([*self.lab.place, str(F.DBCHECK), "--config", str(self.lab.check_config), "check",
-                                self.lab.write_backend, self.addr], capture_output=True, text=True, timeout=5)
-        print(f"  (c) dbcheck check {self.lab.write_backend} {self.old}: "
-              f"{_reason((res.stdout or res.stderr).strip().splitlines()[-1] if (res.stdout or res.stderr) else '')}")
+        try:
+            res = subprocess.run([*self.lab.place, str(F.DBCHECK), "--config", str(self.lab.check_config), "check",
+                                  self.lab.write_backend, self.addr], capture_output=True, text=True, timeout=5)
+            said = (res.stdout or res.stderr).strip().splitlines()
+            line = said[-1] if said else ""
+        except subprocess.TimeoutExpired:
+            line = "no verdict within 5 s"
+        print(f"  (c) dbcheck check {self.lab.write_backend} {self.old}: {_reason(line)}")
         if self.agent:
             try:
                 answer = self.agent.ask(self.lab.write_backend).strip()
@@ -90,13 +95,13 @@ def watch_partition(lab):
     for v in lab.variants:
         wait_until(lambda v=v: F.routed_only(lab, v, old), 60, f"{v.key}: only {old} UP")
     watch = W.ManagerWatch(lab.primary).start()
-    roles = lab.role_watches()
-    writers = {v.key: lab.writer(v) for v in lab.variants}
-    for w in writers.values():
-        w.start()
-    screen = Screen(lab, old, writers, watch, roles)
-    heal = None
+    roles, writers, heal = {}, {}, None
     try:
+        roles = lab.role_watches()
+        writers = {v.key: lab.writer(v) for v in lab.variants}
+        for w in writers.values():
+            w.start()
+        screen = Screen(lab, old, writers, watch, roles)
         time.sleep(TICK)
         screen.block()
         run = {}
@@ -129,8 +134,7 @@ def watch_partition(lab):
             screen.block()
         screen.block("   (settled)")
     finally:
-        if heal:
-            heal()
+        lab.heal_all()  # whatever happened, no cut stays
         for w in writers.values():
             w.stop()
         for r in roles.values():
@@ -142,10 +146,14 @@ def watch_partition(lab):
         lost = [wid for _, wid, _ in writers[v.key].acks if wid not in stored]
         print(f"  ({v.key:2}) {v.label[:34]:34} acknowledged {len(writers[v.key].acks):7}   lost {len(lost):7}")
     print("(which of these no router could have saved, and why: docs/failover.md, 'Partitions'; "
-          "the same scenario 20 times: docs/results.md, section 'partitions')")
+          "the scenario run 20 times: bench/failover/run --lab net)")
 
 
 def main():
+    # SIGTERM (and SIGINT) unwind through the finally blocks: the cut is healed and every
+    # process and namespace the demo started is removed.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGINT, lambda *_: sys.exit(130))
     for lab_cls in P.LABS:
         workdir = Path(tempfile.mkdtemp(prefix=f"dbcheck-demo-partition-{lab_cls.engine}."))
         workdir.chmod(0o755)

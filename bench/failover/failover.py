@@ -65,8 +65,8 @@ AGENT = REPO / "build" / "agent" / "dbcheck-agent"
 OUT = REPO / "build" / "failover"
 WARMUP, AFTER = 1.5, 2.0  # seconds of writes before the fault and after everything settled
 HOLD = 4.0  # seconds the old primary stays away after the manager named a new one
-# Seconds a fault that must not move the primary lasts: longer than Sentinel's down-after
-# (5 s here) plus a failover's start, and than Patroni's retry_timeout (5 s) plus a loop.
+# Seconds a fault that must not move the primary lasts: well past Sentinel's down-after (2 s
+# here) plus a failover's start, and Patroni's retry_timeout (5 s) plus a loop.
 STEADY_HOLD = 15.0
 _http = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
@@ -92,7 +92,20 @@ class Lab:
     # (the partition labs: an old primary that HAProxy can still reach acknowledges writes that
     # are then lost, which would make the check that keeps routing to it look fastest).
     window_field = "error_window_s"
-    no_outage = ()  # steady scenarios where dbcheck must cause no second without a writer
+
+    def window_rule(self, scenario, v):
+        """How dbcheck configuration v's time without a writer is judged in `scenario`:
+        ("window", None): its window against every anchor's (the failover scenarios);
+        ("no_outage", None): no second without a kept write beyond the steadiest anchor's;
+        ("recovery", [anchor keys]): the time from the heal to its first kept write, against
+        those anchors' (they ask over the same path the fault cut)."""
+        return ("window", None)
+
+    def heal_all(self):
+        """Undo every fault still in place (nothing here: the partition labs' cuts)."""
+
+    def ready(self, scenario, old):
+        """Wait (bounded) for what `scenario` needs beyond the writers' routing (nothing here)."""
 
     def reader_figures(self, v, h, ctx, run):
         """Figures about the read backend for a scenario that cut a replica ({} here: the
@@ -118,12 +131,16 @@ class Lab:
                               place=self.place).start()
 
     def stop(self):
-        """Stop the HAProxies, the agents and the cluster (each by its PIDs)."""
-        for h in self.haproxies.values():
-            h.stop()
-        for a in self.agents:
-            a.stop()
-        self.cluster.stop()
+        """Stop the HAProxies, the agents and the cluster (each by its PIDs); one that fails to
+        stop does not keep the others running (the first error is raised after)."""
+        errors = []
+        for thing in [*self.haproxies.values(), *self.agents, self.cluster]:
+            try:
+                thing.stop()
+            except Exception as exc:  # noqa: BLE001 - raised below, after the rest stopped
+                errors.append(exc)
+        if errors:
+            raise errors[0]
 
 
 class PgLab(Lab):
@@ -364,6 +381,7 @@ def run_scenario(lab, scenario, rep, reasons=True):
         lab.fencing(False)
     for v in lab.variants:  # every configuration starts from the same, correct routing
         wait_until(lambda v=v: routed_only(lab, v, old), 60, f"{v.key}: only {old} UP")
+    lab.ready(scenario, old)
     run = {"engine": lab.engine, "scenario": scenario, "rep": rep, "old": old}
     repairs_before = len(lab.repairs)
     offset_before = wall_offset()
@@ -400,6 +418,7 @@ def run_scenario(lab, scenario, rep, reasons=True):
     finally:
         if comeback:  # aborted while the old primary was away: never leave it frozen
             comeback()
+        lab.heal_all()  # and never leave a fault in place for the next run
         for w in writers.values():
             w.stop()
         t_end = time.monotonic()
@@ -411,7 +430,6 @@ def run_scenario(lab, scenario, rep, reasons=True):
     t0p, t0 = watch.switch(old, t_fault)  # (None, None) when it never moved (a steady scenario)
     run.update(new=new, t_manager_s=round(t0 - t_fault, 2) if t0 else None,
                t0_uncertainty_s=round(t0 - t0p, 2) if t0 else None, steady=steady, manager_moved=t0 is not None,
-               no_outage=scenario in lab.no_outage,
                manager_reverted=watch.reverted(old, t_fault), repaired=lab.repairs[repairs_before:],
                comeback_s=round(comeback_at - t_fault, 2) if comeback_at else None,
                role_samples={n: len(r.samples) for n, r in roles.items()},
@@ -494,6 +512,14 @@ def judge(lab, v, writer, ctx):
         "acks_per_s_before": round(sum(1 for t, _, _ in writer.acks if t_fault - 5 <= t < t_fault) / 5),
     }
     row["gate_window_s"] = row[lab.window_field]
+    # The longest time without a kept write from the fault to the end, and from the heal to the
+    # first kept write: the measures of the steady scenarios' rules (Lab.window_rule).
+    kept = [t for t, wid, _ in writer.acks if wid in stored and t_fault <= t <= ctx["t_end"]]
+    edges = [t_fault, *kept, ctx["t_end"]]
+    row["max_gap_s"] = round(max(b - a for a, b in zip(edges, edges[1:])), 2)
+    after_heal = next((t for t in kept if comeback_at and t >= comeback_at), None)
+    row["recovery_s"] = round(after_heal - comeback_at, 2) if after_heal and comeback_at else None
+    row["window_rule"], row["recovery_vs"] = lab.window_rule(ctx["run"]["scenario"], v) if v.dbcheck else ("", None)
     row.update(lab.reader_figures(v, h, ctx, ctx["run"]))
     if v.dbcheck:  # why the new primary was not (yet) UP: HAProxy's check lines and dbcheck's verdicts
         lo, hi = first_err or t_fault, first_new or ctx["t_end"]
@@ -520,10 +546,8 @@ PHASE_SLACK = 2 * V.INTER
 
 
 def windowed(r):
-    """False for a steady fault where an outage is the rule, not a failure (HAProxy's host cut
-    from the managers: a check that asks them must fail closed; a replica cut: the writer is not
-    involved): its window is reported, not compared. A no-outage scenario has its own rule."""
-    return not (r.get("steady") and not r.get("no_outage"))
+    """True when the row's window is judged against every anchor's (Lab.window_rule 'window')."""
+    return r.get("window_rule", "window") == "window"
 
 
 def gate_window(r):
@@ -557,12 +581,23 @@ def gate_failures(rows, variants, key):
         took = "never" if r["reader_out_s"] is None else f"after {r['reader_out_s']:.2f} s"
         out.append(f"the cut replica left the read backend {took}, over its documented bound of "
                    f"{r['reader_bound_s']:.2f} s")
-    if r.get("no_outage") and (w is None or w >= min(known, default=0.0) + NO_OUTAGE_SLACK):
-        out.append(f"a fault that leaves the primary in place: error window "
-                   f"{'never closed' if w is None else f'{w:.2f} s'} where the shortest anchor's was "
-                   f"{min(known, default=0.0):.2f} s (a second or more without a writer caused by this check)")
-    if known and windowed(r) and (w is None or w > max(known) + WINDOW_SLACK + PHASE_SLACK):
-        out.append(f"error window {'never closed' if w is None else f'{w:.2f} s'} > "
+    rule = r.get("window_rule", "window")
+    if rule == "no_outage":
+        best = min((a["max_gap_s"] for a in anchors), default=0.0)
+        if r["max_gap_s"] >= best + NO_OUTAGE_SLACK:
+            out.append(f"a fault that leaves the primary in place: {r['max_gap_s']:.2f} s without a kept write "
+                       f"where the steadiest anchor's longest gap was {best:.2f} s (a second or more without a "
+                       "writer caused by this check)")
+    elif rule == "recovery":
+        theirs = {k: by_key[k]["recovery_s"] for k in r["recovery_vs"]}
+        mine = r["recovery_s"]
+        known_r = [x for x in theirs.values() if x is not None]
+        if known_r and (mine is None or mine > max(known_r) + WINDOW_SLACK + PHASE_SLACK):
+            out.append(f"back {'never' if mine is None else f'{mine:.2f} s'} after the heal, > "
+                       f"{WINDOW_SLACK + PHASE_SLACK:.0f} s after the check on the same path ("
+                       + ", ".join(f"{k}: {x}" for k, x in theirs.items()) + ")")
+    elif known and (w is None or w > max(known) + WINDOW_SLACK + PHASE_SLACK):
+        out.append(f"window {'never closed' if w is None else f'{w:.2f} s'} > "
                    f"{WINDOW_SLACK + PHASE_SLACK:.0f} s longer than every anchor's (" + ", ".join(f"{a['variant']}: {gate_window(a)}" for a in anchors) + ")")
     return out
 
@@ -648,17 +683,20 @@ def _keys(rows, *fields):
 
 
 def window_gate(rows, variants):
-    """{(engine, scenario): [failure texts]}: a dbcheck variant whose median error window over
-    the scenario's runs in this invocation is more than WINDOW_SLACK longer than every anchor's
-    median (a window that never closed counts as infinitely long). The median, because one run's
-    window is the phase of the checks against the fault as much as the rule (PHASE_SLACK)."""
-    per = {}
+    """{(engine, scenario): [failure texts]}: a dbcheck variant whose median window over the
+    scenario's runs in this invocation is more than WINDOW_SLACK longer than every anchor's
+    median (a window that never closed counts as infinitely long); where its rule is 'recovery'
+    (Lab.window_rule), its median time from the heal to its first kept write against the same
+    path's anchors'. The median, because one run's window is the phase of the checks against the
+    fault as much as the rule (PHASE_SLACK). A 'no_outage' rule is judged per run only."""
+    inf = float("inf")
+    per, rec, rules = {}, {}, {}
     for r in rows:
-        if not windowed(r):
-            continue
-        w = gate_window(r)
-        per.setdefault((r["engine"], r["scenario"]), {}).setdefault(r["variant"], []).append(
-            float("inf") if w is None else w)
+        k = (r["engine"], r["scenario"])
+        w, back = gate_window(r), r.get("recovery_s")
+        per.setdefault(k, {}).setdefault(r["variant"], []).append(inf if w is None else w)
+        rec.setdefault(k, {}).setdefault(r["variant"], []).append(inf if back is None else back)
+        rules[(*k, r["variant"])] = (r.get("window_rule", "window"), r.get("recovery_vs"))
     out = {}
     for k, windows in per.items():
         out[k] = []
@@ -667,9 +705,19 @@ def window_gate(rows, variants):
         if not anchors:
             continue
         for v in variants.get(k[0], []):
-            if v.dbcheck and v.key in medians and medians[v.key] > max(anchors.values()) + WINDOW_SLACK:
-                out[k].append(f"({v.key}): median error window {medians[v.key]:.2f} s > {WINDOW_SLACK:.0f} s longer "
+            if not v.dbcheck or v.key not in medians:
+                continue
+            rule, vs = rules[(*k, v.key)]
+            if rule == "window" and medians[v.key] > max(anchors.values()) + WINDOW_SLACK:
+                out[k].append(f"({v.key}): median window {medians[v.key]:.2f} s > {WINDOW_SLACK:.0f} s longer "
                               "than every anchor's median (" + ", ".join(f"{a}: {m:.2f}" for a, m in anchors.items()) + ")")
+            elif rule == "recovery":
+                mine = statistics.median(rec[k][v.key])
+                theirs = {a: statistics.median(rec[k][a]) for a in vs if a in rec[k]}
+                if theirs and mine > max(theirs.values()) + WINDOW_SLACK:
+                    out[k].append(f"({v.key}): median time back after the heal {mine:.2f} s > {WINDOW_SLACK:.0f} s "
+                                  "longer than the same path's anchors' (" +
+                                  ", ".join(f"{a}: {m:.2f}" for a, m in theirs.items()) + ")")
     return out
 
 
@@ -785,12 +833,14 @@ def table(rows, reps, command, variants, failed=(), title="Failover proof: write
             "the configuration's own detection settings, beyond chance (an excess as uneven as it is has a "
             f"probability under {CHANCE_P} when both lose at the same rate: one-sided binomial test; "
             "7 against 0 fails, 2 against 1 passes)."
-            + (" A fault that must leave the primary in place and where an outage is the rule (HAProxy's host "
-               "cut from the managers: a check that asks them from there must fail closed; a replica cut from "
-               "its primary) has its window reported, not compared; one where dbcheck must cause no outage "
-               f"(a Sentinel minority cut off) fails a run with {NO_OUTAGE_SLACK:.0f} s or more without a writer beyond "
-               "the shortest anchor's; a cut replica must leave each dbcheck configuration's read backend "
-               "within its documented bound." if any(r.get("steady") for r in rows) else ""), "",
+            + (" Where the fault must leave the primary in place (a replica cut from its primary, a Sentinel "
+               "minority cut off, and for dbcheck-agent HAProxy's host cut from the managers), a run fails with a "
+               f"gap of {NO_OUTAGE_SLACK:.0f} s or more without a kept write beyond the steadiest anchor's longest; where "
+               "a check must fail closed (the external check when HAProxy's host is cut from the managers), its "
+               "time back after the heal is compared, per run and on the median, with the anchor that asks over "
+               "the same path (Patroni's `GET /primary`; the seed check's Sentinel); a cut replica must leave each "
+               "dbcheck configuration's read backend within its documented bound (bench/failover/partitions.py)."
+               if any(r.get("steady") for r in rows) else ""), "",
             "| engine | scenario | gate | why |", "| --- | --- | --- | --- |"]
     for (eng, scen), why in gate_verdicts(rows, failed, variants).items():
         out.append(f"| {eng} | {scen} | {'**FAIL**' if why else 'pass'} | {'; '.join(why) if why else ''} |")

@@ -19,12 +19,21 @@ the steady ones (the primary must stay where it is) are held STEADY_HOLD s, then
     N2 redis partition       the master host (node + its Sentinel) cut from the other Sentinels
                              and the replica; HAProxy and the clients still reach it
     N3 replica-cut (steady)  a replica host cut from the primary's host only: the readers must
-                             take it out within the documented bound (reader_bound())
-    N4 redis sentinel-minority (steady, no outage)  sentinel3's host cut from the two others
+                             take it out within the documented bound (reader_bound()), and the
+                             writer must not notice
+    N4 redis sentinel-minority (steady)  sentinel3's host cut from the two others: nothing may
+                             change
     N5 pg partition-in       the leader host receives nothing from etcd (it can still send)
     N6 proxy-cut (steady)    HAProxy's host cut from the managers (Patroni's REST ports and
                              etcd; the Sentinels' ports), not from the nodes: a check that asks
-                             the manager from HAProxy's host fails closed
+                             the manager from HAProxy's host fails closed (the external check),
+                             one that asks from the database host does not (the agent)
+
+How a dbcheck configuration's time without a writer is judged (window_rule()): in N1, N2 and
+N5, its time without a kept write against every anchor's; in N3 and N4, and for the agent in
+N6, no second without a kept write beyond the steadiest anchor's; for the external check in
+N6, which must fail closed there, its time from the heal to its first kept write against the
+anchor that asks over the same path (Patroni's GET /primary; the seed check's Sentinel).
 """
 
 import failover as F
@@ -38,6 +47,7 @@ PG_HOSTS = ["obs", "proxy", "etcd", "pg1", "pg2", "pg3"]
 REDIS_HOSTS = ["obs", "proxy", "redis1", "redis2", "sentinel3"]
 PG_MAX_LAG, REDIS_MAX_LAG = 1.0, 2.0  # the readers' max_lag in the configs the fixtures write
 LAG_WINDOW = 5.0  # dbcheck-agent's lag_window default: a replica over max_lag stays up this long
+READ_AGENT_INTER = 0.5  # the agent example's read backends: agent-inter 500ms
 
 F.SCENARIO_TEXT.update({
     ("pg", "partition"): "N1: leader host cut from etcd and the other members (HAProxy and clients still reach it); "
@@ -56,12 +66,14 @@ F.SCENARIO_TEXT.update({
 def reader_bound(v, max_lag):
     """The documented time from a replica's stream breaking (the primary writing) until
     configuration v's HAProxy takes it out of the read backend: the lag must first pass
-    max_lag; then the external check (fall 2, inter 1 s) needs its detection bound, and the
-    agent holds a replica over max_lag up for lag_window, then goes down at its next round and
-    HAProxy reads it within agent-inter (the read backend's: 500 ms)."""
+    max_lag; then the external check (fall 2, inter 1 s) needs its detection bound; the agent
+    notices at a round (up to an interval plus a round's time limit later), holds a replica
+    over max_lag up for lag_window counted from when that round *ended*, so a later round may
+    end sooner and miss it by up to another interval, then goes down, and HAProxy reads it
+    within the read backend's agent-inter."""
     if v.key == "c":
         return max_lag + V.check_bound(V.DBCHECK_TIMEOUT)
-    return max_lag + LAG_WINDOW + V.AGENT_INTERVAL + V.DBCHECK_TIMEOUT + 0.5
+    return max_lag + LAG_WINDOW + 2 * V.AGENT_INTERVAL + V.DBCHECK_TIMEOUT + READ_AGENT_INTER
 
 
 class NetLabMixin:
@@ -70,6 +82,39 @@ class NetLabMixin:
 
     steady = ("replica-cut", "proxy-cut", "sentinel-minority")
     window_field = "kept_window_s"
+    same_path = {}  # N6: the anchor that asks the manager over the path the fault cuts
+
+    def window_rule(self, scenario, v):
+        """See the module docstring."""
+        if scenario in ("replica-cut", "sentinel-minority") or (scenario == "proxy-cut" and v.key == "d"):
+            return ("no_outage", None)
+        if scenario == "proxy-cut":
+            return ("recovery", [self.same_path[v.key]])
+        return ("window", None)
+
+    def heal_all(self):
+        """Flush every host's fault rules (a run that failed half-way leaves none behind)."""
+        self.net.heal()
+
+    def ready(self, scenario, old):
+        """Before a replica is cut, it must be in every dbcheck configuration's read backend:
+        otherwise "taken out in 0 s" would be measured."""
+        if scenario != "replica-cut":
+            return
+        name = self.cut_replica(old)
+        for v in self.variants:
+            if v.dbcheck:
+                srv = self.server_name(v, name)
+                F.wait_until(lambda v=v, srv=srv: srv in self.haproxies[v.key].servers_up(self.read_backend), 60,
+                             f"({v.key}): {name} UP in {self.read_backend}")
+
+    def settle(self, not_master=None):
+        """The loopback lab's settle(), then until every replica has caught up with the primary:
+        after a long cut the stream's TCP retransmissions back off, so a replica can look
+        connected while nothing has flowed yet."""
+        new = super().settle(not_master)
+        F.wait_until(lambda: self.caught_up(new), 60, "every replica caught up with the primary")
+        return new
 
     def start(self):
         # The harness's main thread (and every thread it starts: watches, pools) lives on the
@@ -111,6 +156,25 @@ class NetPgLab(NetLabMixin, F.PgLab):
     scenarios = ("partition", "partition-in", "replica-cut", "proxy-cut")
     read_backend = "pg_read"
     max_lag = PG_MAX_LAG
+    same_path = {"c": "a"}  # Patroni's GET /primary from HAProxy's host
+
+    def cut_replica(self, old):
+        """The replica N3 cuts: the first member that is not the leader."""
+        return next(m.name for m in self.cluster.members() if m.name != old)
+
+    def caught_up(self, leader):
+        """True when every other member has replayed the leader's current WAL position."""
+        with self.cluster.superuser_conn(leader) as conn, conn.cursor() as cur:
+            cur.execute("SELECT pg_current_wal_lsn()")
+            target = cur.fetchone()[0]
+        for m in self.cluster.members():
+            if m.name == leader:
+                continue
+            with self.cluster.superuser_conn(m) as conn, conn.cursor() as cur:
+                cur.execute("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", (target,))
+                if not cur.fetchone()[0]:
+                    return False
+        return True
 
     def __init__(self, workdir):
         super().__init__(workdir)
@@ -130,8 +194,9 @@ class NetPgLab(NetLabMixin, F.PgLab):
         if scenario == "partition-in":
             return self.cut(run, old, ["etcd"], direction="in")
         if scenario == "replica-cut":
-            self.readers(run, others[0])
-            return self.cut(run, others[0], [old])
+            replica = self.cut_replica(old)
+            self.readers(run, replica)
+            return self.cut(run, replica, [old])
         if scenario == "proxy-cut":
             heal_rest = self.cut(run, "proxy", [m.name for m in self.cluster.members()],
                                  ports=[m.rest_port for m in self.cluster.members()])
@@ -144,9 +209,21 @@ class NetRedisLab(NetLabMixin, F.RedisLab):
     """RedisLab with every host in its own network namespace (see the module docstring)."""
 
     scenarios = ("partition", "sentinel-minority", "replica-cut", "proxy-cut")
-    no_outage = ("sentinel-minority",)
     read_backend = "redis_read"
     max_lag = REDIS_MAX_LAG
+    same_path = {"c": "b"}  # the seed check: one Sentinel, asked from HAProxy's host
+
+    def cut_replica(self, old):
+        """The replica N3 cuts: the data node that is not the master."""
+        return next(n.name for n in self.cluster.nodes() if n.name != old)
+
+    def caught_up(self, master):
+        """True when the replica's replication offset has reached the master's."""
+        m = self.cluster.get(master)
+        info = lambda n: dict(l.split(":", 1) for l in self.cluster.admin(n, "INFO", "replication").splitlines()  # noqa: E731
+                              if ":" in l)
+        target = int(info(m)["master_repl_offset"])
+        return all(int(info(n).get("slave_repl_offset", -1)) >= target for n in self.cluster.nodes() if n != m)
 
     def __init__(self, workdir):
         super().__init__(workdir)
@@ -161,8 +238,7 @@ class NetRedisLab(NetLabMixin, F.RedisLab):
     def inject(self, scenario, old, run):
         """Cut as the scenario says; returns the heal."""
         self.fencing(False)
-        master = self.cluster.get(old)
-        replica = next(n for n in self.cluster.nodes() if n != master)
+        master, replica = self.cluster.get(old), self.cluster.get(self.cut_replica(old))
         if scenario == "partition":
             return self.cut(run, master.host, [replica.host, "sentinel3"])
         if scenario == "sentinel-minority":
@@ -184,7 +260,9 @@ def reader_figures(lab, v, h, ctx, run):
         return {}
     srv = lab.server_name(v, name)
     events = [(tw - ctx["offset"], s, st) for tw, s, st in h.state_events(lab.read_backend)]
-    out = next((t for t, s, st in events if s == srv and st == "DOWN" and t >= ctx["t_fault"]), None)
+    before = [st for t, s, st in events if s == srv and t < ctx["t_fault"]]
+    out = ctx["t_fault"] if before and before[-1] == "DOWN" else \
+        next((t for t, s, st in events if s == srv and st == "DOWN" and t >= ctx["t_fault"]), None)
     back = next((t for t, s, st in events if s == srv and st == "UP" and out and t > out), None)
     return {"reader_out_s": round(out - ctx["t_fault"], 2) if out else None,
             "reader_back_after_heal_s": round(back - ctx["comeback_at"], 2) if back and ctx["comeback_at"] else None,

@@ -166,7 +166,7 @@ def test_window_gate_judges_the_median_and_the_run_gate_allows_one_check_interva
     # A steady lag of 1.5 s fails on the median; an outage fails in its own run.
     slow = [dict(r, error_window_s=r["error_window_s"] + 1.5) if r["variant"] == "d" else r for r in rows]
     why = F.window_gate(slow, variants)[("pg", "freeze")]
-    assert len(why) == 1 and why[0].startswith("(d): median error window")
+    assert len(why) == 1 and why[0].startswith("(d): median window")
     assert F.gate_failures(run(1, a=3.0, b=3.1, c=18.1, a1=2.9, b1=3.0, d=3.2), variants["pg"], "c") != []
     # A window that never closed is infinitely long.
     never = run(1, a=20.0, b=20.2, c=None, a1=20.1, b1=20.3, d=20.5)
@@ -220,17 +220,30 @@ def test_partition_gates_judge_the_kept_window_the_readers_and_a_steady_fault():
 
     def run(field="gate_window_s", **w):
         return [{"engine": "redis", "scenario": "partition", "rep": 1, "variant": k, "error_window_s": 0.0,
-                 field: v, "lost_late": 0, "two_up_s": 0, "log_agrees": True} for k, v in w.items()]
+                 field: v, "lost_late": 0, "two_up_s": 0, "log_agrees": True, "max_gap_s": 0.05,
+                 "recovery_s": 0.01, "window_rule": "window" if k in ("c", "d") else ""} for k, v in w.items()]
     # Anchors that keep writing into a cut-off master have short windows only if counted by
     # failed writes; by the kept window the check that took it out is not behind.
     rows = run(a=12.0, b=11.0, c=6.0, a1=12.5, b1=11.5, d=5.0)
     assert F.gate_failures(rows, variants, "d") == []
     assert F.gate_failures(run(a=2.0, b=2.0, c=6.0, a1=2.0, b1=2.0, d=5.1), variants, "c") != []
-    # A steady fault: a second without a writer the best anchor did not have fails.
-    steady = [dict(r, no_outage=True) for r in run(a=0.0, b=0.0, c=0.0, a1=0.0, b1=0.0, d=1.2)]
+    # No outage: the longest gap without a kept write counts, not the first one.
+    steady = [dict(r, window_rule="no_outage") if r["variant"] in ("c", "d") else r
+              for r in run(a=0.0, b=0.0, c=0.0, a1=0.0, b1=0.0, d=0.2)]
+    steady = [dict(r, max_gap_s=3.1) if r["variant"] == "d" else r for r in steady]
     why = F.gate_failures(steady, variants, "d")
     assert len(why) == 1 and "without a writer" in why[0]
     assert F.gate_failures(steady, variants, "c") == []
+    # Failing closed as the rule says: judged by the time back after the heal, against the
+    # anchor on the same path, per run and on the median.
+    closed = [dict(r, window_rule="recovery", recovery_vs=["a"], gate_window_s=15.0) if r["variant"] == "c" else r
+              for r in run(a=15.0, b=0.0, c=16.2, a1=15.0, b1=0.0, d=0.0)]
+    closed = [dict(r, recovery_s={"a": 2.1, "c": 2.6}.get(r["variant"], 0.0)) for r in closed]
+    assert F.gate_failures(closed, variants, "c") == []
+    assert F.window_gate(closed, {"redis": variants})[("redis", "partition")] == []
+    slow = [dict(r, recovery_s=6.0) if r["variant"] == "c" else r for r in closed]
+    assert "after the heal" in F.gate_failures(slow, variants, "c")[0]
+    assert "after the heal" in F.window_gate(slow, {"redis": variants})[("redis", "partition")][0]
     # The cut replica must leave the read backend within its documented bound.
     readers = [dict(r, reader_bound_s=4.6, reader_out_s=t) for r, t in
                zip(run(a=0.0, b=0.0, c=0.0, a1=0.0, b1=0.0, d=0.0), [None, None, 5.0, None, None, None])]

@@ -188,9 +188,10 @@ def redis_role_only(cluster, workdir, fall_rise=EXTERNAL_SETTINGS):
 
 def redis_seed_002(cluster, workdir, fall_rise=EXTERNAL_SETTINGS):
     """(b) the seed-002 config: one Sentinel must name the server, then ROLE master.
-    Adapted to a lab where every node is 127.0.0.1: the server's *name* is its port, and the
+    Adapted to a lab where every node may be 127.0.0.1: the server's *name* is its port, and the
     check expects that port in Sentinel's GET-MASTER-ADDR-BY-NAME reply (the seed matches
-    %[srv_name] against the address, which here would match every node)."""
+    %[srv_name] against the address, which on loopback would match every node). It asks the
+    first Sentinel, which in the partition lab lives on the first master's host."""
     key = _key("b", fall_rise)
     sentinel = cluster.sentinels()[0]
     head, port = _head(workdir / key / "admin.sock", "redis_write", fall_rise)
