@@ -807,8 +807,8 @@ def table(rows, reps, command, variants, failed=(), title="Failover proof: write
                if any(r.get("reader_bound_s") is not None for r in rows if (r["engine"], r["scenario"], r["variant"]) == k)]
     if readers:
         out += ["", "The cut replica out of the read backend, from the cut, by the configuration's own HAProxy log "
-                "(median / max s; its documented bound: max_lag, then the check's detection bound, or the agent's "
-                "lag_window and its next round): " + "; ".join(
+                "(median / max s; its documented worst case: max_lag, then the check running at that moment and fall "
+                "more, or for the agent lag_window and the rounds around it: docs/failover.md, 'Partitions'): " + "; ".join(
                     f"{e} {sc} ({var}) " + _fmt_window([r["reader_out_s"] for r in rows
                                                       if (r["engine"], r["scenario"], r["variant"]) == (e, sc, var)])
                     + f" (bound {next(r['reader_bound_s'] for r in rows if (r['engine'], r['scenario'], r['variant']) == (e, sc, var) and r.get('reader_bound_s')):.1f})"

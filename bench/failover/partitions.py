@@ -64,16 +64,20 @@ F.SCENARIO_TEXT.update({
 
 
 def reader_bound(v, max_lag):
-    """The documented time from a replica's stream breaking (the primary writing) until
-    configuration v's HAProxy takes it out of the read backend: the lag must first pass
-    max_lag; then the external check (fall 2, inter 1 s) needs its detection bound; the agent
-    notices at a round (up to an interval plus a round's time limit later), holds a replica
-    over max_lag up for lag_window counted from when that round *ended*, so a later round may
-    end sooner and miss it by up to another interval, then goes down, and HAProxy reads it
-    within the read backend's agent-inter."""
+    """The documented worst time from a replica's stream breaking (the primary writing) until
+    configuration v's HAProxy takes it out of the read backend. The lag passes max_lag first.
+    External check (inter 1 s, fall 2, time limit t): the check running at that moment may
+    still pass and take up to t (a replica behind but within max_lag is re-read until the
+    deadline, docs/lag.md), then fall checks each start inter after the previous one ended and
+    take up to t: (fall + 1) t + fall inter. Agent: the round that first sees it over max_lag
+    starts up to an interval later and takes up to t; lag_window runs from that round's end; the
+    first round after it starts up to an interval later and takes up to t; HAProxy reads the
+    answer within the read backend's agent-inter."""
+    t = V.DBCHECK_TIMEOUT
     if v.key == "c":
-        return max_lag + V.check_bound(V.DBCHECK_TIMEOUT)
-    return max_lag + LAG_WINDOW + 2 * V.AGENT_INTERVAL + V.DBCHECK_TIMEOUT + READ_AGENT_INTER
+        fall = V.EXTERNAL_SETTINGS[0]
+        return max_lag + (fall + 1) * t + fall * V.INTER
+    return max_lag + LAG_WINDOW + 2 * (V.AGENT_INTERVAL + t) + READ_AGENT_INTER
 
 
 class NetLabMixin:
