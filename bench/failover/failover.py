@@ -441,6 +441,7 @@ def run_scenario(lab, scenario, rep, reasons=True):
                roles={n: L.Series(r.samples) for n, r in roles.items()}, verdicts=verdicts)
     # Every configuration's write backend over the run, for losses no router had reacted to yet.
     ctx["server_of"] = {v.key: {n: lab.server_name(v, n) for n in lab.node_names()} for v in lab.variants}
+    ctx["settings"] = {v.key: v.settings for v in lab.variants}
     ctx["up"] = {v.key: L.UpTimeline([(tw - ctx["offset"], srv, st) for tw, srv, st in
                                       lab.haproxies[v.key].state_events(v.backend)],
                                      ctx["server_of"][v.key].values())
@@ -470,9 +471,11 @@ def judge(lab, v, writer, ctx):
     cls = dict.fromkeys(L.CLASSES, 0)
     routing_after = []  # for each routing loss: s after the manager last named its node
     routing_detail = []  # for each routing loss: [s after the fault, node, class]
+    # The configurations the gate compares this one with: the same detection settings.
+    group = {k: tl for k, tl in ctx["up"].items() if ctx["settings"][k] == v.settings}
     for t, _, port in lost:
         c = L.classify(names.get(port), t, ctx["manager"], ctx["roles"], v.bound,
-                       lambda node, at: L.behind_every_router(node, at, ctx["up"], ctx["server_of"]))
+                       lambda node, at: L.behind_every_router(node, at, group, ctx["server_of"]))
         cls[c] += 1
         if c in L.ROUTING:
             routing_after.append(t - ctx["manager"].last_named_before(names.get(port), t))
@@ -762,7 +765,8 @@ def table(rows, reps, command, variants, failed=(), title="Failover proof: write
         "100 ms (no check reacts that fast). Every other loss is a **routing** loss: **late** when "
         "acknowledged more than "
         "the configuration's detection bound B after the manager last named X; else **behind every "
-        "router** when all six configurations of the run still had X UP at t by their own HAProxy "
+        "router** when every configuration of the run at the same detection settings (the three the gate "
+        "compares) still had X UP at t by their own HAProxy "
         "logs (no router at these settings had reacted yet: not counted as routing, shown in its "
         "own column); else **two-writer** when "
         "another node may have been a primary at t (its role samples on either side of t say so), "

@@ -21,11 +21,13 @@ A lost write acknowledged by node X at time t falls in exactly one class, tested
   otherwise (a routing loss, measured from the manager's last sample naming X before t, the
   earliest moment it can have stopped naming X):
     LATE        more than the configuration's detection bound B after it;
-    BEHIND_ALL  within B, while every configuration of the run (anchors and dbcheck alike) still
-                had X UP by its own HAProxy's state lines: no router at these settings had
-                reacted yet (a manager that moves off a healthy primary at once, as Patroni 3.0.2
-                does when it re-puts an old leader key, and the primary demotes itself within
-                tens of milliseconds: how many writes a writer finished then is its timing);
+    BEHIND_ALL  within B, while every configuration of the run at the same detection settings
+                (anchors and dbcheck alike: the group the gate compares) still had X UP by its
+                own HAProxy's state lines: no router at these settings had reacted yet (a
+                manager that moves off a healthy primary at once, as Patroni 3.0.2 does when it
+                re-puts an old leader key, and the primary demotes itself within tens of
+                milliseconds; a replica promoted 0.1 s after SENTINEL FAILOVER: how many writes
+                a writer finished then is its timing, not its check's rule);
     TWO_WRITER  within B, while another node may have been a primary;
     WITHIN      within B.
 
@@ -192,7 +194,8 @@ class UpTimeline:
 
 
 def behind_every_router(node, t, timelines, server_of):
-    """True when every configuration's HAProxy had `node` UP at t. timelines: {key: UpTimeline};
-    server_of: {key: {node name: that configuration's server name}}."""
+    """True when every configuration's HAProxy in `timelines` had `node` UP at t (the caller
+    passes those of one detection setting). timelines: {key: UpTimeline}; server_of: {key:
+    {node name: that configuration's server name}}."""
     return all(tl.is_up(server_of[k][node], t) for k, tl in timelines.items())
 

@@ -249,3 +249,17 @@ def test_partition_gates_judge_the_kept_window_the_readers_and_a_steady_fault():
                zip(run(a=0.0, b=0.0, c=0.0, a1=0.0, b1=0.0, d=0.0), [None, None, 5.0, None, None, None])]
     assert "documented bound" in F.gate_failures(readers, variants, "c")[0]
     assert "never" in F.gate_failures(readers, variants, "d")[0]
+
+
+def test_behind_every_router_is_judged_within_one_detection_setting():
+    # At inter 1 s nobody had the old master out at 0.14 s; the agent (other settings, on
+    # Sentinel's events) had. For (c) the loss is behind every router it is compared with.
+    ext = {"a": L.UpTimeline([(3.1, "r1", "DOWN")], ["r1", "r2"]),
+           "b": L.UpTimeline([(4.4, "r1", "DOWN")], ["r1", "r2"]),
+           "c": L.UpTimeline([(1.2, "r1", "DOWN")], ["r1", "r2"])}
+    agent = {"d": L.UpTimeline([(0.09, "r1", "DOWN")], ["r1", "r2"])}
+    server_of = {k: {"r1": "r1", "r2": "r2"} for k in [*ext, *agent]}
+    assert L.behind_every_router("r1", 0.14, ext, server_of)
+    assert not L.behind_every_router("r1", 0.14, {**ext, **agent}, server_of)
+    # Once one of its own group had reacted, a later loss is routing for (c) again.
+    assert not L.behind_every_router("r1", 1.5, ext, server_of)
