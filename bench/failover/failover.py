@@ -315,7 +315,7 @@ class RedisLab(Lab):
         first, master = self.cluster.nodes()[0], self.cluster.wait_stable(60)
         if master != first:
             self.fencing(False)
-            self.cluster.failover()
+            self.cluster.failover(timeout=45)  # a failover back after fencing can take longer than 15 s
             self.cluster.wait_stable(60, not_master=master)
         self.cluster.wait_settled(60)
 
