@@ -32,7 +32,6 @@ sys.path.insert(0, str(REPO / "bench" / "failover"))
 import failover as F  # noqa: E402
 import partitions as P  # noqa: E402
 import watches as W  # noqa: E402
-from fixtures.procs import wait_until  # noqa: E402
 
 TICK = 1.0
 
@@ -88,12 +87,7 @@ class Screen:
 
 def watch_partition(lab):
     """One partition scenario on a started lab, printed as it happens; returns the lost counts."""
-    lab.make_first_primary()
-    old = lab.settle()
-    for v in lab.variants:
-        lab.prepare(v)
-    for v in lab.variants:
-        wait_until(lambda v=v: F.routed_only(lab, v, old), 60, f"{v.key}: only {old} UP")
+    old = F.start_state(lab, "partition")
     watch = W.ManagerWatch(lab.primary).start()
     roles, writers, heal = {}, {}, None
     try:

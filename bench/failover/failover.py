@@ -368,11 +368,10 @@ def wall_offset():
     return time.time() - time.monotonic()
 
 
-def run_scenario(lab, scenario, rep, reasons=True):
-    """One scenario run with every variant at once; returns a list of per-variant dicts.
-    Every run starts with the first-listed server as primary: with `balance first` that is the
-    server HAProxy prefers whenever it is UP, the worst case for a check that keeps the old
-    primary UP (and the usual steady state of a hand-written server list)."""
+def start_state(lab, scenario):
+    """Bring the lab to a run's starting point and return the primary: the first-listed server
+    leads, every proof table is empty, no fencing, every configuration routes writes to it
+    alone, and what `scenario` needs beyond that (Lab.ready) holds."""
     lab.make_first_primary()
     old = lab.settle()
     for v in lab.variants:
@@ -382,6 +381,15 @@ def run_scenario(lab, scenario, rep, reasons=True):
     for v in lab.variants:  # every configuration starts from the same, correct routing
         wait_until(lambda v=v: routed_only(lab, v, old), 60, f"{v.key}: only {old} UP")
     lab.ready(scenario, old)
+    return old
+
+
+def run_scenario(lab, scenario, rep, reasons=True):
+    """One scenario run with every variant at once; returns a list of per-variant dicts.
+    Every run starts with the first-listed server as primary: with `balance first` that is the
+    server HAProxy prefers whenever it is UP, the worst case for a check that keeps the old
+    primary UP (and the usual steady state of a hand-written server list)."""
+    old = start_state(lab, scenario)
     run = {"engine": lab.engine, "scenario": scenario, "rep": rep, "old": old}
     repairs_before = len(lab.repairs)
     offset_before = wall_offset()
