@@ -10,7 +10,7 @@
 #include <core/report.hpp>
 #include <probe/library_versions.hpp>
 #include <probe/run_check.hpp>
-#include <probe/switchover.hpp>
+#include <switchover/switchover.hpp>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -81,7 +81,7 @@ int exit_code(const core::Report& r) {
 
 // Exit status of a switchover that did not succeed: the state the operator must act on
 // first (left paused, interrupted), else the phase it failed in (3 preflight ... 8 unpause).
-int switchover_exit(const probe::SwitchoverResult& r) {
+int switchover_exit(const switchover::SwitchoverResult& r) {
   if (r.left_paused) {
     return k_exit_left_paused;
   }
@@ -106,7 +106,7 @@ int switchover(const std::string& path, const std::string& cluster_name, const s
     std::cerr << fmt::format("dbcheck: {}: no [cluster.{}]\n", path, cluster_name);
     return k_exit_config;
   }
-  probe::SwitchoverOptions options;
+  switchover::SwitchoverOptions options;
   options.dry_run = dry_run;
   options.interrupted = take_stop_signal;
   auto parsed_timeout = util::parse_duration(timeout);
@@ -121,7 +121,7 @@ int switchover(const std::string& path, const std::string& cluster_name, const s
       std::cerr << fmt::format("dbcheck: --pause {}: {}\n", pause, parsed_pause.error());
       return k_exit_config;
     }
-    const util::Duration least = probe::minimum_pause(options.timeout);
+    const util::Duration least = switchover::minimum_pause(options.timeout);
     if (*parsed_pause < least) {
       std::cerr << fmt::format(
           "dbcheck: --pause {} is shorter than --timeout {} plus the {} margin for releasing "
@@ -141,15 +141,15 @@ int switchover(const std::string& path, const std::string& cluster_name, const s
     }
     options.to = *hp;
   }
-  const auto progress = [](const probe::SwitchoverEvent& e) {
-    std::cout << fmt::format("[{:6.1f}s] {:<9} {}{}\n", e.elapsed_s, probe::to_string(e.phase),
+  const auto progress = [](const switchover::SwitchoverEvent& e) {
+    std::cout << fmt::format("[{:6.1f}s] {:<9} {}{}\n", e.elapsed_s, switchover::to_string(e.phase),
                              !e.finished ? "waiting for: "
                              : e.ok      ? "done: "
                                          : "FAILED: ",
                              e.text)
               << std::flush;
   };
-  const probe::SwitchoverResult r = probe::run_switchover(it->second, options, progress);
+  const switchover::SwitchoverResult r = switchover::run_switchover(it->second, options, progress);
   if (!r.plan.empty() && (dry_run || !r.ok)) {
     std::cout << (dry_run ? "plan (dry run, nothing changed):\n" : "the plan was:\n");
     for (std::size_t i = 0; i < r.plan.size(); ++i) {
@@ -158,7 +158,7 @@ int switchover(const std::string& path, const std::string& cluster_name, const s
   }
   std::string phases;
   for (const auto& p : r.phases) {
-    phases += fmt::format("{}{} {:.1f}s", phases.empty() ? "" : ", ", probe::to_string(p.phase),
+    phases += fmt::format("{}{} {:.1f}s", phases.empty() ? "" : ", ", switchover::to_string(p.phase),
                           p.seconds);
   }
   if (!r.ok) {
@@ -168,7 +168,7 @@ int switchover(const std::string& path, const std::string& cluster_name, const s
     }
     std::cout << fmt::format("switchover of {} {} in {} after {:.1f}s: {} ({})\n", cluster_name,
                              r.interrupted_by ? "INTERRUPTED" : "FAILED",
-                             probe::to_string(*r.failed), r.total_s, r.error, phases)
+                             switchover::to_string(*r.failed), r.total_s, r.error, phases)
               << std::flush;
     return switchover_exit(r);
   }
@@ -265,7 +265,7 @@ int run(int argc, char** argv) {
   switchover_cmd->add_option("--pause", sw_pause,
                              "Redis: CLIENT PAUSE limit, a safety net; default and least: "
                              "--timeout plus " +
-                                 util::format_duration(probe::minimum_pause(util::Duration{0})) +
+                                 util::format_duration(switchover::minimum_pause(util::Duration{0})) +
                                  " (shorter is refused)");
   switchover_cmd->fallthrough();
 

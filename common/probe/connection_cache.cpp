@@ -1,16 +1,8 @@
 #include "connection_cache.hpp"
 
+#include "lease_retry.hpp"
+
 namespace dbcheck::probe {
-namespace {
-
-// Failures after which a connection is not worth keeping (a server error on a fine
-// connection, e.g. 57014 or a bad row, leaves it usable; these do not).
-bool breaks_connection(const core::ProbeError& e) {
-  return e.kind == core::Failure::network || e.kind == core::Failure::timeout ||
-         e.kind == core::Failure::not_ready || e.kind == core::Failure::protocol;
-}
-
-} // namespace
 
 template <class Conn>
 void ConnectionCache::keep(std::multimap<std::string, Idle<Conn>>& pool, const std::string& key,
@@ -100,15 +92,12 @@ PgLease::query(const std::string& sql, const std::vector<std::string>& params,
     return tl::make_unexpected(
         core::ProbeError{core::Failure::network, "no connection (open() failed)", ""});
   }
-  auto rows = m_session->query(sql, params, deadline);
-  if (!rows && m_reused && rows.error().kind == core::Failure::network && !deadline.expired()) {
-    // The kept connection died while idle: one fresh connection, one more try.
-    m_session.reset();
-    if (auto opened = open(deadline); !opened) {
-      return tl::make_unexpected(opened.error());
-    }
-    rows = m_session->query(sql, params, deadline);
-  }
+  auto rows = retry_if_stale(
+      m_reused, deadline, [&] { return m_session->query(sql, params, deadline); },
+      [&] {
+        m_session.reset();
+        return open(deadline);
+      });
   if (!rows && breaks_connection(rows.error())) {
     m_healthy = false;
   }
@@ -153,15 +142,12 @@ RedisLease::pipeline(const std::vector<RedisCommand>& commands, const Deadline& 
     return tl::make_unexpected(
         core::ProbeError{core::Failure::network, "no connection (open() failed)", ""});
   }
-  auto replies = m_link->pipeline(commands, deadline);
-  if (!replies && m_reused && replies.error().kind == core::Failure::network &&
-      !deadline.expired()) {
-    m_link.reset();
-    if (auto opened = open(deadline); !opened) {
-      return tl::make_unexpected(opened.error());
-    }
-    replies = m_link->pipeline(commands, deadline);
-  }
+  auto replies = retry_if_stale(
+      m_reused, deadline, [&] { return m_link->pipeline(commands, deadline); },
+      [&] {
+        m_link.reset();
+        return open(deadline);
+      });
   if (!replies && breaks_connection(replies.error())) {
     m_healthy = false;
   }

@@ -2,8 +2,8 @@
 // One PostgreSQL/Patroni check: both opinions asked in parallel under one deadline, the
 // observations handed to the pure core (core/pg_verdict.hpp).
 
-#include "connection_cache.hpp"
 #include "deadline.hpp"
+#include "peers.hpp"
 
 #include <config/config.hpp>
 #include <core/patroni_cluster.hpp>
@@ -20,11 +20,11 @@ namespace dbcheck::probe {
 // --- Interface ---
 
 // Checks `node` for `backend` of `cluster`; every step honours `deadline`. Fills the verdict,
-// lag and steps of the report (run_check() fills the rest and bounds the whole). Connections
-// come from and go back to `cache` when given (the agent), else they are opened and closed.
+// lag and steps of the report (run_check() fills the rest and bounds the whole). Everything
+// beyond the check goes through `peers` (network_peers() in production).
 core::Report check_postgres(const config::PostgresCluster& cluster, const config::Backend& backend,
                             const util::HostPort& node, const Deadline& deadline,
-                            const std::shared_ptr<ConnectionCache>& cache = nullptr);
+                            const std::shared_ptr<Peers>& peers);
 
 // Patroni's view of `cluster`: GET /cluster of every member in parallel, the view more than
 // half of the answering members agree on (core/patroni_election.hpp), or why there is none by

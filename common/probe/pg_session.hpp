@@ -3,6 +3,7 @@
 
 #include "deadline.hpp"
 
+#include <core/pg_rows.hpp>
 #include <core/probe_error.hpp>
 #include <util/host_port.hpp>
 
@@ -27,7 +28,7 @@ struct PgTarget {
   std::optional<std::string> sslrootcert;
 };
 
-using PgRow = std::vector<std::optional<std::string>>; // text values, nullopt for NULL
+using PgRow = core::PgRow; // text values, nullopt for NULL
 
 // An open connection (RAII: PQfinish on destruction); every call bounded by a Deadline.
 class PgSession {

@@ -1,133 +1,19 @@
 #include "redis_check.hpp"
 
-#include "async.hpp"
-#include "redis_link.hpp"
+#include "catch_up.hpp"
+#include "sentinel_client.hpp"
 
 #include <core/redis_verdict.hpp>
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <thread>
 
 namespace dbcheck::probe {
 namespace {
 
 using core::ProbeError;
 using core::RespValue;
-using namespace std::chrono_literals;
-
-struct SentinelResult {
-  core::SentinelAnswer answer;
-  core::Step step;
-};
-
-// True for an error reply that means "this server does not know that spelling" (Valkey may
-// one day drop the MASTER spellings; an ACL may grant only one of them).
-bool unknown_spelling(const RespValue& r) {
-  return r.type == RespValue::Type::error &&
-         (r.str.find("nknown") != std::string::npos || r.str.rfind("NOPERM", 0) == 0);
-}
-
-// Asks one Sentinel for the master's address, flags and config epoch. Valkey 8 renamed the
-// commands (GET-PRIMARY-ADDR-BY-NAME, PRIMARY); the old names still work there, and the new
-// ones are tried when a server rejects the old.
-SentinelResult ask_sentinel(const config::RedisCluster& cluster, const util::HostPort& sentinel,
-                            const Deadline& deadline, ConnectionCache* cache) {
-  SentinelResult r{{sentinel, tl::make_unexpected(ProbeError{})}, {}};
-  r.step.opinion = "manager";
-  r.step.peer = util::to_string(sentinel);
-  r.step.asked =
-      fmt::format("SENTINEL GET-MASTER-ADDR-BY-NAME {0}; SENTINEL MASTER {0}", cluster.master_name);
-  const auto t0 = Clock::now();
-  const auto finish = [&](tl::expected<core::SentinelView, ProbeError> view) {
-    r.step.latency_ms = elapsed_ms(t0, Clock::now());
-    if (view) {
-      r.step.answer =
-          fmt::format("master {}, flags {}, config-epoch {}",
-                      view->master ? util::to_string(*view->master) : std::string{"unknown (nil)"},
-                      view->flags, view->config_epoch ? std::to_string(*view->config_epoch) : "?");
-    } else {
-      r.step.answer = view.error().detail;
-    }
-    r.answer.view = std::move(view);
-    return r;
-  };
-
-  RedisLease link(cache, sentinel);
-  if (auto opened = link.open(deadline); !opened) {
-    return finish(tl::make_unexpected(opened.error()));
-  }
-  std::vector<RedisCommand> cmds =
-      auth_command(cluster.sentinel_user.value_or(""), cluster.sentinel_password.reveal());
-  const std::size_t first = cmds.size();
-  cmds.push_back({"SENTINEL", "GET-MASTER-ADDR-BY-NAME", cluster.master_name});
-  cmds.push_back({"SENTINEL", "MASTER", cluster.master_name});
-  auto replies = link.pipeline(cmds, deadline);
-  if (!replies) {
-    return finish(tl::make_unexpected(replies.error()));
-  }
-  if (first == 1 && (*replies)[0].type == RespValue::Type::error) {
-    return finish(tl::make_unexpected(core::classify_redis_error((*replies)[0].str)));
-  }
-  if (unknown_spelling((*replies)[first])) {
-    r.step.asked += " (then the PRIMARY spellings)";
-    auto again = link.pipeline({{"SENTINEL", "GET-PRIMARY-ADDR-BY-NAME", cluster.master_name},
-                                {"SENTINEL", "PRIMARY", cluster.master_name}},
-                               deadline);
-    if (!again) {
-      return finish(tl::make_unexpected(again.error()));
-    }
-    (*replies)[first] = (*again)[0];
-    (*replies)[first + 1] = (*again)[1];
-  }
-  auto addr = core::parse_master_addr((*replies)[first]);
-  if (!addr) {
-    return finish(tl::make_unexpected(addr.error()));
-  }
-  core::SentinelView view;
-  if (*addr) {
-    // An unknown master name answers nil above and an error here: only read MASTER if known.
-    auto master = core::parse_sentinel_master((*replies)[first + 1]);
-    if (!master) {
-      return finish(tl::make_unexpected(master.error()));
-    }
-    view = std::move(*master);
-  }
-  view.master = *addr;
-  return finish(std::move(view));
-}
-
-std::vector<std::future<SentinelResult>>
-ask_all_sentinels(const config::RedisCluster& cluster, const Deadline& deadline,
-                  const std::shared_ptr<ConnectionCache>& cache) {
-  std::vector<std::future<SentinelResult>> futures;
-  for (const auto& s : cluster.sentinels) {
-    // Each thread holds the cache: one abandoned at the deadline may give its link back late.
-    futures.push_back(spawn(
-        [cluster, s, deadline, cache] { return ask_sentinel(cluster, s, deadline, cache.get()); }));
-  }
-  return futures;
-}
-
-std::vector<core::SentinelAnswer> collect(std::vector<std::future<SentinelResult>>& futures,
-                                          const config::RedisCluster& cluster,
-                                          const Deadline& deadline, core::Report& report) {
-  std::vector<core::SentinelAnswer> answers;
-  for (std::size_t i = 0; i < futures.size(); ++i) {
-    if (futures[i].wait_until(deadline.at() + k_grace) == std::future_status::ready) {
-      SentinelResult r = futures[i].get();
-      answers.push_back(std::move(r.answer));
-      report.steps.push_back(std::move(r.step));
-    } else {
-      answers.push_back({cluster.sentinels[i],
-                         tl::make_unexpected(ProbeError{
-                             core::Failure::timeout,
-                             "timeout: the Sentinel query did not finish by the deadline", ""})});
-    }
-  }
-  return answers;
-}
 
 // AUTH (if configured), ROLE and PING on a data node: the node's own opinion.
 struct NodeAnswer {
@@ -143,10 +29,10 @@ std::vector<RedisCommand> node_commands(const config::RedisCluster& cluster) {
   return cmds;
 }
 
-NodeAnswer ask_node(RedisLease& link, const std::vector<RedisCommand>& cmds,
+NodeAnswer ask_node(Peers& peers, RedisPeer& link, const std::vector<RedisCommand>& cmds,
                     const Deadline& deadline) {
   auto replies = link.pipeline(cmds, deadline);
-  const auto at = Clock::now();
+  const auto at = peers.now();
   if (!replies) {
     return {tl::make_unexpected(replies.error()), at};
   }
@@ -175,8 +61,8 @@ core::Step node_step(const util::HostPort& node, const std::vector<RedisCommand>
 }
 
 void finish_node_step(core::Step& step, const tl::expected<core::RedisRole, ProbeError>& role,
-                      Clock::time_point t0) {
-  step.latency_ms = elapsed_ms(t0, Clock::now());
+                      Clock::time_point t0, Clock::time_point t1) {
+  step.latency_ms = elapsed_ms(t0, t1);
   step.answer = role ? core::describe(*role) : role.error().detail;
 }
 
@@ -187,29 +73,29 @@ struct OffsetSample {
   std::string problem;
 };
 
-OffsetSample sample_master(const config::RedisCluster& cluster, const util::HostPort& master,
-                           const Deadline& deadline, core::Report& report, ConnectionCache* cache) {
+OffsetSample sample_master(Peers& peers, const config::RedisCluster& cluster,
+                           const util::HostPort& master, const Deadline& deadline,
+                           core::Report& report) {
   OffsetSample s;
   const auto cmds = node_commands(cluster);
   core::Step step = node_step(master, cmds);
   step.opinion = "primary_sample";
-  const auto t0 = Clock::now();
-  RedisLease link(cache, master);
-  const auto opened = link.open(deadline);
-  tl::expected<core::RedisRole, ProbeError> role = tl::make_unexpected(ProbeError{});
-  if (!opened) {
-    role = tl::make_unexpected(opened.error());
-  } else {
-    s.sent = Clock::now();
-    role = ask_node(link, cmds, deadline).role;
+  const auto t0 = peers.now();
+  const auto link = peers.redis(master);
+  const auto opened = link->open(deadline);
+  if (opened) {
+    s.sent = peers.now();
   }
+  const auto role = opened ? ask_node(peers, *link, cmds, deadline).role
+                           : tl::expected<core::RedisRole, ProbeError>(
+                                 tl::make_unexpected(opened.error()));
   if (role && role->master) {
     s.offset = role->offset;
   } else {
     s.problem = fmt::format("master {}: {}", util::to_string(master),
                             role ? "ROLE does not say master" : role.error().detail);
   }
-  finish_node_step(step, role, t0);
+  finish_node_step(step, role, t0, peers.now());
   report.steps.push_back(std::move(step));
   return s;
 }
@@ -218,23 +104,24 @@ OffsetSample sample_master(const config::RedisCluster& cluster, const util::Host
 
 core::Report check_writer(const config::RedisCluster& cluster, const config::Backend& backend,
                           const util::HostPort& node, const Deadline& deadline,
-                          const std::shared_ptr<ConnectionCache>& cache) {
-  auto sentinels = ask_all_sentinels(cluster, deadline, cache);
+                          const std::shared_ptr<Peers>& peers) {
+  auto sentinels = ask_all_sentinels(peers, cluster, deadline);
   const auto cmds = node_commands(cluster);
   core::Step nstep = node_step(node, cmds);
-  const auto t0 = Clock::now();
-  RedisLease link(cache.get(), node);
-  const auto opened = link.open(deadline);
-  tl::expected<core::RedisRole, ProbeError> role =
-      opened ? ask_node(link, cmds, deadline).role : tl::make_unexpected(opened.error());
-  finish_node_step(nstep, role, t0);
+  const auto t0 = peers->now();
+  const auto link = peers->redis(node);
+  const auto opened = link->open(deadline);
+  auto role = opened ? ask_node(*peers, *link, cmds, deadline).role
+                     : tl::expected<core::RedisRole, ProbeError>(
+                           tl::make_unexpected(opened.error()));
+  finish_node_step(nstep, role, t0, peers->now());
 
   core::Report report;
-  core::RedisObservation obs{node,
-                             collect(sentinels, cluster, deadline, report),
-                             cluster.sentinels.size(),
-                             std::move(role),
-                             {}};
+  const core::RedisObservation obs{node,
+                                   collect_sentinels(sentinels, cluster, deadline, report),
+                                   cluster.sentinels.size(),
+                                   std::move(role),
+                                   {}};
   report.steps.push_back(std::move(nstep));
   report.verdict = core::evaluate_redis_writer(obs, backend.on_saturation);
   return report;
@@ -244,27 +131,24 @@ core::Report check_writer(const config::RedisCluster& cluster, const config::Bac
 
 core::Report check_replica(const config::RedisCluster& cluster, const config::Backend& backend,
                            const util::HostPort& node, const Deadline& deadline,
-                           const std::shared_ptr<ConnectionCache>& cache) {
-  auto sentinels = ask_all_sentinels(cluster, deadline, cache);
+                           const std::shared_ptr<Peers>& peers) {
+  auto sentinels = ask_all_sentinels(peers, cluster, deadline);
   const auto cmds = node_commands(cluster);
   core::Step nstep = node_step(node, cmds);
-  const auto t0 = Clock::now();
-  RedisLease link(cache.get(), node);
-  const auto opened = link.open(deadline); // meanwhile the Sentinels answer
+  const auto t0 = peers->now();
+  const auto link = peers->redis(node);
+  const auto opened = link->open(deadline); // meanwhile the Sentinels answer
 
   core::Report report;
-  core::RedisObservation obs{node,
-                             collect(sentinels, cluster, deadline, report),
-                             cluster.sentinels.size(),
-                             tl::make_unexpected(ProbeError{}),
-                             {}};
-  const core::SentinelTally tally = core::tally_sentinels(obs.sentinels, obs.configured_sentinels);
+  std::vector<core::SentinelAnswer> answers =
+      collect_sentinels(sentinels, cluster, deadline, report);
+  const core::SentinelTally tally = core::tally_sentinels(answers, cluster.sentinels.size());
 
   // Sample the majority's master first, then read the replica: the order makes the bound sound.
   OffsetSample sample;
   if (tally.majority && !util::same_endpoint(*tally.majority, node)) {
-    sample = sample_master(cluster, *tally.majority,
-                           deadline.minus(reserve_for_last_step(deadline)), report, cache.get());
+    sample = sample_master(*peers, cluster, *tally.majority,
+                           deadline.minus(reserve_for_last_step(deadline)), report);
   } else {
     sample.problem = tally.majority ? "this node is the master" : "no Sentinel majority";
   }
@@ -276,52 +160,43 @@ core::Report check_replica(const config::RedisCluster& cluster, const config::Ba
   evidence.primary_sampled = sample.offset.has_value();
   evidence.primary_problem = sample.problem;
 
-  if (!opened) {
-    obs.node_answer = tl::make_unexpected(opened.error());
-  } else {
-    NodeAnswer answer = ask_node(link, cmds, deadline);
-    int polls = 1;
-    // Under writes the replica may be a few milliseconds behind the sample: watch it catch up
-    // while that can still bound the lag under max_lag, leaving time to decide before the
-    // deadline.
-    const Deadline poll_until{
-        std::min(deadline.minus(15ms).at(),
-                 sample.sent + std::chrono::duration_cast<Clock::duration>(backend.max_lag))};
+  NodeAnswer answer = opened ? ask_node(*peers, *link, cmds, deadline)
+                             : NodeAnswer{tl::make_unexpected(opened.error()), peers->now()};
+  if (opened) {
     const std::vector<RedisCommand> role_only{{"ROLE"}};
-    while (sample.offset && answer.role && !answer.role->master &&
-           answer.role->link_state == "connected" && answer.role->offset < *sample.offset &&
-           !poll_until.expired()) {
-      std::this_thread::sleep_for(std::min<Clock::duration>(5ms, poll_until.remaining()));
-      auto replies = link.pipeline(role_only, deadline);
-      if (!replies) {
-        break;
-      }
-      auto again = core::parse_role((*replies)[0]);
-      if (!again) {
-        break;
-      }
-      answer = {std::move(*again), Clock::now()};
-      ++polls;
-    }
+    const int again = poll_catch_up(
+        *peers, catch_up_until(deadline, sample.sent, backend.max_lag),
+        [&] {
+          return sample.offset && answer.role && !answer.role->master &&
+                 answer.role->link_state == "connected" && answer.role->offset < *sample.offset;
+        },
+        [&] {
+          auto replies = link->pipeline(role_only, deadline);
+          auto role = replies ? core::parse_role((*replies)[0])
+                              : tl::expected<core::RedisRole, ProbeError>(
+                                    tl::make_unexpected(replies.error()));
+          if (role) {
+            answer = {std::move(*role), peers->now()};
+          }
+          return role.has_value();
+        });
     if (sample.offset && answer.role && !answer.role->master) {
-      const double after = std::chrono::duration<double>(answer.at - sample.sent).count();
-      if (answer.role->offset >= *sample.offset) {
-        evidence.caught_up_after_s = after;
-      } else {
-        evidence.behind_for_s = after;
+      const bool caught_up = answer.role->offset >= *sample.offset;
+      record_catch_up(evidence, sample.sent, answer.at, caught_up);
+      if (!caught_up) {
         evidence.behind_phrase =
             fmt::format("still {} bytes behind the master's replication offset",
                         *sample.offset - answer.role->offset);
       }
     }
-    obs.node_answer = std::move(answer.role);
-    if (polls > 1) {
-      nstep.asked += fmt::format(" (ROLE polled {} times)", polls);
+    if (again > 0) {
+      nstep.asked += fmt::format(" (ROLE polled {} times)", 1 + again);
     }
   }
-  finish_node_step(nstep, obs.node_answer, t0);
+  finish_node_step(nstep, answer.role, t0, peers->now());
   report.steps.push_back(std::move(nstep));
-  obs.lag = core::estimate_lag(evidence);
+  core::RedisObservation obs{node, std::move(answers), cluster.sentinels.size(),
+                             std::move(answer.role), core::estimate_lag(evidence)};
   report.lag = obs.lag;
   report.verdict =
       core::evaluate_redis_replica(obs, std::chrono::duration<double>(backend.max_lag).count());
@@ -332,17 +207,17 @@ core::Report check_replica(const config::RedisCluster& cluster, const config::Ba
 
 core::Report check_redis(const config::RedisCluster& cluster, const config::Backend& backend,
                          const util::HostPort& node, const Deadline& deadline,
-                         const std::shared_ptr<ConnectionCache>& cache) {
+                         const std::shared_ptr<Peers>& peers) {
   return backend.role == config::Role::primary
-             ? check_writer(cluster, backend, node, deadline, cache)
-             : check_replica(cluster, backend, node, deadline, cache);
+             ? check_writer(cluster, backend, node, deadline, peers)
+             : check_replica(cluster, backend, node, deadline, peers);
 }
 
 core::SentinelTally sentinel_majority(const config::RedisCluster& cluster,
                                       const Deadline& deadline) {
-  auto futures = ask_all_sentinels(cluster, deadline, nullptr);
+  auto asked = ask_all_sentinels(network_peers(nullptr), cluster, deadline);
   core::Report unused;
-  return core::tally_sentinels(collect(futures, cluster, deadline, unused),
+  return core::tally_sentinels(collect_sentinels(asked, cluster, deadline, unused),
                                cluster.sentinels.size());
 }
 

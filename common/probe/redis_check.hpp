@@ -2,8 +2,8 @@
 // One Redis/Valkey + Sentinel check: every configured Sentinel and the node asked in parallel
 // under one deadline, the observations handed to the pure core (core/redis_verdict.hpp).
 
-#include "connection_cache.hpp"
 #include "deadline.hpp"
+#include "peers.hpp"
 
 #include <config/config.hpp>
 #include <core/report.hpp>
@@ -17,11 +17,11 @@ namespace dbcheck::probe {
 // --- Interface ---
 
 // Checks `node` for `backend` of `cluster`; every step honours `deadline`. Fills the verdict,
-// lag and steps of the report (run_check() fills the rest and bounds the whole). Connections
-// come from and go back to `cache` when given (the agent), else they are opened and closed.
+// lag and steps of the report (run_check() fills the rest and bounds the whole). Everything
+// beyond the check goes through `peers` (network_peers() in production).
 core::Report check_redis(const config::RedisCluster& cluster, const config::Backend& backend,
                          const util::HostPort& node, const Deadline& deadline,
-                         const std::shared_ptr<ConnectionCache>& cache = nullptr);
+                         const std::shared_ptr<Peers>& peers);
 
 // Every configured Sentinel asked (in parallel, with the check credentials) which master it
 // names, counted as a writer check counts them: a strict majority of the configured ones.

@@ -2,6 +2,7 @@
 
 #include "async.hpp"
 #include "deadline.hpp"
+#include "peers.hpp"
 #include "pg_check.hpp"
 #include "redis_check.hpp"
 
@@ -23,14 +24,15 @@ core::Report run_check(const config::Cluster& cluster, const config::Backend& ba
   const Deadline deadline{started + timeout - reserve};
   core::Report report;
   try {
-    // The worker holds the cache too: an abandoned step may give a connection back late.
-    auto work = spawn([cluster, backend, node, deadline, cache] {
+    // The worker holds the peers (and through them the cache): an abandoned step may give a
+    // connection back late.
+    auto work = spawn([cluster, backend, node, deadline, peers = network_peers(std::move(cache))] {
       return std::visit(
           [&](const auto& c) {
             if constexpr (std::is_same_v<std::decay_t<decltype(c)>, config::PostgresCluster>) {
-              return check_postgres(c, backend, node, deadline, cache);
+              return check_postgres(c, backend, node, deadline, peers);
             } else {
-              return check_redis(c, backend, node, deadline, cache);
+              return check_redis(c, backend, node, deadline, peers);
             }
           },
           cluster);

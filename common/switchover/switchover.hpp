@@ -12,7 +12,7 @@
 // paused and the result says what the operator must do. PostgreSQL: Patroni's POST
 // /switchover, then wait until the two opinions agree on the new leader.
 
-#include "deadline.hpp"
+#include <probe/deadline.hpp>
 
 #include <config/config.hpp>
 #include <util/duration.hpp>
@@ -24,7 +24,10 @@
 #include <string_view>
 #include <vector>
 
-namespace dbcheck::probe {
+namespace dbcheck::switchover {
+
+using probe::Clock;
+using probe::Deadline;
 
 // The steps of a switchover, in order; a failure names the one it happened in.
 enum class SwitchoverPhase { preflight, pause, request, confirm, demote, unpause };
@@ -98,4 +101,4 @@ util::Duration minimum_pause(util::Duration timeout);
 SwitchoverResult run_switchover(const config::Cluster& cluster, const SwitchoverOptions& options,
                                 const SwitchoverProgress& progress);
 
-} // namespace dbcheck::probe
+} // namespace dbcheck::switchover

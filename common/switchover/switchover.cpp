@@ -1,11 +1,11 @@
 #include "switchover.hpp"
 
-#include "async.hpp"
-#include "http_client.hpp"
-#include "pg_check.hpp"
-#include "redis_check.hpp"
-#include "redis_link.hpp"
-#include "run_check.hpp"
+#include <probe/async.hpp>
+#include <probe/http_client.hpp>
+#include <probe/pg_check.hpp>
+#include <probe/redis_check.hpp>
+#include <probe/redis_link.hpp>
+#include <probe/run_check.hpp>
 
 #include <config/password_file.hpp>
 #include <core/patroni_cluster.hpp>
@@ -20,8 +20,25 @@
 #include <future>
 #include <thread>
 
-namespace dbcheck::probe {
+namespace dbcheck::switchover {
 namespace {
+
+// The probe's tools this room drives a switchover with.
+using probe::auth_command;
+using probe::elapsed_ms;
+using probe::get_all;
+using probe::HttpCredentials;
+using probe::HttpOptions;
+using probe::HttpReply;
+using probe::k_grace;
+using probe::patroni_view;
+using probe::post_json;
+using probe::redacted;
+using probe::RedisCommand;
+using probe::RedisLink;
+using probe::run_check;
+using probe::sentinel_majority;
+using probe::spawn;
 
 using namespace std::chrono_literals;
 
@@ -893,4 +910,4 @@ SwitchoverResult run_switchover(const config::Cluster& cluster, const Switchover
   }
 }
 
-} // namespace dbcheck::probe
+} // namespace dbcheck::switchover

@@ -1,0 +1,69 @@
+// The real peers behind the checks' seam (peers.hpp): leases from a ConnectionCache, libcurl,
+// steady_clock.
+#include "peers.hpp"
+
+#include <thread>
+
+namespace dbcheck::probe {
+namespace {
+
+class LeasedPg final : public PgPeer {
+public:
+  LeasedPg(ConnectionCache* cache, PgTarget target) : m_lease(cache, std::move(target)) {}
+  tl::expected<void, core::ProbeError> open(const Deadline& deadline) override {
+    return m_lease.open(deadline);
+  }
+  tl::expected<std::vector<PgRow>, core::ProbeError> query(const std::string& sql,
+                                                           const Deadline& deadline) override {
+    return m_lease.query(sql, {}, deadline);
+  }
+
+private:
+  PgLease m_lease;
+};
+
+class LeasedRedis final : public RedisPeer {
+public:
+  LeasedRedis(ConnectionCache* cache, util::HostPort address)
+      : m_lease(cache, std::move(address)) {}
+  tl::expected<void, core::ProbeError> open(const Deadline& deadline) override {
+    return m_lease.open(deadline);
+  }
+  tl::expected<std::vector<core::RespValue>, core::ProbeError>
+  pipeline(const std::vector<RedisCommand>& commands, const Deadline& deadline) override {
+    return m_lease.pipeline(commands, deadline);
+  }
+
+private:
+  RedisLease m_lease;
+};
+
+class NetworkPeers final : public Peers {
+public:
+  explicit NetworkPeers(std::shared_ptr<ConnectionCache> cache) : m_cache(std::move(cache)) {}
+  std::unique_ptr<PgPeer> pg(const PgTarget& target) override {
+    return std::make_unique<LeasedPg>(m_cache.get(), target);
+  }
+  std::unique_ptr<RedisPeer> redis(const util::HostPort& address) override {
+    return std::make_unique<LeasedRedis>(m_cache.get(), address);
+  }
+  std::vector<HttpReply> get_all(const std::vector<std::string>& urls, const HttpOptions& options,
+                                 const Deadline& deadline, const EnoughFn& enough) override {
+    return probe::get_all(urls, options, deadline, enough);
+  }
+  Clock::time_point now() override { return Clock::now(); }
+  void sleep_for(Clock::duration d) override { std::this_thread::sleep_for(d); }
+
+private:
+  // Held here so every thread holding the peers holds the cache: an abandoned step may give
+  // its connection back after the check returned.
+  std::shared_ptr<ConnectionCache> m_cache;
+};
+
+} // namespace
+
+std::shared_ptr<Peers> network_peers(std::shared_ptr<ConnectionCache> cache) {
+  return std::make_shared<NetworkPeers>(std::move(cache));
+}
+
+} // namespace dbcheck::probe

@@ -1,0 +1,71 @@
+#pragma once
+// The seam between the checks and the network: the few things a check may ask a peer, and the
+// clock it reads. network_peers() is the real one (leases through a ConnectionCache, libcurl,
+// steady_clock); unit tests script fakes (tests/unit/test_probe_*), so the checks' own rules
+// (catch-up, deadline reserves, the order of the lag bound) are tested without servers.
+
+#include "connection_cache.hpp"
+#include "deadline.hpp"
+#include "http_client.hpp"
+#include "pg_session.hpp"
+#include "redis_link.hpp"
+
+#include <core/probe_error.hpp>
+#include <core/resp.hpp>
+
+#include <tl/expected.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dbcheck::probe {
+
+// One PostgreSQL node as a check sees it: open once, then parameterless statements.
+class PgPeer {
+public:
+  virtual ~PgPeer() = default;
+  // Opens (or reuses) a session within `deadline`.
+  virtual tl::expected<void, core::ProbeError> open(const Deadline& deadline) = 0;
+  // Runs one statement and returns its rows, or the classified error.
+  virtual tl::expected<std::vector<PgRow>, core::ProbeError> query(const std::string& sql,
+                                                                   const Deadline& deadline) = 0;
+};
+
+// One Redis node or Sentinel as a check sees it: open once, then pipelined commands.
+class RedisPeer {
+public:
+  virtual ~RedisPeer() = default;
+  // Opens (or reuses) a link within `deadline`.
+  virtual tl::expected<void, core::ProbeError> open(const Deadline& deadline) = 0;
+  // One reply per command, in order; error replies are replies, not failures.
+  virtual tl::expected<std::vector<core::RespValue>, core::ProbeError>
+  pipeline(const std::vector<RedisCommand>& commands, const Deadline& deadline) = 0;
+};
+
+// Everything a check reaches beyond itself. Shared by the threads of one check (an abandoned
+// one may still hold it after the check returned): implementations must be thread-safe.
+class Peers {
+public:
+  virtual ~Peers() = default;
+  // A PostgreSQL node; nothing is opened yet.
+  virtual std::unique_ptr<PgPeer> pg(const PgTarget& target) = 0;
+  // A Redis node or Sentinel; nothing is opened yet.
+  virtual std::unique_ptr<RedisPeer> redis(const util::HostPort& address) = 0;
+  // GETs every URL at once, as probe::get_all() does (http_client.hpp).
+  virtual std::vector<HttpReply> get_all(const std::vector<std::string>& urls,
+                                         const HttpOptions& options, const Deadline& deadline,
+                                         const EnoughFn& enough) = 0;
+  // The time now, on the clock the checks' own waits are measured with.
+  virtual Clock::time_point now() = 0;
+  // Waits `d` (the catch-up poll's pause).
+  virtual void sleep_for(Clock::duration d) = 0;
+};
+
+// --- Interface ---
+
+// The real peers: sessions and links leased from `cache` (null: opened and closed per check),
+// HTTP through libcurl, steady_clock.
+std::shared_ptr<Peers> network_peers(std::shared_ptr<ConnectionCache> cache);
+
+} // namespace dbcheck::probe

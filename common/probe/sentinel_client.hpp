@@ -1,0 +1,37 @@
+#pragma once
+// The Sentinels' opinion: every configured Sentinel asked at once which master it names, with
+// its flags and config epoch (core/sentinel_vote.hpp counts them).
+
+#include "deadline.hpp"
+#include "peers.hpp"
+
+#include <config/config.hpp>
+#include <core/report.hpp>
+#include <core/sentinel_vote.hpp>
+
+#include <future>
+#include <memory>
+#include <vector>
+
+namespace dbcheck::probe {
+
+// One Sentinel's answer and the step that reports it.
+struct SentinelResult {
+  core::SentinelAnswer answer;
+  core::Step step;
+};
+
+// --- Interface ---
+
+// Asks every Sentinel of `cluster` on its own thread, each bounded by `deadline`.
+std::vector<std::future<SentinelResult>> ask_all_sentinels(const std::shared_ptr<Peers>& peers,
+                                                           const config::RedisCluster& cluster,
+                                                           const Deadline& deadline);
+
+// The answers, in the configured order, waiting no longer than `deadline`: a Sentinel that did
+// not answer by then counts as a timeout. Each answer's step goes to `report`.
+std::vector<core::SentinelAnswer> collect_sentinels(std::vector<std::future<SentinelResult>>& asked,
+                                                    const config::RedisCluster& cluster,
+                                                    const Deadline& deadline, core::Report& report);
+
+} // namespace dbcheck::probe

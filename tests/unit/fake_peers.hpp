@@ -1,0 +1,167 @@
+#pragma once
+// Scripted peers for the probe's unit tests: answers come from functions the test sets, every
+// question is logged in order with the deadline it was given, and time is virtual (it moves
+// only when a check sleeps or a scripted answer says it took a while).
+
+#include <probe/peers.hpp>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace dbcheck::testing {
+
+using probe::Clock;
+using probe::Deadline;
+
+// One question a check asked.
+struct Asked {
+  std::string what;         // "open 10.0.0.1:5432", "sql 10.0.0.1:5432 <sql>", "get <url>"
+  Clock::time_point by;     // the deadline it was given
+  Clock::time_point at;     // virtual time it was asked
+};
+
+class FakePeers final : public probe::Peers {
+public:
+  using PgAnswer =
+      std::function<tl::expected<std::vector<probe::PgRow>, core::ProbeError>(const std::string&)>;
+  using RedisAnswer = std::function<tl::expected<std::vector<core::RespValue>, core::ProbeError>(
+      const std::vector<probe::RedisCommand>&)>;
+  using HttpAnswer = std::function<probe::HttpReply(const std::string& url)>;
+
+  // Scripts, by "host:port" (PostgreSQL, Redis) and by URL (HTTP).
+  std::map<std::string, PgAnswer> pg_answers;
+  std::map<std::string, RedisAnswer> redis_answers;
+  HttpAnswer http;
+  // Each answer takes this long on the virtual clock.
+  Clock::duration answer_takes = std::chrono::milliseconds{1};
+
+  // What was asked, in order.
+  std::vector<Asked> log() {
+    std::lock_guard lock(m_mutex);
+    return m_log;
+  }
+  // The index of the first entry of log() that starts with `prefix`, or -1.
+  int first(const std::string& prefix) {
+    const auto l = log();
+    for (std::size_t i = 0; i < l.size(); ++i) {
+      if (l[i].what.rfind(prefix, 0) == 0) {
+        return static_cast<int>(i);
+      }
+    }
+    return -1;
+  }
+  // How many entries of log() start with `prefix`.
+  int count(const std::string& prefix) {
+    int n = 0;
+    for (const auto& a : log()) {
+      n += a.what.rfind(prefix, 0) == 0 ? 1 : 0;
+    }
+    return n;
+  }
+
+  std::unique_ptr<probe::PgPeer> pg(const probe::PgTarget& target) override {
+    return std::make_unique<Pg>(*this, util::to_string(target.address));
+  }
+  std::unique_ptr<probe::RedisPeer> redis(const util::HostPort& address) override {
+    return std::make_unique<Redis>(*this, util::to_string(address));
+  }
+  std::vector<probe::HttpReply> get_all(const std::vector<std::string>& urls,
+                                        const probe::HttpOptions&, const Deadline& deadline,
+                                        const probe::EnoughFn& enough) override {
+    std::vector<probe::HttpReply> replies(urls.size());
+    bool done = false;
+    for (std::size_t i = 0; i < urls.size(); ++i) {
+      note("get " + urls[i], deadline);
+      if (done) {
+        replies[i].attempt = {urls[i], 0, "not needed", false, 0};
+        continue;
+      }
+      replies[i] = http(urls[i]);
+      replies[i].attempt.url = urls[i];
+      done = enough(i, replies[i]);
+    }
+    return replies;
+  }
+  Clock::time_point now() override {
+    std::lock_guard lock(m_mutex);
+    return m_now;
+  }
+  void sleep_for(Clock::duration d) override {
+    std::lock_guard lock(m_mutex);
+    m_now += d;
+    ++m_sleeps;
+  }
+  // How often a check slept.
+  int sleeps() {
+    std::lock_guard lock(m_mutex);
+    return m_sleeps;
+  }
+
+private:
+  void note(std::string what, const Deadline& by) {
+    std::lock_guard lock(m_mutex);
+    m_now += answer_takes;
+    m_log.push_back({std::move(what), by.at(), m_now});
+  }
+
+  class Pg final : public probe::PgPeer {
+  public:
+    Pg(FakePeers& f, std::string key) : m_f(f), m_key(std::move(key)) {}
+    tl::expected<void, core::ProbeError> open(const Deadline& d) override {
+      m_f.note("open " + m_key, d);
+      return {};
+    }
+    tl::expected<std::vector<probe::PgRow>, core::ProbeError> query(const std::string& sql,
+                                                                    const Deadline& d) override {
+      m_f.note("sql " + m_key + " " + sql, d);
+      return m_f.pg_answers.at(m_key)(sql);
+    }
+
+  private:
+    FakePeers& m_f;
+    std::string m_key;
+  };
+
+  class Redis final : public probe::RedisPeer {
+  public:
+    Redis(FakePeers& f, std::string key) : m_f(f), m_key(std::move(key)) {}
+    tl::expected<void, core::ProbeError> open(const Deadline& d) override {
+      m_f.note("open " + m_key, d);
+      return {};
+    }
+    tl::expected<std::vector<core::RespValue>, core::ProbeError>
+    pipeline(const std::vector<probe::RedisCommand>& cmds, const Deadline& d) override {
+      std::string text;
+      for (const auto& c : cmds) {
+        text += (text.empty() ? "" : "; ") + fmt::format("{}", fmt::join(c, " "));
+      }
+      m_f.note("redis " + m_key + " " + text, d);
+      return m_f.redis_answers.at(m_key)(cmds);
+    }
+
+  private:
+    FakePeers& m_f;
+    std::string m_key;
+  };
+
+  std::mutex m_mutex;
+  std::vector<Asked> m_log;
+  Clock::time_point m_now = Clock::now();
+  int m_sleeps = 0;
+};
+
+// An HTTP 200 with `body`.
+inline probe::HttpReply http_ok(std::string body) {
+  probe::HttpReply r;
+  r.attempt.status = 200;
+  r.body = std::move(body);
+  return r;
+}
+
+} // namespace dbcheck::testing

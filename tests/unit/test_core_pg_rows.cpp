@@ -1,0 +1,92 @@
+// PostgreSQL's answers to dbcheck's questions, parsed (core/pg_rows.hpp).
+#include <core/pg_rows.hpp>
+
+#include <catch2/catch.hpp>
+
+using namespace dbcheck::core;
+
+TEST_CASE("the writer row", "[core][pg][rows]") {
+  const auto role = parse_writer_rows({{"f", "off", "3", "47"}});
+  REQUIRE(role);
+  CHECK_FALSE(role->in_recovery);
+  CHECK_FALSE(role->read_only);
+  CHECK(role->connections == 3);
+  CHECK(role->connection_limit == 47);
+  CHECK(describe(*role) ==
+        "pg_is_in_recovery=f, transaction_read_only=off, connections 3 of 47");
+  CHECK(parse_writer_rows({{"t", "on", "3", "47"}})->read_only);
+}
+
+TEST_CASE("writer rows of the wrong shape or value are refused", "[core][pg][rows]") {
+  const std::vector<PgRow> rows = GENERATE(
+      std::vector<PgRow>{}, std::vector<PgRow>{{"f", "off", "3"}},
+      std::vector<PgRow>{{"f", "off", "3", "47"}, {"f", "off", "3", "47"}},
+      std::vector<PgRow>{{"yes", "off", "3", "47"}}, std::vector<PgRow>{{"f", std::nullopt, "3", "47"}},
+      std::vector<PgRow>{{"f", "off", "nan", "47"}}, std::vector<PgRow>{{"f", "off", "3", "47x"}});
+  const auto r = parse_writer_rows(rows);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().kind == Failure::protocol);
+  CHECK(r.error().detail == "unexpected answer to the writer query");
+}
+
+TEST_CASE("the leader's sample", "[core][pg][rows]") {
+  const auto s = parse_sample_rows({{"16/B374D848", "00000003"}});
+  REQUIRE(s);
+  CHECK(format_lsn(s->lsn) == "16/B374D848");
+  CHECK(s->timeline == 3);
+  for (const PgRow& bad : {PgRow{"16/B374D848", "0000003"}, PgRow{"16/B374D848", "00000000"},
+                           PgRow{"16/B374D848", "0000000g"}, PgRow{"garbage", "00000003"},
+                           PgRow{std::nullopt, "00000003"}, PgRow{"16/B374D848", std::nullopt}}) {
+    CHECK_FALSE(parse_sample_rows({bad}));
+  }
+}
+
+TEST_CASE("the replica row", "[core][pg][rows]") {
+  auto r = parse_replica_rows({{"t", "t", "streaming", "f", "0/3000060", "0.25", "2"}});
+  REQUIRE(r);
+  CHECK(r->status.in_recovery);
+  CHECK(r->status.receiver_present);
+  CHECK(r->status.receiver_status == "streaming");
+  CHECK_FALSE(r->status.replay_paused);
+  CHECK(r->status.received_timeline == 2u);
+  CHECK(r->position.replay == parse_lsn("0/3000060"));
+  CHECK(r->position.since_last_replay_s == 0.25);
+  CHECK(describe(r->status, r->position, 1) ==
+        "in_recovery=t, wal_receiver=streaming, received_timeline=2, replay_paused=f, "
+        "replay_lsn=0/3000060, last_replayed_commit_age=0.250s");
+
+  // No receiver, nothing replayed yet: NULLs stay unknown, not zero.
+  r = parse_replica_rows({{"t", "f", std::nullopt, "f", std::nullopt, std::nullopt, std::nullopt}});
+  REQUIRE(r);
+  CHECK_FALSE(r->status.received_timeline);
+  CHECK_FALSE(r->position.replay);
+  CHECK_FALSE(r->position.since_last_replay_s);
+  CHECK_THAT(describe(r->status, r->position, 3),
+             Catch::Contains("wal_receiver=none") && Catch::Contains("replay_lsn=null") &&
+                 Catch::EndsWith("(replay polled 3 times)"));
+}
+
+TEST_CASE("replica rows that cannot be trusted name the column", "[core][pg][rows]") {
+  const auto [row, detail] = GENERATE(table<PgRow, const char*>({
+      {{"t", "t", "streaming", "f", "0/3000060", "0.25"}, "unexpected answer to the replica query"},
+      {{"maybe", "t", "streaming", "f", "0/3000060", "0.25", "2"},
+       "unexpected answer to the replica query"},
+      {{"t", "t", "streaming", "f", "0-3000060", "0.25", "2"},
+       "unexpected answer to pg_last_wal_replay_lsn()"},
+      {{"t", "t", "streaming", "f", "0/3000060", "inf", "2"},
+       "unexpected answer to pg_last_xact_replay_timestamp()"},
+      {{"t", "t", "streaming", "f", "0/3000060", "0.25", "two"},
+       "unexpected answer to pg_stat_wal_receiver.received_tli"},
+  }));
+  const auto r = parse_replica_rows({row});
+  REQUIRE_FALSE(r);
+  CHECK(r.error().detail == detail);
+}
+
+TEST_CASE("the replay row while watching a catch-up", "[core][pg][rows]") {
+  const auto p = parse_replay_rows({{"0/3000070", "0.01"}});
+  REQUIRE(p);
+  CHECK(p->replay == parse_lsn("0/3000070"));
+  CHECK_FALSE(parse_replay_rows({{"0/3000070"}}));
+  CHECK_FALSE(parse_replay_rows({{"0/3000070", "x"}}));
+}

@@ -1,0 +1,186 @@
+// The PostgreSQL checks' own rules, through scripted peers (fake_peers.hpp): the order that
+// makes the lag bound sound, the earlier deadline of the leader's sample, the catch-up watch,
+// and an abandoned Patroni query.
+#include "fake_peers.hpp"
+
+#include <core/pg_rows.hpp>
+#include <probe/catch_up.hpp>
+#include <probe/pg_check.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <thread>
+
+using namespace dbcheck;
+using namespace std::chrono_literals;
+using testing::FakePeers;
+
+namespace {
+
+constexpr const char* k_cluster = R"({"members": [
+  {"name": "pg1", "role": "leader", "state": "running", "api_url": "http://10.0.0.1:8008/patroni",
+   "host": "10.0.0.1", "port": 5432, "timeline": 1},
+  {"name": "pg2", "role": "replica", "state": "running", "api_url": "http://10.0.0.2:8008/patroni",
+   "host": "10.0.0.2", "port": 5432, "timeline": 1}]})";
+constexpr const char* k_primary = R"({"state": "running", "role": "primary",
+  "patroni": {"version": "4.1.4", "scope": "demo", "name": "pg1"}})";
+
+const util::HostPort k_leader{"10.0.0.1", 5432};
+const util::HostPort k_replica{"10.0.0.2", 5432};
+const std::string k_replica_query = std::string{"sql 10.0.0.2:5432 "} + core::k_replica_sql;
+const std::string k_replay_query = std::string{"sql 10.0.0.2:5432 "} + core::k_replay_sql;
+
+config::PostgresCluster cluster() {
+  config::PostgresCluster c;
+  c.name = "demo";
+  c.patroni = {"http://10.0.0.1:8008", "http://10.0.0.2:8008"};
+  c.dbname = "postgres";
+  c.user = "healthcheck";
+  return c;
+}
+
+config::Backend backend(config::Role role, util::Duration max_lag = util::Duration{1000}) {
+  config::Backend b;
+  b.name = role == config::Role::primary ? "pg_write" : "pg_read";
+  b.cluster = "demo";
+  b.role = role;
+  b.max_lag = max_lag;
+  return b;
+}
+
+// Peers where the members agree pg1 leads, pg1 is a running primary at 0/3000060 on timeline 1,
+// and pg2 is a streaming replica on timeline `tli` whose replay reads `replays` in turn (the
+// last one repeats).
+std::shared_ptr<FakePeers> lab(std::vector<std::string> replays, std::string tli = "1",
+                               std::string paused = "f") {
+  auto f = std::make_shared<FakePeers>();
+  f->http = [](const std::string& url) {
+    return testing::http_ok(url.ends_with("/primary") ? k_primary : k_cluster);
+  };
+  f->pg_answers["10.0.0.1:5432"] = [](const std::string& sql) {
+    if (sql == core::k_writer_sql) {
+      return std::vector<probe::PgRow>{{"f", "off", "3", "47"}};
+    }
+    return std::vector<probe::PgRow>{{"0/3000060", "00000001"}};
+  };
+  auto next = std::make_shared<std::size_t>(0);
+  f->pg_answers["10.0.0.2:5432"] = [replays, tli, paused, next](const std::string& sql) {
+    const std::string lsn = replays[std::min(*next, replays.size() - 1)];
+    ++*next;
+    if (sql == core::k_replica_sql) {
+      return std::vector<probe::PgRow>{{"t", "t", "streaming", paused, lsn, "0.5", tli}};
+    }
+    return std::vector<probe::PgRow>{{lsn, "0.5"}};
+  };
+  return f;
+}
+
+core::Report check(const std::shared_ptr<FakePeers>& f, config::Role role,
+                   const util::HostPort& node, util::Duration max_lag = util::Duration{1000}) {
+  return probe::check_postgres(cluster(), backend(role, max_lag), node,
+                               probe::Deadline::in(util::Duration{10000}), f);
+}
+
+const core::Step& node_step(const core::Report& r) {
+  for (const auto& s : r.steps) {
+    if (s.opinion == "node") {
+      return s;
+    }
+  }
+  FAIL("no node step");
+  return r.steps.front();
+}
+
+} // namespace
+
+TEST_CASE("a replica is read only after the leader is sampled", "[probe][pg]") {
+  auto f = lab({"0/3000060"});
+  const auto r = check(f, config::Role::replica, k_replica);
+  const int sample = f->first("sql 10.0.0.1:5432");
+  REQUIRE(sample >= 0);
+  REQUIRE(f->first(k_replica_query) > sample);
+  CHECK(r.verdict.state == core::State::up);
+  REQUIRE(r.lag);
+  REQUIRE(r.lag->seconds);
+  CHECK(*r.lag->seconds < 0.1);
+}
+
+TEST_CASE("the leader's sample gets an earlier deadline than the replica's own query",
+          "[probe][pg]") {
+  auto f = lab({"0/3000060"});
+  check(f, config::Role::replica, k_replica);
+  const auto log = f->log();
+  const auto sample = log.at(static_cast<std::size_t>(f->first("sql 10.0.0.1:5432")));
+  const auto own = log.at(static_cast<std::size_t>(f->first(k_replica_query)));
+  // A quarter of the 10 s left is kept for the replica's own query.
+  CHECK(own.by - sample.by >= 2s);
+  CHECK(own.by - sample.by <= 3s);
+}
+
+TEST_CASE("a replica a little behind the sample is watched until it passes it", "[probe][pg]") {
+  auto f = lab({"0/3000000", "0/3000010", "0/3000060"});
+  const auto r = check(f, config::Role::replica, k_replica);
+  CHECK(f->count(k_replay_query) == 2);
+  CHECK(f->sleeps() == 2);
+  CHECK_THAT(node_step(r).answer, Catch::Contains("replay_lsn=0/3000060") &&
+                                      Catch::Contains("(replay polled 3 times)"));
+  CHECK(r.verdict.state == core::State::up);
+  REQUIRE(r.lag->seconds);
+  CHECK(*r.lag->seconds < 0.1);
+}
+
+TEST_CASE("the watch ends once the sample is max_lag old", "[probe][pg]") {
+  auto f = lab({"0/3000000"}); // never catches up
+  const auto r = check(f, config::Role::replica, k_replica, util::Duration{100});
+  const auto log = f->log();
+  const auto sampled = log.at(static_cast<std::size_t>(f->first("sql 10.0.0.1:5432"))).at;
+  const auto last = log.back();
+  REQUIRE(last.what == k_replay_query);
+  // Every read was made inside the window; the last within one pause of its end.
+  CHECK(last.at <= sampled + 100ms + f->answer_takes);
+  CHECK(last.at >= sampled + 100ms - probe::k_catch_up_pause - 2 * f->answer_takes);
+  // Behind the sample: the bound falls back to the last replayed commit's age (0.5 s).
+  REQUIRE(r.lag->seconds);
+  CHECK(*r.lag->seconds >= 0.5);
+  CHECK(r.verdict.state == core::State::down);
+}
+
+TEST_CASE("no watch when waiting cannot help", "[probe][pg]") {
+  SECTION("another timeline: LSNs do not compare") {
+    auto f = lab({"0/3000000", "0/3000060"}, "2");
+    check(f, config::Role::replica, k_replica);
+    CHECK(f->count(k_replay_query) == 0);
+  }
+  SECTION("replay paused") {
+    auto f = lab({"0/3000000", "0/3000060"}, "1", "t");
+    check(f, config::Role::replica, k_replica);
+    CHECK(f->count(k_replay_query) == 0);
+  }
+}
+
+TEST_CASE("the writer asks the leader's own Patroni only for the node the members name",
+          "[probe][pg]") {
+  auto f = lab({"0/3000060"});
+  auto r = check(f, config::Role::primary, k_leader);
+  CHECK(f->count("get http://10.0.0.1:8008/primary") == 1);
+  CHECK(r.verdict.state == core::State::up);
+
+  auto g = lab({"0/3000060"});
+  r = check(g, config::Role::primary, k_replica);
+  CHECK(g->count("get http://10.0.0.1:8008/primary") + g->count("get http://10.0.0.2:8008/primary") ==
+        0);
+  CHECK(r.verdict.state == core::State::down);
+}
+
+TEST_CASE("Patroni members that never answer are abandoned at the deadline", "[probe][pg]") {
+  auto f = lab({"0/3000060"});
+  f->http = [](const std::string&) {
+    std::this_thread::sleep_for(400ms); // far past the 100 ms deadline; the check must not wait
+    return testing::http_ok(k_cluster);
+  };
+  const auto r = probe::check_postgres(cluster(), backend(config::Role::primary), k_leader,
+                                       probe::Deadline::in(util::Duration{100}), f);
+  CHECK(r.verdict.state == core::State::down);
+  CHECK(r.verdict.failure == core::Failure::timeout);
+  CHECK_THAT(r.verdict.reason, Catch::Contains("the Patroni query did not finish by the deadline"));
+}

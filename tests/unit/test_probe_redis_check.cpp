@@ -1,0 +1,139 @@
+// The Redis checks' own rules, through scripted peers (fake_peers.hpp): the majority's master
+// sampled before the replica is read, the ROLE watch, and Sentinels abandoned at the deadline.
+#include "fake_peers.hpp"
+
+#include <probe/redis_check.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <thread>
+
+using namespace dbcheck;
+using namespace std::chrono_literals;
+using testing::FakePeers;
+using R = core::RespValue;
+
+namespace {
+
+const util::HostPort k_master{"10.0.0.1", 6379};
+const util::HostPort k_replica{"10.0.0.2", 6379};
+
+config::RedisCluster cluster() {
+  config::RedisCluster c;
+  c.name = "cache";
+  c.master_name = "mymaster";
+  c.sentinels = {{"10.0.1.1", 26379}, {"10.0.1.2", 26379}, {"10.0.1.3", 26379}};
+  return c;
+}
+
+config::Backend backend(config::Role role, util::Duration max_lag = util::Duration{1000}) {
+  config::Backend b;
+  b.name = "cache";
+  b.cluster = "cache";
+  b.role = role;
+  b.max_lag = max_lag;
+  return b;
+}
+
+R sentinel_reply(const std::vector<std::string>& cmd) {
+  if (cmd.at(1) == "GET-MASTER-ADDR-BY-NAME") {
+    return R::array({R::string("10.0.0.1"), R::string("6379")});
+  }
+  return R::array({R::string("name"), R::string("mymaster"), R::string("flags"),
+                   R::string("master"), R::string("config-epoch"), R::string("3")});
+}
+
+// Three Sentinels naming 10.0.0.1 master at offset 1000, and a connected replica whose ROLE
+// reads `offsets` in turn (the last one repeats).
+std::shared_ptr<FakePeers> lab(std::vector<long long> offsets) {
+  auto f = std::make_shared<FakePeers>();
+  for (const auto& s : cluster().sentinels) {
+    f->redis_answers[util::to_string(s)] = [](const std::vector<probe::RedisCommand>& cmds) {
+      std::vector<R> out;
+      for (const auto& c : cmds) {
+        out.push_back(sentinel_reply(c));
+      }
+      return out;
+    };
+  }
+  f->redis_answers["10.0.0.1:6379"] = [](const std::vector<probe::RedisCommand>& cmds) {
+    std::vector<R> out;
+    for (const auto& c : cmds) {
+      out.push_back(c[0] == "PING" ? R::status("PONG")
+                                   : R::array({R::string("master"), R::number(1000), R::array({})}));
+    }
+    return out;
+  };
+  auto next = std::make_shared<std::size_t>(0);
+  f->redis_answers["10.0.0.2:6379"] = [offsets, next](const std::vector<probe::RedisCommand>& cmds) {
+    std::vector<R> out;
+    for (const auto& c : cmds) {
+      if (c[0] == "PING") {
+        out.push_back(R::status("PONG"));
+        continue;
+      }
+      const long long offset = offsets[std::min(*next, offsets.size() - 1)];
+      ++*next;
+      out.push_back(R::array({R::string("slave"), R::string("10.0.0.1"), R::number(6379),
+                              R::string("connected"), R::number(offset)}));
+    }
+    return out;
+  };
+  return f;
+}
+
+core::Report check(const std::shared_ptr<FakePeers>& f, config::Role role,
+                   const util::HostPort& node, util::Duration max_lag = util::Duration{1000}) {
+  return probe::check_redis(cluster(), backend(role, max_lag), node,
+                            probe::Deadline::in(util::Duration{10000}), f);
+}
+
+} // namespace
+
+TEST_CASE("a Redis replica is read only after the majority's master is sampled",
+          "[probe][redis]") {
+  auto f = lab({1000});
+  const auto r = check(f, config::Role::replica, k_replica);
+  const int sample = f->first("redis 10.0.0.1:6379");
+  REQUIRE(sample >= 0);
+  CHECK(f->first("redis 10.0.0.2:6379") > sample);
+  CHECK(r.verdict.state == core::State::up);
+}
+
+TEST_CASE("a Redis replica a little behind is watched with ROLE until it passes the sample",
+          "[probe][redis]") {
+  auto f = lab({900, 990, 1000});
+  const auto r = check(f, config::Role::replica, k_replica);
+  CHECK(f->count("redis 10.0.0.2:6379 ROLE; PING") == 1); // the first read
+  CHECK(f->count("redis 10.0.0.2:6379 ROLE") == 3);       // and two re-reads, ROLE alone
+  bool polled = false;
+  for (const auto& s : r.steps) {
+    polled = polled || (s.opinion == "node" &&
+                        s.asked.find("(ROLE polled 3 times)") != std::string::npos);
+  }
+  CHECK(polled);
+  CHECK(r.verdict.state == core::State::up);
+}
+
+TEST_CASE("a Redis replica that stays behind is judged by what the watch saw", "[probe][redis]") {
+  auto f = lab({900});
+  const auto r = check(f, config::Role::replica, k_replica, util::Duration{100});
+  REQUIRE(r.lag);
+  CHECK_FALSE(r.lag->seconds); // Redis keeps no replay timestamp to fall back on
+  CHECK_THAT(r.lag->derivation, Catch::Contains("still 100 bytes behind"));
+  CHECK(r.verdict.state == core::State::down);
+}
+
+TEST_CASE("Sentinels that never answer are abandoned at the deadline", "[probe][redis]") {
+  auto f = lab({1000});
+  for (const auto& s : cluster().sentinels) {
+    f->redis_answers[util::to_string(s)] = [](const std::vector<probe::RedisCommand>& cmds) {
+      std::this_thread::sleep_for(400ms); // far past the 100 ms deadline
+      return std::vector<R>(cmds.size(), R::nil());
+    };
+  }
+  const auto r = probe::check_redis(cluster(), backend(config::Role::primary), k_master,
+                                    probe::Deadline::in(util::Duration{100}), f);
+  CHECK(r.verdict.state == core::State::down);
+  CHECK_THAT(r.verdict.reason, Catch::Contains("did not finish by the deadline"));
+}
