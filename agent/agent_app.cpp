@@ -2,6 +2,7 @@
 
 #include "agent_reply.hpp"
 #include "agent_server.hpp"
+#include "drain_state.hpp"
 #include "http_routes.hpp"
 #include "http_server.hpp"
 #include "log_line.hpp"
@@ -41,6 +42,11 @@ using probe::Clock;
 std::string drain_marker(const config::Config& cfg) {
   return cfg.agent->state_dir + "/drained";
 }
+
+// How long "ready" is sent after our own drain ends.
+probe::Clock::duration ready_window(const config::Config& cfg) {
+  return std::chrono::duration_cast<probe::Clock::duration>(cfg.agent->ready_window);
+}
 using namespace std::chrono_literals;
 
 // Everything the probers, the two servers and the signal loop share.
@@ -57,8 +63,7 @@ public:
         if (b.cluster == cluster) {
           m_cache.track(b, node,
                         core::TrackerPolicy{cfg->agent->rise, cfg->agent->fall,
-                                            cfg->agent->lag_window,
-                                            b.role == config::Role::primary,
+                                            cfg->agent->lag_window, b.role == config::Role::primary,
                                             cfg->agent->interval});
           tracked.push_back(name);
         }
@@ -134,31 +139,22 @@ public:
         why = fmt::format("drain file {} present", *cfg->agent->drain_file);
       }
     }
-    const bool draining = !why.empty();
-    const std::string marker = drain_marker(*cfg);
-    bool started = false;
-    bool ended = false;
+    const std::string reason = why;
+    DrainChange change;
     {
       std::lock_guard lock(m_mutex);
-      ended = m_own_drain && !draining;
-      started = !m_own_drain && draining;
-      if (ended) {
-        m_ready_until = now + std::chrono::duration_cast<Clock::duration>(cfg->agent->ready_window);
-      }
-      if (m_ready_until && now >= *m_ready_until) {
-        m_ready_until.reset();
-        ::unlink(marker.c_str()); // ready has been said long enough: forget our drain
-      }
-      m_own_drain = draining;
-      m_drain_reason = why;
+      change = m_drain.update(std::move(why), now, ready_window(*cfg));
     }
-    m_draining = draining;
-    if (started) {
+    const std::string marker = drain_marker(*cfg);
+    if (change.forget_marker) {
+      ::unlink(marker.c_str()); // ready has been said long enough: forget our drain
+    }
+    if (change.started) {
       if (FILE* f = std::fopen(marker.c_str(), "w")) {
         std::fclose(f);
       }
-      log_event("info", "drain started", {{"reason", why}});
-    } else if (ended) {
+      log_event("info", "drain started", {{"reason", reason}});
+    } else if (change.ended) {
       log_event("info", "drain ended", {});
     }
   }
@@ -171,21 +167,19 @@ public:
                 {{"state_dir", cfg->agent->state_dir}, {"error", std::strerror(errno)}});
     }
     struct stat st {};
-    if (::stat(drain_marker(*cfg).c_str(), &st) == 0) {
+    const bool marker = ::stat(drain_marker(*cfg).c_str(), &st) == 0;
+    {
       std::lock_guard lock(m_mutex);
-      m_ready_until = now + std::chrono::duration_cast<Clock::duration>(cfg->agent->ready_window);
+      m_drain.resume(marker, now, ready_window(*cfg));
+    }
+    if (marker) {
       log_event("info", "resuming after our own drain: sending ready", {});
     }
   }
 
   std::pair<bool, std::string> drain_state() const {
     std::lock_guard lock(m_mutex);
-    return {m_draining.load(), m_drain_reason};
-  }
-
-  bool send_ready(Clock::time_point now) const {
-    std::lock_guard lock(m_mutex);
-    return m_ready_until && now < *m_ready_until;
+    return {m_drain.draining(), m_drain.reason()};
   }
 
   AgentStatus status(Clock::time_point now, bool draining, std::string why) const {
@@ -203,32 +197,38 @@ public:
     return s;
   }
 
-  // The agent-check answer for `requested` ("" = no agent-send line).
+  // The agent-check answer for `requested` ("" = no agent-send line): the hot path, so one
+  // lock for the agent's own state and one small copy out of the cache.
   std::string respond(std::string_view requested) {
     const auto now = Clock::now();
-    const auto cfg = config();
+    std::shared_ptr<const config::Config> cfg;
+    ReplyInput in;
+    {
+      std::lock_guard lock(m_mutex);
+      cfg = m_cfg;
+      in.draining = m_drain.draining();
+      in.drain_reason = m_drain.reason();
+      in.send_ready = m_drain.send_ready(now);
+    }
     const std::string name =
         requested.empty() ? cfg->agent->default_backend.value_or("") : std::string{requested};
-    auto [draining, why] = drain_state();
-    ReplyInput in;
     in.backend = name.empty() ? "(none sent, no default_backend)" : name;
-    const auto snap = m_cache.get(name);
-    in.known = snap.has_value();
+    const auto view = m_cache.reply_view(name);
+    in.known = view.has_value();
     if (!in.known && cfg->backends.count(name) != 0) {
       // Configured, but this host has no node in its cluster ([agent.local]).
       in.known = true;
       in.reported = {
           core::State::down, core::Failure::config,
           fmt::format("no [agent.local] node for cluster {}", cfg->backends.at(name).cluster)};
-    } else if (snap) {
-      const AgentStatus st = status(now, draining, why);
-      in.reported = snap->reported;
-      in.stale = !fresh(*snap, st, now);
-      in.age_s = std::isfinite(age_seconds(*snap, now)) ? age_seconds(*snap, now) : 0.0;
+    } else if (view) {
+      const double age =
+          view->started ? std::chrono::duration<double>(now - view->updated).count() : 0.0;
+      in.reported = view->reported;
+      in.stale =
+          !view->started || age > std::chrono::duration<double>(cfg->agent->stale_after).count();
+      in.age_s = age;
     }
-    in.draining = draining;
-    in.drain_reason = why;
-    in.send_ready = send_ready(now);
     return agent_reply(in);
   }
 
@@ -279,10 +279,7 @@ private:
   VerdictCache m_cache;
   std::vector<std::unique_ptr<Prober>> m_probers;
   std::optional<Clock::time_point> m_shutdown_since;
-  bool m_own_drain = false;
-  std::atomic<bool> m_draining{false};
-  std::string m_drain_reason;
-  std::optional<Clock::time_point> m_ready_until;
+  DrainState m_drain;
   Clock::time_point m_started = Clock::now();
   std::atomic<std::uint64_t> m_reloads{0};
   std::atomic<std::uint64_t> m_reload_failures{0};

@@ -99,6 +99,16 @@ core::Transition VerdictCache::record_event(const core::Report& report,
   return observe(it->second, report, now);
 }
 
+std::optional<ReplyView> VerdictCache::reply_view(const std::string& backend) const {
+  std::lock_guard lock(m_mutex);
+  const auto it = m_entries.find(backend);
+  if (it == m_entries.end()) {
+    return std::nullopt;
+  }
+  const core::HealthTracker& t = it->second.tracker;
+  return ReplyView{t.reported(), t.started(), it->second.snap.updated};
+}
+
 std::optional<BackendSnapshot> VerdictCache::get(const std::string& backend) const {
   std::lock_guard lock(m_mutex);
   const auto it = m_entries.find(backend);

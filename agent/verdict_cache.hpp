@@ -31,7 +31,7 @@ struct BackendSnapshot {
   core::Verdict raw;      // last round, undamped
   int successes = 0;
   int failures = 0;
-  bool falling = false;  // up but failing, fewer than fall rounds (core HealthTracker)
+  bool falling = false; // up but failing, fewer than fall rounds (core HealthTracker)
   std::optional<core::Report> last_report;
   probe::Clock::time_point updated{}; // when the last round finished
   double state_since_s = 0;           // seconds the reported state has held
@@ -41,6 +41,13 @@ struct BackendSnapshot {
   std::array<std::uint64_t, k_duration_buckets.size() + 1> duration_buckets{}; // last = +Inf
   double duration_sum_s = 0;
   std::uint64_t probe_connects = 0; // connections opened by the prober (first + reconnects)
+};
+
+// What one agent-check reply needs of a backend: a few fields, not the report and counters.
+struct ReplyView {
+  core::Verdict reported;             // damped
+  bool started = false;               // at least one round done
+  probe::Clock::time_point updated{}; // when the last round finished
 };
 
 // Thread-safe map of backend name -> state.
@@ -68,6 +75,9 @@ public:
 
   // A copy of one backend's state, or nullopt if it is not tracked.
   std::optional<BackendSnapshot> get(const std::string& backend) const;
+
+  // The reply path's view of one backend (one lock, no deep copy), or nullopt if untracked.
+  std::optional<ReplyView> reply_view(const std::string& backend) const;
 
   // Copies of every backend's state, by name.
   std::vector<BackendSnapshot> all() const;

@@ -10,7 +10,6 @@
 #include <core/report.hpp>
 #include <probe/library_versions.hpp>
 #include <probe/run_check.hpp>
-#include <switchover/switchover.hpp>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -20,6 +19,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <switchover/switchover.hpp>
 
 extern char** environ;
 
@@ -158,8 +158,8 @@ int switchover(const std::string& path, const std::string& cluster_name, const s
   }
   std::string phases;
   for (const auto& p : r.phases) {
-    phases += fmt::format("{}{} {:.1f}s", phases.empty() ? "" : ", ", switchover::to_string(p.phase),
-                          p.seconds);
+    phases += fmt::format("{}{} {:.1f}s", phases.empty() ? "" : ", ",
+                          switchover::to_string(p.phase), p.seconds);
   }
   if (!r.ok) {
     if (!r.advice.empty()) {
@@ -262,11 +262,12 @@ int run(int argc, char** argv) {
   switchover_cmd->add_option("--to", sw_to, "the replica to promote (HOST:PORT)");
   switchover_cmd->add_flag("--dry-run", sw_dry_run, "check the cluster and print the plan only");
   switchover_cmd->add_option("--timeout", sw_timeout, "for the whole switchover (default 60s)");
-  switchover_cmd->add_option("--pause", sw_pause,
-                             "Redis: CLIENT PAUSE limit, a safety net; default and least: "
-                             "--timeout plus " +
-                                 util::format_duration(switchover::minimum_pause(util::Duration{0})) +
-                                 " (shorter is refused)");
+  switchover_cmd->add_option(
+      "--pause", sw_pause,
+      "Redis: CLIENT PAUSE limit, a safety net; default and least: "
+      "--timeout plus " +
+          util::format_duration(switchover::minimum_pause(util::Duration{0})) +
+          " (shorter is refused)");
   switchover_cmd->fallthrough();
 
   std::string shell;

@@ -50,7 +50,7 @@ struct WalSample {
 
 // A replica's replay position: nullopt where PostgreSQL answered NULL.
 struct ReplayPosition {
-  std::optional<Lsn> replay;               // pg_last_wal_replay_lsn()
+  std::optional<Lsn> replay;                 // pg_last_wal_replay_lsn()
   std::optional<double> since_last_replay_s; // age of the last replayed commit
 };
 

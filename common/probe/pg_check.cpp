@@ -50,8 +50,10 @@ tl::expected<core::NodeRole, ProbeError> ask_writer_node(PgPeer& session,
 core::Report check_writer(const config::PostgresCluster& cluster, const config::Backend& backend,
                           const util::HostPort& node, const Deadline& deadline,
                           const std::shared_ptr<Peers>& peers) {
-  auto manager = spawn([bases = cluster.patroni, cafile = cluster.patroni_cafile, node, deadline,
-                        peers] { return ask_patroni_for_writer(*peers, bases, cafile, node, deadline); });
+  auto manager =
+      spawn([bases = cluster.patroni, cafile = cluster.patroni_cafile, node, deadline, peers] {
+        return ask_patroni_for_writer(*peers, bases, cafile, node, deadline);
+      });
 
   core::Step nstep = node_step("node", node, core::k_writer_sql);
   const auto t0 = peers->now();
@@ -167,9 +169,9 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
   core::LagEvidence evidence;
   evidence.primary_sampled = sample.wal.has_value();
   evidence.primary_problem = sample.problem;
-  auto rows = opened ? session->query(core::k_replica_sql, deadline)
-                     : tl::expected<std::vector<PgRow>, ProbeError>(
-                           tl::make_unexpected(opened.error()));
+  auto rows =
+      opened ? session->query(core::k_replica_sql, deadline)
+             : tl::expected<std::vector<PgRow>, ProbeError>(tl::make_unexpected(opened.error()));
   auto row = rows ? core::parse_replica_rows(*rows)
                   : tl::expected<core::ReplicaRow, ProbeError>(tl::make_unexpected(rows.error()));
   auto status = row ? tl::expected<core::ReplicaStatus, ProbeError>(row->status)
@@ -209,7 +211,10 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
     nstep.answer = status.error().detail;
   }
   report.steps.push_back(std::move(nstep));
-  core::ReplicaObservation obs{node, std::move(view), std::move(status), {},
+  core::ReplicaObservation obs{node,
+                               std::move(view),
+                               std::move(status),
+                               {},
                                sample.wal ? std::optional{sample.wal->timeline} : std::nullopt};
   obs.lag = core::estimate_lag(evidence);
   report.lag = obs.lag;

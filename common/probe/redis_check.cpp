@@ -86,9 +86,9 @@ OffsetSample sample_master(Peers& peers, const config::RedisCluster& cluster,
   if (opened) {
     s.sent = peers.now();
   }
-  const auto role = opened ? ask_node(peers, *link, cmds, deadline).role
-                           : tl::expected<core::RedisRole, ProbeError>(
-                                 tl::make_unexpected(opened.error()));
+  const auto role =
+      opened ? ask_node(peers, *link, cmds, deadline).role
+             : tl::expected<core::RedisRole, ProbeError>(tl::make_unexpected(opened.error()));
   if (role && role->master) {
     s.offset = role->offset;
   } else {
@@ -111,9 +111,9 @@ core::Report check_writer(const config::RedisCluster& cluster, const config::Bac
   const auto t0 = peers->now();
   const auto link = peers->redis(node);
   const auto opened = link->open(deadline);
-  auto role = opened ? ask_node(*peers, *link, cmds, deadline).role
-                     : tl::expected<core::RedisRole, ProbeError>(
-                           tl::make_unexpected(opened.error()));
+  auto role = opened
+                  ? ask_node(*peers, *link, cmds, deadline).role
+                  : tl::expected<core::RedisRole, ProbeError>(tl::make_unexpected(opened.error()));
   finish_node_step(nstep, role, t0, peers->now());
 
   core::Report report;
@@ -172,9 +172,10 @@ core::Report check_replica(const config::RedisCluster& cluster, const config::Ba
         },
         [&] {
           auto replies = link->pipeline(role_only, deadline);
-          auto role = replies ? core::parse_role((*replies)[0])
-                              : tl::expected<core::RedisRole, ProbeError>(
-                                    tl::make_unexpected(replies.error()));
+          auto role =
+              replies
+                  ? core::parse_role((*replies)[0])
+                  : tl::expected<core::RedisRole, ProbeError>(tl::make_unexpected(replies.error()));
           if (role) {
             answer = {std::move(*role), peers->now()};
           }

@@ -62,8 +62,8 @@ SentinelResult ask_sentinel(Peers& peers, const config::RedisCluster& cluster,
   if (unknown_spelling((*replies)[first])) {
     step.asked += " (then the PRIMARY spellings)";
     auto again = link->pipeline({{"SENTINEL", "GET-PRIMARY-ADDR-BY-NAME", cluster.master_name},
-                                {"SENTINEL", "PRIMARY", cluster.master_name}},
-                               deadline);
+                                 {"SENTINEL", "PRIMARY", cluster.master_name}},
+                                deadline);
     if (!again) {
       return finish(tl::make_unexpected(again.error()));
     }
@@ -95,15 +95,16 @@ std::vector<std::future<SentinelResult>> ask_all_sentinels(const std::shared_ptr
   std::vector<std::future<SentinelResult>> futures;
   for (const auto& s : cluster.sentinels) {
     // Each thread holds the peers: one abandoned at the deadline may give its link back late.
-    futures.push_back(
-        spawn([cluster, s, deadline, peers] { return ask_sentinel(*peers, cluster, s, deadline); }));
+    futures.push_back(spawn(
+        [cluster, s, deadline, peers] { return ask_sentinel(*peers, cluster, s, deadline); }));
   }
   return futures;
 }
 
 std::vector<core::SentinelAnswer> collect_sentinels(std::vector<std::future<SentinelResult>>& asked,
                                                     const config::RedisCluster& cluster,
-                                                    const Deadline& deadline, core::Report& report) {
+                                                    const Deadline& deadline,
+                                                    core::Report& report) {
   std::vector<core::SentinelAnswer> answers;
   for (std::size_t i = 0; i < asked.size(); ++i) {
     if (std::optional<SentinelResult> r = await_by(asked[i], deadline)) {

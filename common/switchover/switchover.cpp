@@ -1,16 +1,15 @@
 #include "switchover.hpp"
 
+#include <config/password_file.hpp>
+#include <core/patroni_cluster.hpp>
+#include <core/redis_replies.hpp>
+#include <core/verdict.hpp>
 #include <probe/async.hpp>
 #include <probe/http_client.hpp>
 #include <probe/pg_check.hpp>
 #include <probe/redis_check.hpp>
 #include <probe/redis_link.hpp>
 #include <probe/run_check.hpp>
-
-#include <config/password_file.hpp>
-#include <core/patroni_cluster.hpp>
-#include <core/redis_replies.hpp>
-#include <core/verdict.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

@@ -12,9 +12,8 @@
 // paused and the result says what the operator must do. PostgreSQL: Patroni's POST
 // /switchover, then wait until the two opinions agree on the new leader.
 
-#include <probe/deadline.hpp>
-
 #include <config/config.hpp>
+#include <probe/deadline.hpp>
 #include <util/duration.hpp>
 #include <util/host_port.hpp>
 

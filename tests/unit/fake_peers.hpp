@@ -8,10 +8,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace dbcheck::testing {
@@ -21,9 +23,9 @@ using probe::Deadline;
 
 // One question a check asked.
 struct Asked {
-  std::string what;         // "open 10.0.0.1:5432", "sql 10.0.0.1:5432 <sql>", "get <url>"
-  Clock::time_point by;     // the deadline it was given
-  Clock::time_point at;     // virtual time it was asked
+  std::string what;     // "open 10.0.0.1:5432", "sql 10.0.0.1:5432 <sql>", "get <url>"
+  Clock::time_point by; // the deadline it was given
+  Clock::time_point at; // virtual time it was asked
 };
 
 class FakePeers final : public probe::Peers {
@@ -155,6 +157,40 @@ private:
   Clock::time_point m_now = Clock::now();
   int m_sleeps = 0;
 };
+
+// Where a scripted peer hangs until the test lets it go (a peer that never answers in time).
+class Gate {
+public:
+  // Blocks until open() (bounded, so a broken test cannot hang the suite).
+  void wait() {
+    std::unique_lock lock(m_mutex);
+    m_cv.wait_for(lock, std::chrono::seconds{10}, [&] { return m_open; });
+  }
+  // Lets every waiter go.
+  void open() {
+    {
+      std::lock_guard lock(m_mutex);
+      m_open = true;
+    }
+    m_cv.notify_all();
+  }
+
+private:
+  std::mutex m_mutex;
+  std::condition_variable m_cv;
+  bool m_open = false;
+};
+
+// Waits (at most 5 s) until the test holds the only reference to `peers`: the steps a check
+// abandoned have finished. No test may leave a thread behind: a later one that signals the
+// process (test_extcheck_process_setup) would have it delivered there.
+inline bool settled(const std::shared_ptr<FakePeers>& peers) {
+  const auto until = Clock::now() + std::chrono::seconds{5};
+  while (peers.use_count() > 1 && Clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds{1});
+  }
+  return peers.use_count() == 1;
+}
 
 // An HTTP 200 with `body`.
 inline probe::HttpReply http_ok(std::string body) {

@@ -12,8 +12,7 @@ TEST_CASE("the writer row", "[core][pg][rows]") {
   CHECK_FALSE(role->read_only);
   CHECK(role->connections == 3);
   CHECK(role->connection_limit == 47);
-  CHECK(describe(*role) ==
-        "pg_is_in_recovery=f, transaction_read_only=off, connections 3 of 47");
+  CHECK(describe(*role) == "pg_is_in_recovery=f, transaction_read_only=off, connections 3 of 47");
   CHECK(parse_writer_rows({{"t", "on", "3", "47"}})->read_only);
 }
 
@@ -21,7 +20,8 @@ TEST_CASE("writer rows of the wrong shape or value are refused", "[core][pg][row
   const std::vector<PgRow> rows = GENERATE(
       std::vector<PgRow>{}, std::vector<PgRow>{{"f", "off", "3"}},
       std::vector<PgRow>{{"f", "off", "3", "47"}, {"f", "off", "3", "47"}},
-      std::vector<PgRow>{{"yes", "off", "3", "47"}}, std::vector<PgRow>{{"f", std::nullopt, "3", "47"}},
+      std::vector<PgRow>{{"yes", "off", "3", "47"}},
+      std::vector<PgRow>{{"f", std::nullopt, "3", "47"}},
       std::vector<PgRow>{{"f", "off", "nan", "47"}}, std::vector<PgRow>{{"f", "off", "3", "47x"}});
   const auto r = parse_writer_rows(rows);
   REQUIRE_FALSE(r);
@@ -61,9 +61,9 @@ TEST_CASE("the replica row", "[core][pg][rows]") {
   CHECK_FALSE(r->status.received_timeline);
   CHECK_FALSE(r->position.replay);
   CHECK_FALSE(r->position.since_last_replay_s);
-  CHECK_THAT(describe(r->status, r->position, 3),
-             Catch::Contains("wal_receiver=none") && Catch::Contains("replay_lsn=null") &&
-                 Catch::EndsWith("(replay polled 3 times)"));
+  CHECK_THAT(describe(r->status, r->position, 3), Catch::Contains("wal_receiver=none") &&
+                                                      Catch::Contains("replay_lsn=null") &&
+                                                      Catch::EndsWith("(replay polled 3 times)"));
 }
 
 TEST_CASE("replica rows that cannot be trusted name the column", "[core][pg][rows]") {

@@ -37,13 +37,14 @@ TEST_CASE("the watch reads until caught up, a failed read, or the window's end",
     CHECK(position == 2);
   }
   SECTION("never past the window, the last pause shortened to fit") {
-    const int reads =
-        probe::poll_catch_up(clock, until, [&] { return true; }, [&] { return true; });
+    const int reads = probe::poll_catch_up(
+        clock, until, [&] { return true; }, [&] { return true; });
     CHECK(reads == 10);
     CHECK(clock.now() == until.at());
   }
   SECTION("nothing to watch: no read, no pause") {
-    CHECK(probe::poll_catch_up(clock, until, [] { return false; }, [] { return true; }) == 0);
+    CHECK(probe::poll_catch_up(
+              clock, until, [] { return false; }, [] { return true; }) == 0);
     CHECK(clock.sleeps() == 0);
   }
 }

@@ -58,7 +58,8 @@ TEST_CASE("no second try where it cannot help", "[probe][lease]") {
     CHECK(s.reopens == 0);
   }
   SECTION("the reopen fails: its error is the answer, no second request") {
-    Script s{{fails(Failure::network), 7}, tl::make_unexpected(ProbeError{Failure::auth, "pw", ""})};
+    Script s{{fails(Failure::network), 7},
+             tl::make_unexpected(ProbeError{Failure::auth, "pw", ""})};
     CHECK(s.run(true, k_later).error().kind == Failure::auth);
     CHECK(s.requests == 1);
   }

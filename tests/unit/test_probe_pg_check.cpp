@@ -9,8 +9,6 @@
 
 #include <catch2/catch.hpp>
 
-#include <thread>
-
 using namespace dbcheck;
 using namespace std::chrono_literals;
 using testing::FakePeers;
@@ -77,8 +75,10 @@ std::shared_ptr<FakePeers> lab(std::vector<std::string> replays, std::string tli
 
 core::Report check(const std::shared_ptr<FakePeers>& f, config::Role role,
                    const util::HostPort& node, util::Duration max_lag = util::Duration{1000}) {
-  return probe::check_postgres(cluster(), backend(role, max_lag), node,
-                               probe::Deadline::in(util::Duration{10000}), f);
+  auto r = probe::check_postgres(cluster(), backend(role, max_lag), node,
+                                 probe::Deadline::in(util::Duration{10000}), f);
+  REQUIRE(testing::settled(f)); // no thread of the check outlives the test
+  return r;
 }
 
 const core::Step& node_step(const core::Report& r) {
@@ -122,8 +122,8 @@ TEST_CASE("a replica a little behind the sample is watched until it passes it", 
   const auto r = check(f, config::Role::replica, k_replica);
   CHECK(f->count(k_replay_query) == 2);
   CHECK(f->sleeps() == 2);
-  CHECK_THAT(node_step(r).answer, Catch::Contains("replay_lsn=0/3000060") &&
-                                      Catch::Contains("(replay polled 3 times)"));
+  CHECK_THAT(node_step(r).answer,
+             Catch::Contains("replay_lsn=0/3000060") && Catch::Contains("(replay polled 3 times)"));
   CHECK(r.verdict.state == core::State::up);
   REQUIRE(r.lag->seconds);
   CHECK(*r.lag->seconds < 0.1);
@@ -167,19 +167,23 @@ TEST_CASE("the writer asks the leader's own Patroni only for the node the member
 
   auto g = lab({"0/3000060"});
   r = check(g, config::Role::primary, k_replica);
-  CHECK(g->count("get http://10.0.0.1:8008/primary") + g->count("get http://10.0.0.2:8008/primary") ==
+  CHECK(g->count("get http://10.0.0.1:8008/primary") +
+            g->count("get http://10.0.0.2:8008/primary") ==
         0);
   CHECK(r.verdict.state == core::State::down);
 }
 
 TEST_CASE("Patroni members that never answer are abandoned at the deadline", "[probe][pg]") {
   auto f = lab({"0/3000060"});
-  f->http = [](const std::string&) {
-    std::this_thread::sleep_for(400ms); // far past the 100 ms deadline; the check must not wait
+  auto gate = std::make_shared<testing::Gate>();
+  f->http = [gate](const std::string&) {
+    gate->wait(); // until the check has returned: it must not wait for this
     return testing::http_ok(k_cluster);
   };
   const auto r = probe::check_postgres(cluster(), backend(config::Role::primary), k_leader,
                                        probe::Deadline::in(util::Duration{100}), f);
+  gate->open();
+  REQUIRE(testing::settled(f));
   CHECK(r.verdict.state == core::State::down);
   CHECK(r.verdict.failure == core::Failure::timeout);
   CHECK_THAT(r.verdict.reason, Catch::Contains("the Patroni query did not finish by the deadline"));

@@ -6,8 +6,6 @@
 
 #include <catch2/catch.hpp>
 
-#include <thread>
-
 using namespace dbcheck;
 using namespace std::chrono_literals;
 using testing::FakePeers;
@@ -59,13 +57,15 @@ std::shared_ptr<FakePeers> lab(std::vector<long long> offsets) {
   f->redis_answers["10.0.0.1:6379"] = [](const std::vector<probe::RedisCommand>& cmds) {
     std::vector<R> out;
     for (const auto& c : cmds) {
-      out.push_back(c[0] == "PING" ? R::status("PONG")
-                                   : R::array({R::string("master"), R::number(1000), R::array({})}));
+      out.push_back(c[0] == "PING"
+                        ? R::status("PONG")
+                        : R::array({R::string("master"), R::number(1000), R::array({})}));
     }
     return out;
   };
   auto next = std::make_shared<std::size_t>(0);
-  f->redis_answers["10.0.0.2:6379"] = [offsets, next](const std::vector<probe::RedisCommand>& cmds) {
+  f->redis_answers["10.0.0.2:6379"] = [offsets,
+                                       next](const std::vector<probe::RedisCommand>& cmds) {
     std::vector<R> out;
     for (const auto& c : cmds) {
       if (c[0] == "PING") {
@@ -84,14 +84,15 @@ std::shared_ptr<FakePeers> lab(std::vector<long long> offsets) {
 
 core::Report check(const std::shared_ptr<FakePeers>& f, config::Role role,
                    const util::HostPort& node, util::Duration max_lag = util::Duration{1000}) {
-  return probe::check_redis(cluster(), backend(role, max_lag), node,
-                            probe::Deadline::in(util::Duration{10000}), f);
+  auto r = probe::check_redis(cluster(), backend(role, max_lag), node,
+                              probe::Deadline::in(util::Duration{10000}), f);
+  REQUIRE(testing::settled(f)); // no thread of the check outlives the test
+  return r;
 }
 
 } // namespace
 
-TEST_CASE("a Redis replica is read only after the majority's master is sampled",
-          "[probe][redis]") {
+TEST_CASE("a Redis replica is read only after the majority's master is sampled", "[probe][redis]") {
   auto f = lab({1000});
   const auto r = check(f, config::Role::replica, k_replica);
   const int sample = f->first("redis 10.0.0.1:6379");
@@ -108,8 +109,8 @@ TEST_CASE("a Redis replica a little behind is watched with ROLE until it passes 
   CHECK(f->count("redis 10.0.0.2:6379 ROLE") == 3);       // and two re-reads, ROLE alone
   bool polled = false;
   for (const auto& s : r.steps) {
-    polled = polled || (s.opinion == "node" &&
-                        s.asked.find("(ROLE polled 3 times)") != std::string::npos);
+    polled = polled ||
+             (s.opinion == "node" && s.asked.find("(ROLE polled 3 times)") != std::string::npos);
   }
   CHECK(polled);
   CHECK(r.verdict.state == core::State::up);
@@ -126,14 +127,17 @@ TEST_CASE("a Redis replica that stays behind is judged by what the watch saw", "
 
 TEST_CASE("Sentinels that never answer are abandoned at the deadline", "[probe][redis]") {
   auto f = lab({1000});
+  auto gate = std::make_shared<testing::Gate>();
   for (const auto& s : cluster().sentinels) {
-    f->redis_answers[util::to_string(s)] = [](const std::vector<probe::RedisCommand>& cmds) {
-      std::this_thread::sleep_for(400ms); // far past the 100 ms deadline
+    f->redis_answers[util::to_string(s)] = [gate](const std::vector<probe::RedisCommand>& cmds) {
+      gate->wait(); // until the check has returned: it must not wait for this
       return std::vector<R>(cmds.size(), R::nil());
     };
   }
   const auto r = probe::check_redis(cluster(), backend(config::Role::primary), k_master,
                                     probe::Deadline::in(util::Duration{100}), f);
+  gate->open();
+  REQUIRE(testing::settled(f));
   CHECK(r.verdict.state == core::State::down);
   CHECK_THAT(r.verdict.reason, Catch::Contains("did not finish by the deadline"));
 }
