@@ -84,7 +84,7 @@ public:
   // SIGHUP: a new config replaces the old only if it loads; the old keeps running otherwise.
   void reload() {
     const std::string path = config()->path;
-    auto fresh = config::load_config(path);
+    auto fresh = config::all_readable(config::load_config(path));
     if (!fresh || !fresh->agent || fresh->agent->local.empty()) {
       ++m_reload_failures;
       // The same rules as at start-up: a file the agent could not start with is refused.
@@ -311,7 +311,7 @@ int run(int argc, char** argv) {
                "damped verdicts of this host's database nodes. Configuration: the [agent]\n"
                "section of dbcheck's TOML file. SIGHUP reloads it, SIGTERM drains then exits.",
                "dbcheck-agent"};
-  app.set_version_flag("--version", "dbcheck-agent 0.1.0 (" + probe::library_versions() + ")");
+  app.set_version_flag("--version", probe::version_banner("dbcheck-agent"));
   std::string path;
   app.add_option("--config", path,
                  "configuration file (default: $DBCHECK_CONFIG, else "
@@ -337,7 +337,7 @@ int run(int argc, char** argv) {
   ::signal(SIGPIPE, SIG_IGN);
   const std::size_t fd_limit = raise_nofile_limit();
 
-  auto loaded = config::load_config(path);
+  auto loaded = config::all_readable(config::load_config(path));
   if (!loaded) {
     for (const auto& m : loaded.error().messages) {
       std::cerr << "configuration error: " << m << '\n';

@@ -1,6 +1,7 @@
 #pragma once
-// The one line the agent answers HAProxy's agent-check with (HAProxy 2.6 grammar, see
-// research/haproxy.md §2): pure, so every case is unit-tested.
+// The one line the agent answers HAProxy's agent-check with (the grammar of HAProxy 2.6's
+// configuration.txt, "agent-check"; tcpcheck_agent_expect_reply in src/tcpcheck.c): pure, so
+// every case is unit-tested.
 
 #include <core/verdict.hpp>
 

@@ -176,7 +176,7 @@ void Prober::round() {
       core::Report r;
       r.backend = name;
       r.node = util::to_string(m_node);
-      r.verdict = {core::State::down, core::Failure::config,
+      r.verdict = {core::State::down, core::Failure::internal,
                    fmt::format("internal error: cannot start the check: {}", e.what())};
       m_cache.record(r, probe::Clock::now());
     }

@@ -41,8 +41,10 @@ void log_line(Output out, int priority, const std::string& line) {
   }
 }
 
-tl::expected<config::Config, int> load(const std::string& path, Output out) {
-  auto cfg = config::load_config(path);
+// Loads the config; `whole`: every cluster's password files must be readable too (else a
+// cluster whose files cannot be read fails only its own checks, see unreadable()).
+tl::expected<config::Config, int> load(const std::string& path, Output out, bool whole = false) {
+  auto cfg = whole ? config::all_readable(config::load_config(path)) : config::load_config(path);
   if (!cfg) {
     for (const auto& m : cfg.error().messages) {
       log_line(out, LOG_ERR, fmt::format("configuration error: {}", m));
@@ -50,6 +52,18 @@ tl::expected<config::Config, int> load(const std::string& path, Output out) {
     return tl::make_unexpected(k_exit_config);
   }
   return std::move(*cfg);
+}
+
+// True, after logging why, when `cluster`'s password files could not be read.
+bool unreadable(const config::Config& cfg, const std::string& cluster, Output out) {
+  const auto it = cfg.unreadable.find(cluster);
+  if (it == cfg.unreadable.end()) {
+    return false;
+  }
+  for (const auto& m : it->second) {
+    log_line(out, LOG_ERR, fmt::format("configuration error: {}", m));
+  }
+  return true;
 }
 
 // Loads the config and checks `target`; on a config problem logs it and returns exit code 2.
@@ -71,6 +85,9 @@ tl::expected<core::Report, int> check(const std::string& path, const Target& tar
                          path, target.backend, known));
     return tl::make_unexpected(k_exit_config);
   }
+  if (unreadable(*cfg, b->second.cluster, out)) {
+    return tl::make_unexpected(k_exit_config);
+  }
   const config::Cluster& cluster = cfg->clusters.at(b->second.cluster);
   return probe::run_check(cluster, b->second, target.node, started);
 }
@@ -88,7 +105,21 @@ int switchover_exit(const switchover::SwitchoverResult& r) {
   if (r.interrupted_by) {
     return k_exit_interrupted;
   }
-  return 3 + static_cast<int>(*r.failed);
+  switch (*r.failed) {
+  case switchover::SwitchoverPhase::preflight:
+    return k_exit_failed_preflight;
+  case switchover::SwitchoverPhase::pause:
+    return k_exit_failed_pause;
+  case switchover::SwitchoverPhase::request:
+    return k_exit_failed_request;
+  case switchover::SwitchoverPhase::confirm:
+    return k_exit_failed_confirm;
+  case switchover::SwitchoverPhase::demote:
+    return k_exit_failed_demote;
+  case switchover::SwitchoverPhase::unpause:
+    return k_exit_failed_unpause;
+  }
+  return k_exit_failed_preflight;
 }
 
 // `dbcheck switchover`: progress on stdout as it happens, a summary, an exit code per phase.
@@ -104,6 +135,9 @@ int switchover(const std::string& path, const std::string& cluster_name, const s
   const auto it = cfg->clusters.find(cluster_name);
   if (it == cfg->clusters.end()) {
     std::cerr << fmt::format("dbcheck: {}: no [cluster.{}]\n", path, cluster_name);
+    return k_exit_config;
+  }
+  if (unreadable(*cfg, cluster_name, Output::terminal)) {
     return k_exit_config;
   }
   switchover::SwitchoverOptions options;
@@ -197,7 +231,7 @@ int run(int argc, char** argv) {
                "<server_port>\n(backend from HAPROXY_PROXY_NAME). Exit 0 pass, 1 fail, 2 "
                "configuration error.",
                "dbcheck"};
-  app.set_version_flag("--version", "dbcheck 0.1.0 (" + probe::library_versions() + ")");
+  app.set_version_flag("--version", probe::version_banner("dbcheck"));
   std::optional<std::string> config_flag;
   app.add_option("--config", config_flag,
                  "configuration file (default: $DBCHECK_CONFIG, else /etc/dbcheck/dbcheck.toml)")
@@ -310,7 +344,7 @@ int run(int argc, char** argv) {
   const std::string path = config_path(config_flag, env);
 
   if (config_cmd->parsed()) {
-    auto cfg = load(path, Output::terminal);
+    auto cfg = load(path, Output::terminal, true);
     if (!cfg) {
       return cfg.error();
     }

@@ -7,7 +7,14 @@ namespace dbcheck::extcheck {
 inline constexpr int k_exit_pass = 0;
 inline constexpr int k_exit_fail = 1;
 inline constexpr int k_exit_config = 2;
-// `dbcheck switchover` only (3..8: failed in a phase, 3 + SwitchoverPhase).
+// `dbcheck switchover` only: failed in a phase (docs/switchover.md; written out, so that
+// reordering the phases cannot renumber what scripts test for).
+inline constexpr int k_exit_failed_preflight = 3;
+inline constexpr int k_exit_failed_pause = 4;
+inline constexpr int k_exit_failed_request = 5;
+inline constexpr int k_exit_failed_confirm = 6;
+inline constexpr int k_exit_failed_demote = 7;
+inline constexpr int k_exit_failed_unpause = 8;
 inline constexpr int k_exit_interrupted = 9;  // SIGINT/SIGTERM: the run stopped, released
 inline constexpr int k_exit_left_paused = 10; // Redis: the old master left paused, act now
 

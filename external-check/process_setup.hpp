@@ -1,5 +1,7 @@
 #pragma once
-// Making a process started by HAProxy safe to run (research/haproxy.md §1.4).
+// Making a process started by HAProxy safe to run (HAProxy 2.6, connect_proc_chk in
+// src/extcheck.c: with -D, descriptors 0-2 are closed in the child; SIG_IGN dispositions are
+// inherited).
 
 #include <optional>
 #include <string>

@@ -88,6 +88,10 @@ struct Config {
   std::map<std::string, Cluster> clusters; // by name, each a PostgresCluster or a RedisCluster
   std::map<std::string, Backend> backends;
   std::optional<AgentSettings> agent; // present when the file has an [agent] section
+  // Clusters whose password files could not be read, each with its "FILE:LINE: KEY: why"
+  // messages. Only that cluster is unusable: a check of another one still runs (one bad file
+  // must not take every backend of the host down); config-check and the agent refuse them all.
+  std::map<std::string, std::vector<std::string>> unreadable;
 };
 
 // --- Interface ---

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <sstream>
 
 namespace dbcheck::config {
@@ -27,9 +28,22 @@ public:
                             fmt::format("{}:{}: {}: {}", m_path, where.begin.line, key, what));
   }
   void add_plain(std::string message) { m_messages.emplace_back(0, std::move(message)); }
+  // A password file of `cluster` that cannot be read: an error of that cluster alone (see
+  // Config::unreadable), unless the file has other errors too.
+  void unreadable(const std::string& cluster, const toml::source_region& where,
+                  std::string_view key, std::string_view what) {
+    m_unreadable.push_back({cluster, where.begin.line,
+                            fmt::format("{}:{}: {}: {}", m_path, where.begin.line, key, what)});
+  }
+  // True when the file has errors beyond unreadable password files.
   bool any() const { return !m_messages.empty(); }
-  // The messages in file order (toml++ iterates keys alphabetically, people read top-down).
+  // Every message (unreadable password files included) in file order (toml++ iterates keys
+  // alphabetically, people read top-down).
   ConfigError take() {
+    for (auto& u : m_unreadable) {
+      m_messages.emplace_back(u.line, std::move(u.text));
+    }
+    m_unreadable.clear();
     std::stable_sort(m_messages.begin(), m_messages.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     ConfigError out;
@@ -38,11 +52,26 @@ public:
     }
     return out;
   }
+  // The unreadable password files by cluster, for a file that has no other error.
+  std::map<std::string, std::vector<std::string>> take_unreadable() {
+    std::map<std::string, std::vector<std::string>> out;
+    for (auto& u : m_unreadable) {
+      out[u.cluster].push_back(std::move(u.text));
+    }
+    m_unreadable.clear();
+    return out;
+  }
   const std::string& path() const { return m_path; }
 
 private:
+  struct Unreadable {
+    std::string cluster;
+    toml::source_index line;
+    std::string text;
+  };
   std::string m_path;
   std::vector<std::pair<toml::source_index, std::string>> m_messages;
+  std::vector<Unreadable> m_unreadable;
 };
 
 // One key of a section: its name and how to store it.
@@ -196,6 +225,22 @@ bool same_member_url(const std::string& a, const std::string& b) {
   return oa && oa == util::url_origin(b) && path(a) == path(b);
 }
 
+// The secret in the file `n` names, for `cluster`. A file that cannot be read (missing, too
+// open, empty) is that cluster's problem alone: checks of the other clusters still run.
+std::optional<Secret> want_secret_file(const std::string& cluster, const toml::node& n, Errors& e,
+                                       const std::string& key) {
+  auto v = want_string(n, e, key);
+  if (!v) {
+    return std::nullopt;
+  }
+  auto secret = read_password_file(*v);
+  if (!secret) {
+    e.unreadable(cluster, n.source(), key, secret.error());
+    return std::nullopt;
+  }
+  return std::move(*secret);
+}
+
 const std::vector<KeySpec<PostgresCluster>>& postgres_keys() {
   static const std::vector<KeySpec<PostgresCluster>> k = {
       engine_key<PostgresCluster>(),
@@ -249,17 +294,10 @@ const std::vector<KeySpec<PostgresCluster>>& postgres_keys() {
        }},
       {"password_file",
        [](PostgresCluster& c, const toml::node& n, Errors& e, const std::string& key) {
-         auto v = want_string(n, e, key);
-         if (!v) {
-           return;
+         c.password_file = n.value<std::string>();
+         if (auto secret = want_secret_file(c.name, n, e, key)) {
+           c.password = std::move(*secret);
          }
-         c.password_file = *v;
-         auto secret = read_password_file(*v);
-         if (!secret) {
-           e.add(n.source(), key, secret.error());
-           return;
-         }
-         c.password = std::move(*secret);
        }},
       {"sslmode",
        [](PostgresCluster& c, const toml::node& n, Errors& e, const std::string& key) {
@@ -296,19 +334,6 @@ std::optional<util::HostPort> want_host_port(const toml::node& n, Errors& e,
     return std::nullopt;
   }
   return *hp;
-}
-
-std::optional<Secret> want_secret_file(const toml::node& n, Errors& e, const std::string& key) {
-  auto v = want_string(n, e, key);
-  if (!v) {
-    return std::nullopt;
-  }
-  auto secret = read_password_file(*v);
-  if (!secret) {
-    e.add(n.source(), key, secret.error());
-    return std::nullopt;
-  }
-  return std::move(*secret);
 }
 
 const std::vector<KeySpec<RedisCluster>>& redis_keys() {
@@ -352,7 +377,7 @@ const std::vector<KeySpec<RedisCluster>>& redis_keys() {
                   const std::string& key) { c.user = want_string(n, e, key); }},
       {"password_file",
        [](RedisCluster& c, const toml::node& n, Errors& e, const std::string& key) {
-         if (auto secret = want_secret_file(n, e, key)) {
+         if (auto secret = want_secret_file(c.name, n, e, key)) {
            c.password = std::move(*secret);
          }
        }},
@@ -360,7 +385,7 @@ const std::vector<KeySpec<RedisCluster>>& redis_keys() {
                            const std::string& key) { c.sentinel_user = want_string(n, e, key); }},
       {"sentinel_password_file",
        [](RedisCluster& c, const toml::node& n, Errors& e, const std::string& key) {
-         if (auto secret = want_secret_file(n, e, key)) {
+         if (auto secret = want_secret_file(c.name, n, e, key)) {
            c.sentinel_password = std::move(*secret);
          }
        }},
@@ -707,6 +732,7 @@ tl::expected<Config, ConfigError> parse_config(std::string_view text, const std:
   if (e.any()) {
     return tl::make_unexpected(e.take());
   }
+  cfg.unreadable = e.take_unreadable();
   return cfg;
 }
 
@@ -719,6 +745,17 @@ tl::expected<Config, ConfigError> load_config(const std::string& path) {
   std::stringstream buf;
   buf << in.rdbuf();
   return parse_config(buf.str(), path);
+}
+
+tl::expected<Config, ConfigError> all_readable(tl::expected<Config, ConfigError> loaded) {
+  if (!loaded || loaded->unreadable.empty()) {
+    return loaded;
+  }
+  ConfigError e;
+  for (const auto& [cluster, messages] : loaded->unreadable) {
+    e.messages.insert(e.messages.end(), messages.begin(), messages.end());
+  }
+  return tl::make_unexpected(std::move(e));
 }
 
 } // namespace dbcheck::config

@@ -53,15 +53,16 @@ bool election_decided(const std::vector<MemberAnswer>& answers, std::size_t conf
 }
 
 PatroniElection elect_leader(const std::vector<MemberAnswer>& answers, std::size_t configured) {
-  PatroniElection e{configured, 0, 0, tl::make_unexpected(ProbeError{}), {}};
+  std::size_t answered = 0;
+  std::string detail;
   bool all_timed_out = !answers.empty();
   bool any_protocol = false;
   std::string failures;
   for (const auto& a : answers) {
     if (a.view) {
-      ++e.answered;
-      e.detail +=
-          fmt::format("{}{} names {}", e.detail.empty() ? "" : "; ", a.url, leader_label(*a.view));
+      ++answered;
+      detail +=
+          fmt::format("{}{} names {}", detail.empty() ? "" : "; ", a.url, leader_label(*a.view));
     } else {
       all_timed_out = all_timed_out && a.view.error().kind == Failure::timeout;
       any_protocol = any_protocol || a.view.error().kind == Failure::protocol;
@@ -70,32 +71,34 @@ PatroniElection elect_leader(const std::vector<MemberAnswer>& answers, std::size
     }
   }
   if (!failures.empty()) {
-    e.detail += (e.detail.empty() ? "" : "; ") + failures;
+    detail += (detail.empty() ? "" : "; ") + failures;
   }
-  if (e.answered == 0) {
+  // Every path ends here, with the view or why there is none.
+  const auto elected = [&](tl::expected<ClusterView, ProbeError> view, std::size_t agreeing) {
+    return PatroniElection{configured, answered, agreeing, std::move(view), detail};
+  };
+  if (answered == 0) {
     const Failure kind = all_timed_out  ? Failure::timeout
                          : any_protocol ? Failure::protocol
                                         : Failure::network;
     const std::string lead = all_timed_out
                                  ? "timeout: no Patroni member answered before the deadline"
                                  : "no Patroni member gave a usable answer";
-    e.view = tl::make_unexpected(ProbeError{kind, fmt::format("{} ({})", lead, failures), ""});
-    return e;
+    return elected(
+        tl::make_unexpected(ProbeError{kind, fmt::format("{} ({})", lead, failures), ""}), 0);
   }
   const auto [index, votes] = largest_group(answers);
-  e.agreeing = votes;
-  if (votes * 2 <= e.answered) {
+  if (votes * 2 <= answered) {
     // Uncertainty, not a "not this node": a stale member against a fresh one splits evenly.
-    e.view = tl::make_unexpected(ProbeError{
-        Failure::protocol,
-        fmt::format("Patroni members disagree: no leader is named by more than half of the {} "
-                    "that answered ({})",
-                    e.answered, e.detail),
-        ""});
-    return e;
+    return elected(tl::make_unexpected(ProbeError{
+                       Failure::protocol,
+                       fmt::format("Patroni members disagree: no leader is named by more than "
+                                   "half of the {} that answered ({})",
+                                   answered, detail),
+                       ""}),
+                   votes);
   }
-  e.view = *answers[index].view;
-  return e;
+  return elected(*answers[index].view, votes);
 }
 
 } // namespace dbcheck::core

@@ -54,6 +54,8 @@ std::string_view to_string(Failure f) {
     return "policy";
   case Failure::config:
     return "config";
+  case Failure::internal:
+    return "internal";
   }
   return "protocol";
 }

@@ -22,6 +22,7 @@ enum class Failure {
   lag,       // a replica too far behind, or its lag cannot be bounded
   policy,    // excluded on purpose (e.g. Patroni's noloadbalance tag)
   config,    // dbcheck's own configuration is unusable
+  internal,  // dbcheck itself could not run the check (no thread, no memory): fail closed
 };
 
 // Whom the manager named the writer in one writer check.

@@ -17,4 +17,8 @@ std::string library_versions() {
                      curl != nullptr ? curl->version : "?");
 }
 
+std::string version_banner(const std::string& program) {
+  return program + " " + DBCHECK_VERSION + " (" + library_versions() + ")";
+}
+
 } // namespace dbcheck::probe

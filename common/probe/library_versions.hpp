@@ -11,4 +11,8 @@ namespace dbcheck::probe {
 // or compiled in (hiredis has no runtime query).
 std::string library_versions();
 
+// "dbcheck 0.1.0 (libpq 15.18, ...)" for `program`'s --version: the version is the project's
+// (CMakeLists.txt), the one place it is written.
+std::string version_banner(const std::string& program);
+
 } // namespace dbcheck::probe

@@ -47,7 +47,7 @@ core::Report run_check(const config::Cluster& cluster, const config::Backend& ba
   } catch (const std::exception& e) {
     // No thread to be had (RLIMIT_NPROC, memory): fail closed, and say why.
     report = core::Report{};
-    report.verdict = {core::State::down, core::Failure::config,
+    report.verdict = {core::State::down, core::Failure::internal,
                       fmt::format("internal error: {}", e.what())};
   }
   report.backend = backend.name;

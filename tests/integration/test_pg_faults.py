@@ -143,6 +143,30 @@ def test_password_file_readable_by_others_is_refused(pg_cluster, dbcheck_bin, co
         assert "hc-secret" not in run.stdout + run.stderr
 
 
+def test_an_unreadable_password_file_fails_only_its_own_cluster(pg_cluster, dbcheck_bin, config_for, tmp_path):
+    # One bad file of another cluster must not take every backend of the host down.
+    missing = tmp_path / "cache.password"
+    config = config_for("other-broken", extra=f"""
+[cluster.cache]
+engine = "redis"
+sentinels = ["127.0.0.1:1"]
+master_name = "mymaster"
+password_file = "{missing}"
+
+[backend.cache_write]
+cluster = "cache"
+role = "primary"
+""")
+    leader = pg_cluster.wait_healthy()
+    ok = explain(dbcheck_bin, config, "pg_write", leader.pg_addr)
+    assert ok.rc == 0 and ok.failure == "none", ok
+    message = f"cluster.cache.password_file: cannot read password file {missing}: No such file or directory"
+    for args in (("config-check",), ("check", "cache_write", "127.0.0.1:6379")):
+        run = run_dbcheck(dbcheck_bin, config, *args)
+        assert run.rc == 2, run
+        assert message in run.stderr, run
+
+
 def test_config_errors_are_line_numbered(pg_cluster, dbcheck_bin, config_for):
     config = config_for("typo", extra='\n[backend.pg_other]\ncluster = "pg"\nrole = "replica"\nmax_lag = "5x"\nmaxlag = "1s"\n')
     run = run_dbcheck(dbcheck_bin, config, "config-check")

@@ -146,10 +146,48 @@ TEST_CASE("errors name the file, line and key, and what was expected", "[config]
   }
 }
 
+TEST_CASE("an unreadable password file makes only its own cluster unusable", "[config]") {
+  TempDir dir;
+  const auto pw = dir.write("pg.password", "s3cret\n", 0600);
+  const std::string other = R"(
+[cluster.cache]
+engine = "redis"
+sentinels = ["10.0.0.1:26379"]
+master_name = "mymaster"
+password_file = ")" + dir.path +
+                            R"(/missing"
+
+[backend.cache]
+cluster = "cache"
+role = "primary"
+)";
+  const auto cfg = parse_config(valid_config(pw) + other, "dbcheck.toml");
+  REQUIRE(cfg);
+  CHECK(std::get<PostgresCluster>(cfg->clusters.at("pg")).password.reveal() == "s3cret");
+  REQUIRE(cfg->unreadable.size() == 1);
+  CHECK(cfg->unreadable.at("cache") ==
+        std::vector<std::string>{"dbcheck.toml:24: cluster.cache.password_file: cannot read "
+                                 "password file " +
+                                 dir.path + "/missing: No such file or directory"});
+  // The agent and config-check judge the whole file.
+  const auto whole = all_readable(parse_config(valid_config(pw) + other, "dbcheck.toml"));
+  REQUIRE_FALSE(whole);
+  CHECK(whole.error().messages == cfg->unreadable.at("cache"));
+  // With another error in the file, every problem is an error, in file order.
+  std::string broken = valid_config(pw) + other;
+  broken.replace(broken.find("\"1.5s\""), 6, "\"5x\"");
+  const auto r = parse_config(broken, "dbcheck.toml");
+  REQUIRE_FALSE(r);
+  INFO(errors_of(r));
+  REQUIRE(r.error().messages.size() == 2);
+  CHECK_THAT(r.error().messages[0], Catch::StartsWith("dbcheck.toml:18: backend.pg_read.max_lag"));
+  CHECK_THAT(r.error().messages[1], Catch::Contains("cluster.cache.password_file"));
+}
+
 TEST_CASE("password files: group/other access is refused, the secret never echoed", "[config]") {
   TempDir dir;
   const auto loose = dir.write("loose", "s3cret\n", 0644);
-  const auto r = parse_config(valid_config(loose), "dbcheck.toml");
+  const auto r = all_readable(parse_config(valid_config(loose), "dbcheck.toml"));
   REQUIRE_FALSE(r);
   const std::string text = errors_of(r);
   CHECK(text == "dbcheck.toml:9: cluster.pg.password_file: password file " + loose +

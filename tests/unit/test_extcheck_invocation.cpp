@@ -5,7 +5,8 @@
 using namespace dbcheck::extcheck;
 
 namespace {
-// The environment HAProxy 2.6 gives an external check (research/haproxy.md §1.3).
+// The environment HAProxy 2.6 gives an external check (HAProxy 2.6 configuration.txt,
+// "external-check command").
 Env haproxy_env() {
   return {{"PATH", "/usr/bin:/bin"},       {"HAPROXY_PROXY_NAME", "pg_write"},
           {"HAPROXY_PROXY_ID", "3"},       {"HAPROXY_PROXY_ADDR", ""},
