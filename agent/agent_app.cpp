@@ -68,13 +68,22 @@ public:
           tracked.push_back(name);
         }
       }
-      m_probers.push_back(std::make_unique<Prober>(cfg, cluster, node, m_cache));
-      m_probers.back()->start();
+      auto prober = std::make_unique<Prober>(cfg, cluster, node, m_cache);
+      prober->start();
+      std::lock_guard lock(m_probers_mutex);
+      m_probers.push_back(std::move(prober));
     }
     m_cache.retain(tracked);
   }
 
-  void stop_probers() { m_probers.clear(); } // each destructor stops and joins
+  void stop_probers() {
+    std::vector<std::unique_ptr<Prober>> stopping;
+    {
+      std::lock_guard lock(m_probers_mutex);
+      stopping.swap(m_probers);
+    }
+    stopping.clear(); // each destructor stops and joins, outside the lock /metrics takes
+  }
 
   std::shared_ptr<const config::Config> config() const {
     std::lock_guard lock(m_mutex);
@@ -193,6 +202,13 @@ public:
     if (AgentServer* server = m_agent_server.load()) {
       s.agent_connections_open = server->open_connections();
       s.agent_connections_refused = server->refused_connections();
+      s.agent_connections_dropped = server->dropped_connections();
+    }
+    std::lock_guard lock(m_probers_mutex);
+    for (const auto& p : m_probers) {
+      if (const auto n = p->sentinel_subscriptions()) {
+        s.sentinel_subscriptions[p->cluster()] = *n;
+      }
     }
     return s;
   }
@@ -277,6 +293,7 @@ private:
   mutable std::mutex m_mutex;
   std::shared_ptr<const config::Config> m_cfg;
   VerdictCache m_cache;
+  mutable std::mutex m_probers_mutex; // m_probers: replaced on reload, read by /metrics
   std::vector<std::unique_ptr<Prober>> m_probers;
   std::optional<Clock::time_point> m_shutdown_since;
   DrainState m_drain;

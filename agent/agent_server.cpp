@@ -1,6 +1,8 @@
 // The only file that includes asio (a heavy header).
 #include "agent_server.hpp"
 
+#include "log_line.hpp"
+
 #include <fmt/format.h>
 
 #include <array>
@@ -21,9 +23,36 @@ constexpr auto k_read_window = 100ms;
 constexpr auto k_write_timeout = 1s;
 constexpr std::size_t k_max_line = 512;
 
+// Why a connection ended without a delivered answer.
+enum class Drop { limit, write_timeout, accept_error };
+constexpr std::array<std::string_view, 3> k_drop_names = {"limit", "write_timeout", "accept_error"};
+// A burst of drops is logged once per this, with the count since the last line: under a flood
+// every drop still counts (/metrics), and the log stays readable.
+constexpr auto k_drop_log_every = 10s;
+
 struct Counters {
   std::atomic<std::size_t> open{0};
-  std::atomic<std::uint64_t> refused{0};
+  std::array<std::atomic<std::uint64_t>, 3> dropped{}; // by Drop
+  // Touched on the io thread only.
+  std::array<std::chrono::steady_clock::time_point, 3> logged_at{};
+  std::array<std::uint64_t, 3> unlogged{};
+
+  // Counts one drop, and logs it with its reason unless one was logged less than
+  // k_drop_log_every ago (then it is counted in the next line).
+  void drop(Drop why) {
+    const auto i = static_cast<std::size_t>(why);
+    ++dropped[i];
+    ++unlogged[i];
+    const auto now = std::chrono::steady_clock::now();
+    if (logged_at[i] == std::chrono::steady_clock::time_point{} ||
+        now - logged_at[i] >= k_drop_log_every) {
+      log_event("warn", "agent-check connection dropped",
+                {{"reason", std::string{k_drop_names[i]}},
+                 {"count_since_last_line", std::to_string(unlogged[i])}});
+      logged_at[i] = now;
+      unlogged[i] = 0;
+    }
+  }
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -83,6 +112,7 @@ private:
     m_timer.expires_after(k_write_timeout);
     m_timer.async_wait([self = shared_from_this()](const asio::error_code& ec) {
       if (!ec) {
+        self->m_counters.drop(Drop::write_timeout);
         self->close(); // a poller that does not read its answer loses it
       }
     });
@@ -131,6 +161,7 @@ struct AgentServer::Impl {
       if (ec) {
         // Out of file descriptors (EMFILE/ENFILE) or the like: pause instead of spinning,
         // which would starve the probers of CPU (and they share the fd table).
+        counters.drop(Drop::accept_error);
         backoff.expires_after(50ms);
         backoff.async_wait([this](const asio::error_code& e) {
           if (!e) {
@@ -140,7 +171,7 @@ struct AgentServer::Impl {
         return;
       }
       if (counters.open.load() >= max_connections) {
-        ++counters.refused;
+        counters.drop(Drop::limit);
         asio::error_code ignored;
         socket.close(ignored);
       } else {
@@ -205,7 +236,15 @@ std::size_t AgentServer::open_connections() const {
 }
 
 std::uint64_t AgentServer::refused_connections() const {
-  return m_impl->counters.refused.load();
+  return m_impl->counters.dropped[static_cast<std::size_t>(Drop::limit)].load();
+}
+
+std::map<std::string, std::uint64_t> AgentServer::dropped_connections() const {
+  std::map<std::string, std::uint64_t> out;
+  for (std::size_t i = 0; i < k_drop_names.size(); ++i) {
+    out[std::string{k_drop_names[i]}] = m_impl->counters.dropped[i].load();
+  }
+  return out;
 }
 
 std::string backend_from_request(std::string_view line) {

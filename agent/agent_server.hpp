@@ -6,7 +6,9 @@
 
 #include <tl/expected.hpp>
 
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -36,6 +38,9 @@ public:
   // Connections open right now, and refused for the limit since start (for /metrics).
   std::size_t open_connections() const;
   std::uint64_t refused_connections() const;
+  // Connections ended without a delivered answer since start, by reason ("limit",
+  // "write_timeout", "accept_error"); each is also logged (a burst as one line per 10 s).
+  std::map<std::string, std::uint64_t> dropped_connections() const;
 
 private:
   struct Impl;

@@ -19,6 +19,14 @@ Prober::Prober(std::shared_ptr<const config::Config> cfg, std::string cluster, u
     : m_cfg(std::move(cfg)), m_cluster(std::move(cluster)), m_node(std::move(node)),
       m_cache(cache) {}
 
+std::optional<std::uint64_t> Prober::sentinel_subscriptions() const {
+  return m_events ? std::optional{m_events->connects()} : std::nullopt;
+}
+
+const std::string& Prober::cluster() const {
+  return m_cluster;
+}
+
 Prober::~Prober() {
   stop();
 }
@@ -187,8 +195,9 @@ void Prober::round() {
         cfg.backends.at(report.backend).role == config::Role::primary) {
       continue; // a failover began while this was asked: its answer is from before
     }
-    const core::Transition t =
-        m_cache.record(report, probe::Clock::now(), m_connections[report.backend]->connects());
+    const auto& connections = m_connections[report.backend];
+    const core::Transition t = m_cache.record(report, probe::Clock::now(),
+                                              {connections->connects(), connections->closes()});
     if (t.changed) {
       const auto snap = m_cache.get(report.backend);
       log_event("info", "transition",

@@ -39,6 +39,12 @@ public:
   // Starts the next round now instead of at the next interval (e.g. on a failover event).
   void wake();
 
+  // The cluster it probes.
+  const std::string& cluster() const;
+
+  // Sentinel event subscriptions established so far (Redis clusters; nullopt otherwise).
+  std::optional<std::uint64_t> sentinel_subscriptions() const;
+
 private:
   void loop();
   void round();

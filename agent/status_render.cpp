@@ -1,5 +1,7 @@
 #include "status_render.hpp"
 
+#include "metrics_list.hpp"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -105,83 +107,102 @@ std::string render_health(const std::vector<BackendSnapshot>& all, const AgentSt
 std::string render_metrics(const std::vector<BackendSnapshot>& all, const AgentStatus& agent,
                            probe::Clock::time_point now) {
   std::string out;
-  const auto head = [&out](const char* name, const char* type, const char* help) {
-    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+  // Every metric is written through its declaration (metrics_list.hpp): HELP and TYPE once,
+  // then its samples; `suffix` is for a histogram's _bucket, _sum and _count.
+  const auto head = [&out](Metric m) {
+    const MetricSpec& d = spec(m);
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", d.name, d.help, d.name, to_string(d.type));
   };
-  head("dbcheck_backend_up", "gauge",
-       "1 when the agent reports the backend's local node up (damped, fresh), else 0");
+  const auto sample = [&out](Metric m, std::string_view suffix, const std::string& labels,
+                             const auto& value) {
+    if (labels.empty()) {
+      out += fmt::format("{}{} {}\n", spec(m).name, suffix, value);
+    } else {
+      out += fmt::format("{}{}{{{}}} {}\n", spec(m).name, suffix, labels, value);
+    }
+  };
+  const auto backend = [](const BackendSnapshot& s) {
+    return fmt::format("backend=\"{}\"", label(s.backend));
+  };
+
+  head(Metric::backend_up);
   for (const auto& s : all) {
     const bool up = fresh(s, agent, now) && s.reported.state == core::State::up;
-    out += fmt::format("dbcheck_backend_up{{backend=\"{}\",role=\"{}\",node=\"{}\"}} {}\n",
-                       label(s.backend), config::to_string(s.role), label(s.node), up ? 1 : 0);
+    sample(Metric::backend_up, "",
+           fmt::format("{},role=\"{}\",node=\"{}\"", backend(s), config::to_string(s.role),
+                       label(s.node)),
+           up ? 1 : 0);
   }
-  head("dbcheck_verdict_age_seconds", "gauge", "Seconds since the backend's last probe round");
+  head(Metric::verdict_age);
   for (const auto& s : all) {
     const double age = age_seconds(s, now);
     if (std::isfinite(age)) {
-      out += fmt::format("dbcheck_verdict_age_seconds{{backend=\"{}\"}} {:.3f}\n", label(s.backend),
-                         age);
+      sample(Metric::verdict_age, "", backend(s), fmt::format("{:.3f}", age));
     }
   }
-  head("dbcheck_transitions_total", "counter",
-       "Changes of the reported state, by new state and failure class");
+  head(Metric::transitions);
   for (const auto& s : all) {
     for (const auto& [key, n] : s.transitions) {
-      const auto bar = key.find('|');
-      out +=
-          fmt::format("dbcheck_transitions_total{{backend=\"{}\",to=\"{}\",failure=\"{}\"}} {}\n",
-                      label(s.backend), key.substr(0, bar), key.substr(bar + 1), n);
+      sample(Metric::transitions, "",
+             fmt::format("{},to=\"{}\",failure=\"{}\"", backend(s), core::to_string(key.first),
+                         core::to_string(key.second)),
+             n);
     }
   }
-  head("dbcheck_check_failures_total", "counter", "Failing probe rounds, by failure class");
+  head(Metric::check_failures);
   for (const auto& s : all) {
     for (const auto& [kind, n] : s.failures_by_kind) {
-      out += fmt::format("dbcheck_check_failures_total{{backend=\"{}\",kind=\"{}\"}} {}\n",
-                         label(s.backend), kind, n);
+      sample(Metric::check_failures, "", fmt::format("{},kind=\"{}\"", backend(s), kind), n);
     }
   }
-  head("dbcheck_check_duration_seconds", "histogram", "Duration of one probe round's check");
+  head(Metric::check_duration);
   for (const auto& s : all) {
     std::uint64_t cumulative = 0;
     for (std::size_t i = 0; i < k_duration_buckets.size(); ++i) {
       cumulative += s.duration_buckets[i];
-      out += fmt::format("dbcheck_check_duration_seconds_bucket{{backend=\"{}\",le=\"{}\"}} {}\n",
-                         label(s.backend), k_duration_buckets[i], cumulative);
+      sample(Metric::check_duration, "_bucket",
+             fmt::format("{},le=\"{}\"", backend(s), k_duration_buckets[i]), cumulative);
     }
     cumulative += s.duration_buckets.back();
-    out += fmt::format("dbcheck_check_duration_seconds_bucket{{backend=\"{}\",le=\"+Inf\"}} {}\n",
-                       label(s.backend), cumulative);
-    out += fmt::format("dbcheck_check_duration_seconds_sum{{backend=\"{}\"}} {:.6f}\n",
-                       label(s.backend), s.duration_sum_s);
-    out += fmt::format("dbcheck_check_duration_seconds_count{{backend=\"{}\"}} {}\n",
-                       label(s.backend), s.rounds);
+    sample(Metric::check_duration, "_bucket", fmt::format("{},le=\"+Inf\"", backend(s)),
+           cumulative);
+    sample(Metric::check_duration, "_sum", backend(s), fmt::format("{:.6f}", s.duration_sum_s));
+    sample(Metric::check_duration, "_count", backend(s), s.rounds);
   }
-  head("dbcheck_replica_lag_seconds", "gauge",
-       "Upper bound on the replica's staleness from the last round (absent when unknown)");
+  head(Metric::replica_lag);
   for (const auto& s : all) {
     if (s.last_report && s.last_report->lag && s.last_report->lag->seconds) {
-      out += fmt::format("dbcheck_replica_lag_seconds{{backend=\"{}\"}} {:.6f}\n", label(s.backend),
-                         *s.last_report->lag->seconds);
+      sample(Metric::replica_lag, "", backend(s),
+             fmt::format("{:.6f}", *s.last_report->lag->seconds));
     }
   }
-  head("dbcheck_probe_connects_total", "counter",
-       "Database connections the prober opened (the first ones and every reconnect)");
+  head(Metric::probe_connects);
   for (const auto& s : all) {
-    out += fmt::format("dbcheck_probe_connects_total{{backend=\"{}\"}} {}\n", label(s.backend),
-                       s.probe_connects);
+    sample(Metric::probe_connects, "", backend(s), s.probe_connects);
   }
-  head("dbcheck_agent_draining", "gauge", "1 while every backend answers drain");
-  out += fmt::format("dbcheck_agent_draining {}\n", agent.draining ? 1 : 0);
-  head("dbcheck_agent_connections_open", "gauge", "Open agent-check connections");
-  out += fmt::format("dbcheck_agent_connections_open {}\n", agent.agent_connections_open);
-  head("dbcheck_agent_connections_refused_total", "counter",
-       "Agent-check connections closed unanswered at the connection limit");
-  out +=
-      fmt::format("dbcheck_agent_connections_refused_total {}\n", agent.agent_connections_refused);
-  head("dbcheck_agent_reloads_total", "counter", "Configuration reloads (SIGHUP), by result");
-  out += fmt::format("dbcheck_agent_reloads_total{{result=\"ok\"}} {}\n", agent.reloads);
-  out +=
-      fmt::format("dbcheck_agent_reloads_total{{result=\"failed\"}} {}\n", agent.reload_failures);
+  head(Metric::probe_closes);
+  for (const auto& s : all) {
+    for (const auto& [reason, n] : s.probe_closes) {
+      sample(Metric::probe_closes, "", fmt::format("{},reason=\"{}\"", backend(s), reason), n);
+    }
+  }
+  head(Metric::sentinel_subscriptions);
+  for (const auto& [cluster, n] : agent.sentinel_subscriptions) {
+    sample(Metric::sentinel_subscriptions, "", fmt::format("cluster=\"{}\"", label(cluster)), n);
+  }
+  head(Metric::agent_draining);
+  sample(Metric::agent_draining, "", "", agent.draining ? 1 : 0);
+  head(Metric::agent_connections_open);
+  sample(Metric::agent_connections_open, "", "", agent.agent_connections_open);
+  head(Metric::agent_connections_refused);
+  sample(Metric::agent_connections_refused, "", "", agent.agent_connections_refused);
+  head(Metric::agent_connections_dropped);
+  for (const auto& [reason, n] : agent.agent_connections_dropped) {
+    sample(Metric::agent_connections_dropped, "", fmt::format("reason=\"{}\"", reason), n);
+  }
+  head(Metric::agent_reloads);
+  sample(Metric::agent_reloads, "", "result=\"ok\"", agent.reloads);
+  sample(Metric::agent_reloads, "", "result=\"failed\"", agent.reload_failures);
   return out;
 }
 

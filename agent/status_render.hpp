@@ -3,6 +3,7 @@
 
 #include "verdict_cache.hpp"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,8 @@ struct AgentStatus {
   double stale_after_s = 3;
   std::size_t agent_connections_open = 0;
   std::uint64_t agent_connections_refused = 0;
+  std::map<std::string, std::uint64_t> agent_connections_dropped; // by reason
+  std::map<std::string, std::uint64_t> sentinel_subscriptions;    // by cluster
   std::uint64_t reloads = 0;
   std::uint64_t reload_failures = 0;
 };

@@ -62,14 +62,13 @@ core::Transition VerdictCache::observe(Entry& e, const core::Report& report,
     ++s.failures_by_kind[std::string{core::to_string(report.verdict.failure)}];
   }
   if (t.changed) {
-    ++s.transitions[std::string{core::to_string(t.to)} + "|" +
-                    std::string{core::to_string(s.reported.failure)}];
+    ++s.transitions[{t.to, s.reported.failure}];
   }
   return t;
 }
 
 core::Transition VerdictCache::record(const core::Report& report, probe::Clock::time_point now,
-                                      std::uint64_t connects) {
+                                      ProbeConnections connections) {
   std::lock_guard lock(m_mutex);
   const auto it = m_entries.find(report.backend);
   if (it == m_entries.end()) {
@@ -79,7 +78,8 @@ core::Transition VerdictCache::record(const core::Report& report, probe::Clock::
   const core::Transition t = observe(e, report, now);
   BackendSnapshot& s = e.snap;
   s.updated = now;
-  s.probe_connects = connects;
+  s.probe_connects = connections.connects;
+  s.probe_closes = std::move(connections.closes);
   ++s.rounds;
   const double seconds = report.elapsed_ms / 1000.0;
   const auto bucket = std::find_if(k_duration_buckets.begin(), k_duration_buckets.end(),

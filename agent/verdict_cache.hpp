@@ -36,11 +36,18 @@ struct BackendSnapshot {
   probe::Clock::time_point updated{}; // when the last round finished
   double state_since_s = 0;           // seconds the reported state has held
   std::uint64_t rounds = 0;
-  std::map<std::string, std::uint64_t> failures_by_kind; // raw failing rounds
-  std::map<std::string, std::uint64_t> transitions;      // "to|failure" -> count
+  std::map<std::string, std::uint64_t> failures_by_kind;                       // raw failing rounds
+  std::map<std::pair<core::State, core::Failure>, std::uint64_t> transitions;  // (to, failure)
   std::array<std::uint64_t, k_duration_buckets.size() + 1> duration_buckets{}; // last = +Inf
   double duration_sum_s = 0;
   std::uint64_t probe_connects = 0; // connections opened by the prober (first + reconnects)
+  std::map<std::string, std::uint64_t> probe_closes; // kept connections closed, by reason
+};
+
+// The prober's connection counters for one backend, as of a round.
+struct ProbeConnections {
+  std::uint64_t connects = 0;                  // opened (first ones and reconnects)
+  std::map<std::string, std::uint64_t> closes; // closed, by reason (ConnectionCache::closes)
 };
 
 // What one agent-check reply needs of a backend: a few fields, not the report and counters.
@@ -63,10 +70,10 @@ public:
   // Forgets every backend not in `keep` (after a reload).
   void retain(const std::vector<std::string>& keep);
 
-  // Records one round's report for its backend at `now` (with the prober's count of
-  // connections opened so far); returns the transition it caused.
+  // Records one round's report for its backend at `now` (with the prober's connection
+  // counters so far); returns the transition it caused.
   core::Transition record(const core::Report& report, probe::Clock::time_point now,
-                          std::uint64_t connects = 0);
+                          ProbeConnections connections = {});
 
   // Records a verdict that an event decided between rounds (a Sentinel starting a failover)
   // through the same damping; it is not a round: counters of rounds, durations and

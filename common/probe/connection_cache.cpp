@@ -9,11 +9,20 @@ void ConnectionCache::keep(std::multimap<std::string, Idle<Conn>>& pool, const s
                            Kept<Conn> c) {
   const auto now = Clock::now();
   for (auto it = pool.begin(); it != pool.end();) {
-    it = now - it->second.since > k_idle_limit ? pool.erase(it) : std::next(it);
+    if (now - it->second.since > k_idle_limit) {
+      count_close(Close::idle);
+      it = pool.erase(it);
+    } else {
+      it = std::next(it);
+    }
   }
-  if (pool.count(key) == 0 && !too_old(c.born, now)) {
+  if (too_old(c.born, now)) {
+    count_close(Close::max_age);
+  } else if (pool.count(key) != 0) {
+    count_close(Close::surplus); // one idle connection per peer is enough; this one closes here
+  } else {
     pool.emplace(key, Idle<Conn>{now, std::move(c)});
-  } // else: one idle connection per peer is enough; this one closes here
+  }
 }
 
 template <class Conn>
@@ -26,9 +35,17 @@ ConnectionCache::take(std::multimap<std::string, Idle<Conn>>& pool, const std::s
   Kept<Conn> kept = std::move(it->second.kept);
   pool.erase(it);
   if (too_old(kept.born, Clock::now())) {
+    count_close(Close::max_age);
     return std::nullopt; // closes here: the next check opens a new one
   }
   return kept;
+}
+
+std::map<std::string, std::uint64_t> ConnectionCache::closes() const {
+  return {{"max_age", m_closes[static_cast<std::size_t>(Close::max_age)].load()},
+          {"idle", m_closes[static_cast<std::size_t>(Close::idle)].load()},
+          {"broken", m_closes[static_cast<std::size_t>(Close::broken)].load()},
+          {"surplus", m_closes[static_cast<std::size_t>(Close::surplus)].load()}};
 }
 
 std::optional<ConnectionCache::Kept<PgSession>> ConnectionCache::take_pg(const std::string& key) {
@@ -59,8 +76,12 @@ PgLease::PgLease(ConnectionCache* cache, PgTarget target)
       m_key(util::to_string(m_target.address) + "/" + m_target.dbname + "/" + m_target.user) {}
 
 PgLease::~PgLease() {
-  if (m_cache != nullptr && m_session && m_healthy) {
-    m_cache->put_pg(m_key, {std::move(*m_session), m_born});
+  if (m_cache != nullptr && m_session) {
+    if (m_healthy) {
+      m_cache->put_pg(m_key, {std::move(*m_session), m_born});
+    } else {
+      m_cache->count_close(ConnectionCache::Close::broken);
+    }
   }
 }
 
@@ -96,6 +117,9 @@ PgLease::query(const std::string& sql, const std::vector<std::string>& params,
       m_reused, deadline, [&] { return m_session->query(sql, params, deadline); },
       [&] {
         m_session.reset();
+        if (m_cache != nullptr) {
+          m_cache->count_close(ConnectionCache::Close::broken);
+        }
         return open(deadline);
       });
   if (!rows && breaks_connection(rows.error())) {
@@ -110,8 +134,12 @@ RedisLease::RedisLease(ConnectionCache* cache, util::HostPort address)
     : m_cache(cache), m_address(std::move(address)), m_key(util::to_string(m_address)) {}
 
 RedisLease::~RedisLease() {
-  if (m_cache != nullptr && m_link && m_healthy) {
-    m_cache->put_redis(m_key, {std::move(*m_link), m_born});
+  if (m_cache != nullptr && m_link) {
+    if (m_healthy) {
+      m_cache->put_redis(m_key, {std::move(*m_link), m_born});
+    } else {
+      m_cache->count_close(ConnectionCache::Close::broken);
+    }
   }
 }
 
@@ -146,6 +174,9 @@ RedisLease::pipeline(const std::vector<RedisCommand>& commands, const Deadline& 
       m_reused, deadline, [&] { return m_link->pipeline(commands, deadline); },
       [&] {
         m_link.reset();
+        if (m_cache != nullptr) {
+          m_cache->count_close(ConnectionCache::Close::broken);
+        }
         return open(deadline);
       });
   if (!replies && breaks_connection(replies.error())) {

@@ -10,6 +10,7 @@
 #include "pg_session.hpp"
 #include "redis_link.hpp"
 
+#include <array>
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -46,10 +47,18 @@ public:
     return now - born >= k_max_age;
   }
 
+  // Why a kept connection was closed.
+  enum class Close { max_age, idle, broken, surplus };
+
   // New connections opened through this cache (first ones and reconnects), for /metrics.
   std::uint64_t connects() const { return m_connects.load(); }
   // Counts one new connection (called by the leases).
   void count_connect() { ++m_connects; }
+  // Kept connections closed so far, by reason ("max_age", "idle", "broken", "surplus"), for
+  // /metrics. Counted, not logged: a renewal every k_max_age is routine.
+  std::map<std::string, std::uint64_t> closes() const;
+  // Counts one closed connection (a lease that found its connection broken).
+  void count_close(Close why) { ++m_closes[static_cast<std::size_t>(why)]; }
 
   // A connection not taken again within this long is closed (an old leader's, after a
   // switchover; one an abandoned step gave back late).
@@ -65,17 +74,17 @@ private:
   };
   // Keeps at most one idle connection per key and drops those idle too long.
   template <class Conn>
-  static void keep(std::multimap<std::string, Idle<Conn>>& pool, const std::string& key,
-                   Kept<Conn> c);
+  void keep(std::multimap<std::string, Idle<Conn>>& pool, const std::string& key, Kept<Conn> c);
   // The idle connection to `key`, unless none is kept or it is too old (then closed).
   template <class Conn>
-  static std::optional<Kept<Conn>> take(std::multimap<std::string, Idle<Conn>>& pool,
-                                        const std::string& key);
+  std::optional<Kept<Conn>> take(std::multimap<std::string, Idle<Conn>>& pool,
+                                 const std::string& key);
 
   std::mutex m_mutex;
   std::multimap<std::string, Idle<PgSession>> m_pg;
   std::multimap<std::string, Idle<RedisLink>> m_redis;
   std::atomic<std::uint64_t> m_connects{0};
+  std::array<std::atomic<std::uint64_t>, 4> m_closes{}; // by Close
 };
 
 // A PostgreSQL session for one check: reused from `cache` when one is kept (a null cache:

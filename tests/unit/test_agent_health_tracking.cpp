@@ -33,7 +33,7 @@ TEST_CASE("the cache damps, counts and renders", "[agent][cache]") {
   CHECK_FALSE(
       cache
           .record(report("pg_write", {core::State::down, core::Failure::timeout, "slow"}, 700),
-                  t0 + std::chrono::seconds(1), 1)
+                  t0 + std::chrono::seconds(1), {1, {{"max_age", 2}, {"broken", 0}}})
           .changed);
   const auto s = cache.get("pg_write");
   REQUIRE(s);
@@ -68,6 +68,9 @@ TEST_CASE("the cache damps, counts and renders", "[agent][cache]") {
   CHECK(metrics.find(
             "dbcheck_transitions_total{backend=\"pg_write\",to=\"up\",failure=\"none\"} 1\n") !=
         std::string::npos);
+  CHECK(
+      metrics.find("dbcheck_probe_connection_closes_total{backend=\"pg_write\",reason=\"max_age\"}"
+                   " 2\n") != std::string::npos);
   const std::string health = render_health(cache.all(), agent, now);
   CHECK(health.find("\"hysteresis\"") != std::string::npos);
   cache.retain({});
