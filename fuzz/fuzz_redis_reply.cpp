@@ -51,6 +51,12 @@ void check_parsers(const RespValue& v) {
     require(v.type == RespValue::Type::array && v.elements.size() % 2 == 0,
             "SENTINEL MASTER is a flat field/value array");
   }
+  const auto replicas = parse_sentinel_replicas(v); // `dbcheck switchover` picks from these
+  require(replicas.size() <= v.elements.size(), "at most one replica per entry");
+  for (const auto& r : replicas) {
+    require(r.addr.port != 0 && !r.addr.host.empty(), "a replica address is complete");
+    require(!replica_healthy(r) || r.link == "ok", "a healthy replica has its link");
+  }
 }
 
 // hiredis 0.14 callocs an array's element vector from the declared count before any element

@@ -185,4 +185,36 @@ std::string describe(const RedisRole& role) {
                      role.link_state, role.offset);
 }
 
+std::vector<SentinelReplica> parse_sentinel_replicas(const RespValue& reply) {
+  std::vector<SentinelReplica> out;
+  for (const auto& entry : reply.elements) {
+    SentinelReplica r;
+    std::string ip;
+    std::string port;
+    for (std::size_t i = 0; i + 1 < entry.elements.size(); i += 2) {
+      const std::string& k = entry.elements[i].str;
+      const std::string& v = entry.elements[i + 1].str;
+      if (k == "ip") {
+        ip = v;
+      } else if (k == "port") {
+        port = v;
+      } else if (k == "flags") {
+        r.flags = v;
+      } else if (k == "master-link-status") {
+        r.link = v;
+      }
+    }
+    if (auto hp = util::parse_host_port(ip + ":" + port)) {
+      r.addr = *hp;
+      out.push_back(std::move(r));
+    }
+  }
+  return out;
+}
+
+bool replica_healthy(const SentinelReplica& r) {
+  return r.link == "ok" && r.flags.find("down") == std::string::npos &&
+         r.flags.find("disconnected") == std::string::npos;
+}
+
 } // namespace dbcheck::core

@@ -10,6 +10,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace dbcheck::core {
 
@@ -36,6 +37,13 @@ struct SentinelView {
   bool has(std::string_view flag) const;
 };
 
+// One replica as a Sentinel lists it (SENTINEL REPLICAS).
+struct SentinelReplica {
+  util::HostPort addr;
+  std::string flags; // "slave", "slave,s_down", "slave,disconnected", ...
+  std::string link;  // master-link-status: "ok" or "err"
+};
+
 // --- Interface ---
 
 // Classifies an error reply (NOAUTH, WRONGPASS, NOPERM -> auth; LOADING, MASTERDOWN ->
@@ -57,5 +65,12 @@ tl::expected<SentinelView, ProbeError> parse_sentinel_master(const RespValue& re
 
 // A short text for logs: "master offset 123", "replica of 10.0.0.1:6379 (connected) offset 120".
 std::string describe(const RedisRole& role);
+
+// The replicas in SENTINEL REPLICAS' reply (an array of flat field/value arrays); entries
+// without a usable ip and port are left out, anything else is ignored, never an error.
+std::vector<SentinelReplica> parse_sentinel_replicas(const RespValue& reply);
+
+// True for a replica its Sentinel sees linked and up: one a switchover may promote.
+bool replica_healthy(const SentinelReplica& r);
 
 } // namespace dbcheck::core

@@ -116,3 +116,26 @@ TEST_CASE("SENTINEL MASTER: flags and config-epoch", "[core][redis][sentinel]") 
   CHECK(parse_sentinel_master(R::error("ERR No such master with that name")).error().kind ==
         Failure::protocol);
 }
+
+TEST_CASE("SENTINEL REPLICAS: addresses, flags and link of each replica",
+          "[core][redis][replicas]") {
+  const auto entry = [](const char* ip, const char* port, const char* flags, const char* link) {
+    return R::array({R::string("name"), R::string("x"), R::string("ip"), R::string(ip),
+                     R::string("port"), R::string(port), R::string("flags"), R::string(flags),
+                     R::string("master-link-status"), R::string(link)});
+  };
+  const auto replicas = parse_sentinel_replicas(R::array(
+      {entry("10.0.0.2", "6379", "slave", "ok"), entry("10.0.0.3", "6379", "slave,s_down", "ok"),
+       entry("10.0.0.4", "6379", "slave", "err"),
+       entry("10.0.0.5", "6379", "slave,disconnected", "ok"),
+       entry("", "6379", "slave", "ok"),                      // no address: left out
+       R::array({R::string("ip"), R::string("10.0.0.6")})})); // no port: left out
+  REQUIRE(replicas.size() == 4);
+  CHECK(replicas[0].addr == HostPort{"10.0.0.2", 6379});
+  CHECK(replica_healthy(replicas[0]));
+  CHECK_FALSE(replica_healthy(replicas[1])); // subjectively down
+  CHECK_FALSE(replica_healthy(replicas[2])); // link to the master broken
+  CHECK_FALSE(replica_healthy(replicas[3]));
+  CHECK(parse_sentinel_replicas(R::error("ERR No such master with that name")).empty());
+  CHECK(parse_sentinel_replicas(R::nil()).empty());
+}
