@@ -1,0 +1,271 @@
+#include "commands.hpp"
+
+#include "cli.hpp"
+#include "process_setup.hpp"
+#include "syslog_line.hpp"
+
+#include <config/load_config.hpp>
+#include <core/report.hpp>
+#include <probe/run_check.hpp>
+
+#include <fmt/format.h>
+
+#include <syslog.h>
+#include <unistd.h>
+
+#include <iostream>
+#include <switchover/switchover.hpp>
+
+namespace dbcheck::extcheck {
+namespace {
+
+void log_line(Output out, int priority, const std::string& line) {
+  if (out == Output::haproxy) {
+    // HAProxy never reads our output; the line belongs in syslog, and on a terminal too.
+    send_syslog(priority, line);
+    if (::isatty(STDERR_FILENO) != 0) {
+      std::cerr << line << '\n';
+    }
+  } else {
+    std::cerr << line << '\n';
+  }
+}
+
+// Loads the config; `whole`: every cluster's password files must be readable too (else a
+// cluster whose files cannot be read fails only its own checks, see unreadable()).
+tl::expected<config::Config, int> load(const std::string& path, Output out, bool whole = false) {
+  auto cfg = whole ? config::all_readable(config::load_config(path)) : config::load_config(path);
+  if (!cfg) {
+    for (const auto& m : cfg.error().messages) {
+      log_line(out, LOG_ERR, fmt::format("configuration error: {}", m));
+    }
+    return tl::make_unexpected(k_exit_config);
+  }
+  return std::move(*cfg);
+}
+
+// True, after logging why, when `cluster`'s password files could not be read.
+bool unreadable(const config::Config& cfg, const std::string& cluster, Output out) {
+  const auto it = cfg.unreadable.find(cluster);
+  if (it == cfg.unreadable.end()) {
+    return false;
+  }
+  for (const auto& m : it->second) {
+    log_line(out, LOG_ERR, fmt::format("configuration error: {}", m));
+  }
+  return true;
+}
+
+// Loads the config and checks `target`; on a config problem logs it and returns exit code 2.
+tl::expected<core::Report, int> check(const std::string& path, const Target& target, Output out,
+                                      probe::Clock::time_point started) {
+  auto cfg = load(path, out);
+  if (!cfg) {
+    return tl::make_unexpected(cfg.error());
+  }
+  const auto b = cfg->backends.find(target.backend);
+  if (b == cfg->backends.end()) {
+    std::string known;
+    for (const auto& [name, _] : cfg->backends) {
+      known += known.empty() ? name : ", " + name;
+    }
+    log_line(out, LOG_ERR,
+             fmt::format("configuration error: {}: no [backend.{}] (HAProxy backend names must "
+                         "match; known: {})",
+                         path, target.backend, known));
+    return tl::make_unexpected(k_exit_config);
+  }
+  if (unreadable(*cfg, b->second.cluster, out)) {
+    return tl::make_unexpected(k_exit_config);
+  }
+  const config::Cluster& cluster = cfg->clusters.at(b->second.cluster);
+  return probe::run_check(cluster, b->second, target.node, started);
+}
+
+int exit_code(const core::Report& r) {
+  return core::passes(r.verdict) ? k_exit_pass : k_exit_fail;
+}
+
+// Exit status of a switchover that did not succeed: the state the operator must act on
+// first (left paused, interrupted), else the phase it failed in (3 preflight ... 8 unpause).
+int switchover_exit(const switchover::SwitchoverResult& r) {
+  if (r.left_paused) {
+    return k_exit_left_paused;
+  }
+  if (r.interrupted_by) {
+    return k_exit_interrupted;
+  }
+  switch (*r.failed) {
+  case switchover::SwitchoverPhase::preflight:
+    return k_exit_failed_preflight;
+  case switchover::SwitchoverPhase::pause:
+    return k_exit_failed_pause;
+  case switchover::SwitchoverPhase::request:
+    return k_exit_failed_request;
+  case switchover::SwitchoverPhase::confirm:
+    return k_exit_failed_confirm;
+  case switchover::SwitchoverPhase::demote:
+    return k_exit_failed_demote;
+  case switchover::SwitchoverPhase::unpause:
+    return k_exit_failed_unpause;
+  }
+  return k_exit_failed_preflight;
+}
+
+} // namespace
+
+int switchover_command(const std::string& path, const SwitchoverArgs& args) {
+  const std::string& cluster_name = args.cluster;
+  const std::string& to = args.to;
+  const std::string& timeout = args.timeout;
+  const std::string& pause = args.pause;
+  const bool dry_run = args.dry_run;
+  // Before anything starts a thread: SIGINT/SIGTERM are then only taken between steps, and
+  // run the release of the old master instead of killing the process half-way.
+  block_stop_signals();
+  auto cfg = load(path, Output::terminal);
+  if (!cfg) {
+    return cfg.error();
+  }
+  const auto it = cfg->clusters.find(cluster_name);
+  if (it == cfg->clusters.end()) {
+    std::cerr << fmt::format("dbcheck: {}: no [cluster.{}]\n", path, cluster_name);
+    return k_exit_config;
+  }
+  if (unreadable(*cfg, cluster_name, Output::terminal)) {
+    return k_exit_config;
+  }
+  switchover::SwitchoverOptions options;
+  options.dry_run = dry_run;
+  options.interrupted = take_stop_signal;
+  auto parsed_timeout = util::parse_duration(timeout);
+  if (!parsed_timeout) {
+    std::cerr << fmt::format("dbcheck: --timeout {}: {}\n", timeout, parsed_timeout.error());
+    return k_exit_config;
+  }
+  options.timeout = *parsed_timeout;
+  if (!pause.empty()) {
+    auto parsed_pause = util::parse_duration(pause);
+    if (!parsed_pause) {
+      std::cerr << fmt::format("dbcheck: --pause {}: {}\n", pause, parsed_pause.error());
+      return k_exit_config;
+    }
+    const util::Duration least = switchover::minimum_pause(options.timeout);
+    if (*parsed_pause < least) {
+      std::cerr << fmt::format(
+          "dbcheck: --pause {} is shorter than --timeout {} plus the {} margin for releasing "
+          "the old master: the pause must outlive the switchover (give --pause {} or more, or "
+          "leave it out)\n",
+          pause, util::format_duration(options.timeout),
+          util::format_duration(least - options.timeout), util::format_duration(least));
+      return k_exit_config;
+    }
+    options.pause = *parsed_pause;
+  }
+  if (!to.empty()) {
+    auto hp = util::parse_host_port(to);
+    if (!hp) {
+      std::cerr << fmt::format("dbcheck: --to {}: {}\n", to, hp.error());
+      return k_exit_config;
+    }
+    options.to = *hp;
+  }
+  const auto progress = [](const switchover::SwitchoverEvent& e) {
+    std::cout << fmt::format("[{:6.1f}s] {:<9} {}{}\n", e.elapsed_s, switchover::to_string(e.phase),
+                             !e.finished ? "waiting for: "
+                             : e.ok      ? "done: "
+                                         : "FAILED: ",
+                             e.text)
+              << std::flush;
+  };
+  const switchover::SwitchoverResult r = switchover::run_switchover(it->second, options, progress);
+  if (!r.plan.empty() && (dry_run || !r.ok)) {
+    std::cout << (dry_run ? "plan (dry run, nothing changed):\n" : "the plan was:\n");
+    for (std::size_t i = 0; i < r.plan.size(); ++i) {
+      std::cout << fmt::format("  {}. {}\n", i + 1, r.plan[i]);
+    }
+  }
+  std::string phases;
+  for (const auto& p : r.phases) {
+    phases += fmt::format("{}{} {:.1f}s", phases.empty() ? "" : ", ",
+                          switchover::to_string(p.phase), p.seconds);
+  }
+  if (!r.ok) {
+    if (!r.advice.empty()) {
+      std::cout << fmt::format("{}: {}\n", r.left_paused ? "OPERATOR ACTION NEEDED" : "to do",
+                               r.advice);
+    }
+    std::cout << fmt::format("switchover of {} {} in {} after {:.1f}s: {} ({})\n", cluster_name,
+                             r.interrupted_by ? "INTERRUPTED" : "FAILED",
+                             switchover::to_string(*r.failed), r.total_s, r.error, phases)
+              << std::flush;
+    return switchover_exit(r);
+  }
+  if (dry_run) {
+    std::cout << fmt::format("dry run of {}: the cluster is ready ({})\n", cluster_name, phases);
+  } else {
+    std::cout << fmt::format("switchover of {}: {} -> {} in {:.1f}s ({})\n", cluster_name,
+                             r.old_primary, r.new_primary, r.total_s, phases);
+  }
+  return k_exit_pass;
+}
+
+int haproxy_check(const std::string& path, const std::vector<std::string>& args, const Env& env,
+                  probe::Clock::time_point started) {
+  auto target = haproxy_target(args, env);
+  if (!target) {
+    // Not HAProxy's call after all (HAProxy always sets these): say so where a person sees it.
+    log_line(Output::terminal, LOG_ERR, fmt::format("dbcheck: {}", target.error()));
+    return k_exit_config;
+  }
+  auto report = check(path, *target, Output::haproxy, started);
+  if (!report) {
+    return report.error();
+  }
+  log_line(Output::haproxy, core::passes(report->verdict) ? LOG_INFO : LOG_WARNING,
+           core::render_line(*report));
+  return exit_code(*report);
+}
+
+int manual_check(const std::string& path, const std::string& backend, const std::string& node,
+                 Shape shape, probe::Clock::time_point started) {
+  auto target = manual_target(backend, node);
+  if (!target) {
+    std::cerr << "dbcheck: " << target.error() << '\n';
+    return k_exit_config;
+  }
+  auto report = check(path, *target, Output::terminal, started);
+  if (!report) {
+    return report.error();
+  }
+  switch (shape) {
+  case Shape::line:
+    std::cout << core::render_line(*report) << '\n';
+    break;
+  case Shape::text:
+    std::cout << core::render_text(*report);
+    break;
+  case Shape::json:
+    std::cout << core::render_json(*report) + "\n";
+    break;
+  }
+  return exit_code(*report);
+}
+
+int config_check(const std::string& path) {
+  auto cfg = load(path, Output::terminal, true);
+  if (!cfg) {
+    return cfg.error();
+  }
+  std::cout << fmt::format("{}: OK, {} cluster(s), {} backend(s)\n", path, cfg->clusters.size(),
+                           cfg->backends.size());
+  for (const auto& [name, b] : cfg->backends) {
+    std::cout << fmt::format(
+        "  backend {}: cluster {}, role {}, timeout {}{}\n", name, b.cluster,
+        config::to_string(b.role), util::format_duration(b.timeout),
+        b.role == config::Role::replica ? ", max_lag " + util::format_duration(b.max_lag) : "");
+  }
+  return k_exit_pass;
+}
+
+} // namespace dbcheck::extcheck

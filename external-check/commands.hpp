@@ -1,0 +1,49 @@
+#pragma once
+// What each dbcheck command does once its arguments are parsed: HAProxy's check, check and
+// explain by hand, config-check, switchover. cli.cpp only defines and parses the command
+// line and calls one of these; each returns the process exit code (cli.hpp).
+
+#include "invocation.hpp"
+
+#include <config/config.hpp>
+#include <probe/deadline.hpp>
+
+#include <tl/expected.hpp>
+
+#include <string>
+#include <vector>
+
+namespace dbcheck::extcheck {
+
+// Where a run's single reason line goes.
+enum class Output { haproxy, terminal };
+
+// How `check` and `explain` print a report.
+enum class Shape { line, text, json };
+
+// The arguments of `dbcheck switchover`, as typed.
+struct SwitchoverArgs {
+  std::string cluster;
+  std::string to;
+  std::string timeout = "60s";
+  std::string pause;
+  bool dry_run = false;
+};
+
+// --- Interface ---
+
+// HAProxy's call: the target from its arguments and environment; the reason to syslog.
+int haproxy_check(const std::string& path, const std::vector<std::string>& args, const Env& env,
+                  probe::Clock::time_point started);
+
+// `dbcheck check|explain BACKEND NODE`: the report on stdout in `shape`.
+int manual_check(const std::string& path, const std::string& backend, const std::string& node,
+                 Shape shape, probe::Clock::time_point started);
+
+// `dbcheck config-check`: every problem of the file, or a summary of what it defines.
+int config_check(const std::string& path);
+
+// `dbcheck switchover`: progress on stdout as it happens, a summary, an exit code per phase.
+int switchover_command(const std::string& path, const SwitchoverArgs& args);
+
+} // namespace dbcheck::extcheck
