@@ -1,4 +1,9 @@
-// The only file that includes toml++ (a heavy header): everything TOML stops here.
+// The only file that includes toml++ (a heavy header): everything TOML stops here. Over ~350
+// lines on purpose: the key tables of each section need toml++'s node type, and splitting them
+// into files of their own would compile toml++ once per file (the project keeps heavy headers
+// in one .cpp each). Its parts, in order: the error collector and the typed readers
+// ("want_*"), the key table of each section (the defaults live in config.hpp), the sections,
+// and the cross-references between them (parse_config).
 #include "load_config.hpp"
 
 #include <util/url.hpp>
@@ -158,11 +163,12 @@ std::optional<std::string> want_one_of(const toml::node& n, Errors& e, const std
   return s;
 }
 
-// Settings that [defaults] provides and a backend may override.
+// Settings that [defaults] provides and a backend may override; without [defaults], the
+// Backend's own (config.hpp is the one place they are written).
 struct Defaults {
-  util::Duration timeout{800};
-  util::Duration max_lag{1000};
-  core::SaturationPolicy on_saturation = core::SaturationPolicy::up;
+  util::Duration timeout = Backend{}.timeout;
+  util::Duration max_lag = Backend{}.max_lag;
+  core::SaturationPolicy on_saturation = Backend{}.on_saturation;
 };
 
 // A backend as written, before defaults are applied.
