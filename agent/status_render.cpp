@@ -26,6 +26,20 @@ std::string label(std::string_view v) {
   return out;
 }
 
+// The change under way: {"kind": "failing", "rounds": 1, "of": 2}, {"kind": "lagging",
+// "lasted_s": 2.0, "window_s": 5.0}, or {"kind": "none"}.
+nlohmann::json pending_json(const core::PendingChange& p) {
+  nlohmann::json j = {{"kind", core::to_string(p.kind)}};
+  if (p.kind == core::PendingChange::Kind::lagging) {
+    j["lasted_s"] = static_cast<double>(p.lasted.count()) / 1000.0;
+    j["window_s"] = static_cast<double>(p.window.count()) / 1000.0;
+  } else if (p.kind != core::PendingChange::Kind::none) {
+    j["rounds"] = p.rounds;
+    j["of"] = p.needed;
+  }
+  return j;
+}
+
 } // namespace
 
 double age_seconds(const BackendSnapshot& s, probe::Clock::time_point now) {
@@ -89,7 +103,10 @@ std::string render_health(const std::vector<BackendSnapshot>& all, const AgentSt
           {"elapsed_ms", s.last_report ? s.last_report->elapsed_ms : 0.0},
           {"steps", steps}}},
         {"lag", lag},
-        {"hysteresis", {{"successes", s.successes}, {"failures", s.failures}}},
+        {"hysteresis",
+         {{"successes", s.successes},
+          {"failures", s.failures},
+          {"pending", pending_json(s.pending)}}},
         {"rounds", s.rounds}};
   }
   json doc = {{"backends", backends},

@@ -17,6 +17,7 @@ void fill_from_tracker(BackendSnapshot& s, const core::HealthTracker& t, util::D
   s.successes = t.successes();
   s.failures = t.failures();
   s.falling = t.falling();
+  s.pending = t.pending();
   s.state_since_s = static_cast<double>((now_ms - t.changed_at()).count()) / 1000.0;
 }
 

@@ -31,7 +31,8 @@ struct BackendSnapshot {
   core::Verdict raw;      // last round, undamped
   int successes = 0;
   int failures = 0;
-  bool falling = false; // up but failing, fewer than fall rounds (core HealthTracker)
+  bool falling = false;        // up but failing, fewer than fall rounds (core HealthTracker)
+  core::PendingChange pending; // the change under way, as data
   std::optional<core::Report> last_report;
   probe::Clock::time_point updated{}; // when the last round finished
   double state_since_s = 0;           // seconds the reported state has held

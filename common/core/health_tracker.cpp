@@ -62,8 +62,44 @@ bool HealthTracker::falling() const {
          m_raw.failure != Failure::lag;
 }
 
+std::string_view to_string(PendingChange::Kind kind) {
+  switch (kind) {
+  case PendingChange::Kind::failing:
+    return "failing";
+  case PendingChange::Kind::recovering:
+    return "recovering";
+  case PendingChange::Kind::lagging:
+    return "lagging";
+  case PendingChange::Kind::none:
+    break;
+  }
+  return "none";
+}
+
+PendingChange HealthTracker::pending() const {
+  PendingChange p;
+  if (!m_started) {
+    return p;
+  }
+  if (m_reported.state == State::up && m_raw.failure == Failure::lag && m_lag_bad_since) {
+    p.kind = PendingChange::Kind::lagging;
+    p.lasted = m_last_now - *m_lag_bad_since;
+    p.window = m_policy.lag_window;
+  } else if (falling()) {
+    p.kind = PendingChange::Kind::failing;
+    p.rounds = m_failures;
+    p.needed = m_policy.fall;
+  } else if (m_reported.state == State::down && m_successes > 0) {
+    p.kind = PendingChange::Kind::recovering;
+    p.rounds = m_successes;
+    p.needed = m_policy.rise;
+  }
+  return p;
+}
+
 Transition HealthTracker::observe(const Verdict& raw, util::Duration now) {
   m_raw = raw;
+  m_last_now = now;
   const bool first = !m_started;
   const bool was_up = m_started && m_reported.state == State::up;
 
@@ -77,8 +113,7 @@ Transition HealthTracker::observe(const Verdict& raw, util::Duration now) {
     m_lag_bad_since.reset();
     // A writer moved to may come in by time since the manager's move (header comment).
     const std::optional<util::Duration> since = since_move();
-    const util::Duration needed =
-        (m_policy.rise - 1) * m_policy.interval - m_policy.interval / 4;
+    const util::Duration needed = (m_policy.rise - 1) * m_policy.interval - m_policy.interval / 4;
     if (first || was_up || m_successes >= m_policy.rise || (since && *since >= needed)) {
       m_armed = false; // up: the move is over; a later outage rises on passes again
       m_move_from.reset();

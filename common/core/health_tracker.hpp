@@ -34,6 +34,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace dbcheck::core {
 
@@ -54,6 +55,25 @@ struct Transition {
 };
 
 // Keeps the state reported for one backend from the raw verdict of each probe round.
+// A change of the reported state under way, as data: the reason says the same in words, and
+// /health shows this (an operator's tooling should not parse prose).
+struct PendingChange {
+  enum class Kind {
+    none,       // the reported state is settled
+    failing,    // up, failing: down after `needed` consecutive failing rounds (fall)
+    recovering, // down, passing: up after `needed` consecutive passing rounds (rise)
+    lagging,    // up, lagging: down once the lag has lasted `window` (time, not rounds)
+  };
+  Kind kind = Kind::none;
+  int rounds = 0;           // failing or recovering: consecutive rounds so far
+  int needed = 0;           // failing or recovering: rounds that complete the change
+  util::Duration lasted{0}; // lagging: how long so far
+  util::Duration window{0}; // lagging: lag_window
+};
+
+// "failing", "recovering", "lagging", "none".
+std::string_view to_string(PendingChange::Kind kind);
+
 class HealthTracker {
 public:
   // --- Interface ---
@@ -73,6 +93,9 @@ public:
 
   // True once at least one round was observed.
   bool started() const { return m_started; }
+
+  // The change under way as of the last round, if any.
+  PendingChange pending() const;
 
   // Consecutive passing / failing rounds so far (for /health and metrics).
   int successes() const { return m_successes; }
@@ -110,6 +133,7 @@ private:
   util::Duration m_move_last{0};             // the last such round
   std::optional<util::Duration> m_lag_bad_since;
   util::Duration m_changed_at{0};
+  util::Duration m_last_now{0}; // the last round's `now`
 };
 
 } // namespace dbcheck::core

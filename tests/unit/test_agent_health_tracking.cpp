@@ -73,6 +73,8 @@ TEST_CASE("the cache damps, counts and renders", "[agent][cache]") {
                    " 2\n") != std::string::npos);
   const std::string health = render_health(cache.all(), agent, now);
   CHECK(health.find("\"hysteresis\"") != std::string::npos);
+  CHECK(health.find("\"pending\": {\n") != std::string::npos);
+  CHECK(health.find("\"kind\": \"failing\"") != std::string::npos);
   cache.retain({});
   CHECK(cache.all().empty());
 }

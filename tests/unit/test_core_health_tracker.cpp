@@ -105,6 +105,36 @@ TEST_CASE("reported reasons say what is pending", "[core][tracker]") {
         "lagging for 1.500s of lag_window 5.000s: replica lag 2.000s > max_lag 1.000s");
 }
 
+TEST_CASE("the pending change as data, the same as the reason says", "[core][tracker]") {
+  using Kind = PendingChange::Kind;
+  HealthTracker t(TrackerPolicy{3, 2, Duration{5000}, false});
+  CHECK(t.pending().kind == Kind::none);
+  t.observe(k_up, Duration{0});
+  CHECK(t.pending().kind == Kind::none);
+  t.observe(k_timeout, Duration{1000});
+  auto p = t.pending();
+  CHECK(p.kind == Kind::failing);
+  CHECK(p.rounds == 1);
+  CHECK(p.needed == 2);
+  t.observe(k_timeout, Duration{2000}); // down now: settled
+  CHECK(t.pending().kind == Kind::none);
+  t.observe(k_up, Duration{3000});
+  t.observe(k_up, Duration{4000});
+  p = t.pending();
+  CHECK(p.kind == Kind::recovering);
+  CHECK(p.rounds == 2);
+  CHECK(p.needed == 3);
+  t.observe(k_up, Duration{5000});
+  CHECK(t.pending().kind == Kind::none);
+  t.observe(k_lag, Duration{6000});
+  t.observe(k_lag, Duration{8500});
+  p = t.pending();
+  CHECK(p.kind == Kind::lagging);
+  CHECK(p.lasted == Duration{2500});
+  CHECK(p.window == Duration{5000});
+  CHECK(to_string(p.kind) == "lagging");
+}
+
 TEST_CASE("saturation passes (degraded), it is not a failure", "[core][tracker]") {
   HealthTracker t(TrackerPolicy{});
   t.observe(k_up, Duration{0});
@@ -157,9 +187,8 @@ const Verdict k_no_leader =
 const Verdict k_named_promoting = named(
     {State::down, Failure::role, "not the writer: names this node; PostgreSQL is in recovery"},
     Named::this_node);
-const Verdict k_named_unconfirmed =
-    named({State::down, Failure::timeout, "names this node; its own Patroni: timeout"},
-          Named::this_node);
+const Verdict k_named_unconfirmed = named(
+    {State::down, Failure::timeout, "names this node; its own Patroni: timeout"}, Named::this_node);
 const Verdict k_named_up = named(k_up, Named::this_node);
 const Verdict k_named_timeout = named(k_timeout, Named::this_node);
 const TrackerPolicy k_writer{3, 2, Duration{5000}, true, Duration{1000}};
@@ -184,8 +213,7 @@ TEST_CASE("a writer moved to may rise by time since the manager's move, not its 
                 });
 }
 
-TEST_CASE("a writer never seen moved from another node rises on passes alone",
-          "[core][tracker]") {
+TEST_CASE("a writer never seen moved from another node rises on passes alone", "[core][tracker]") {
   // Frozen while named (its own Patroni silent), then no leader, then named again: no other
   // node was seen holding the lock, but one may have held it between two rounds (Patroni
   // 3.0.2 re-putting the old key): plain rise.
@@ -245,15 +273,14 @@ TEST_CASE("a round naming another writer, or unread, starts the count again", "[
 }
 
 TEST_CASE("the rounds since the manager's move are a writer's rule only", "[core][tracker]") {
-  run(TrackerPolicy{3, 2, Duration{5000}, false},
-      {
-          {0, k_other_leader, State::down, true},
-          {1000, k_no_leader, State::down, false},
-          {2000, k_no_leader, State::down, false},
-          {3000, k_named_up, State::down, false},
-          {4000, k_named_up, State::down, false},
-          {5000, k_named_up, State::up, true},
-      });
+  run(TrackerPolicy{3, 2, Duration{5000}, false}, {
+                                                      {0, k_other_leader, State::down, true},
+                                                      {1000, k_no_leader, State::down, false},
+                                                      {2000, k_no_leader, State::down, false},
+                                                      {3000, k_named_up, State::down, false},
+                                                      {4000, k_named_up, State::down, false},
+                                                      {5000, k_named_up, State::up, true},
+                                                  });
 }
 
 TEST_CASE("a writer's time since the move is time, not rounds", "[core][tracker]") {
@@ -289,15 +316,14 @@ TEST_CASE("a writer's time since the move is time, not rounds", "[core][tracker]
                     {3900, k_named_up, State::up, true},
                 });
   // Without the agent's interval the rule is off: passes only.
-  run(TrackerPolicy{3, 2, Duration{5000}, true},
-      {
-          {0, k_other_leader, State::down, true},
-          {1000, k_no_leader, State::down, false},
-          {2000, k_named_promoting, State::down, false},
-          {3000, k_named_up, State::down, false},
-          {4000, k_named_up, State::down, false},
-          {5000, k_named_up, State::up, true},
-      });
+  run(TrackerPolicy{3, 2, Duration{5000}, true}, {
+                                                     {0, k_other_leader, State::down, true},
+                                                     {1000, k_no_leader, State::down, false},
+                                                     {2000, k_named_promoting, State::down, false},
+                                                     {3000, k_named_up, State::down, false},
+                                                     {4000, k_named_up, State::down, false},
+                                                     {5000, k_named_up, State::up, true},
+                                                 });
 }
 
 TEST_CASE("a writer recovering says which count it waits on", "[core][tracker]") {
