@@ -13,7 +13,6 @@ leaked a secret, or could not be measured. Lab servers are ours, stopped by PID.
 import argparse
 import functools
 import json
-import os
 import shutil
 import signal
 import sys
@@ -24,25 +23,24 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "integration"))
-sys.path.insert(0, str(REPO / "bench"))
+# tests/integration (the fixtures package) is on PYTHONPATH: bench/fault-matrix sources scripts/pythonpath.
+from fixtures import faults, redis as redis_fx
+from fixtures.agent import AgentProcess, start_pg_agents, start_redis_agents
+from fixtures.binaries import agent_bin, dbcheck_bin
+from fixtures.dbcheck import run_dbcheck, write_dbcheck_config, write_redis_config
+from fixtures.fake_http import FakeHttp
+from fixtures.fake_resp import FakeResp
+from fixtures.patroni import HBA_REJECTED_USER, PatroniCluster
+from fixtures import patroni as patroni_fx
+from fixtures.periodic import Periodic
+from fixtures.ports import free_ports
+from fixtures.procs import wait_until
+from fixtures.redis import RedisSentinelCluster
 
-from fixtures import faults, redis as redis_fx  # noqa: E402
-from fixtures.agent import AgentProcess, start_pg_agents, start_redis_agents  # noqa: E402
-from fixtures.dbcheck import run_dbcheck, write_dbcheck_config, write_redis_config  # noqa: E402
-from fixtures.fake_http import FakeHttp  # noqa: E402
-from fixtures.fake_resp import FakeResp  # noqa: E402
-from fixtures.patroni import HBA_REJECTED_USER, PatroniCluster  # noqa: E402
-from fixtures import patroni as patroni_fx  # noqa: E402
-from fixtures.periodic import Periodic  # noqa: E402
-from fixtures.ports import free_ports  # noqa: E402
-from fixtures.procs import wait_until  # noqa: E402
-from fixtures.redis import RedisSentinelCluster  # noqa: E402
-
-# Overridable like the tests' (conftest.py): a fix can be measured from another build dir.
-DBCHECK = Path(os.environ.get("DBCHECK_BIN") or REPO / "build" / "external-check" / "dbcheck")
-AGENT = Path(os.environ.get("DBCHECK_AGENT_BIN") or REPO / "build" / "agent" / "dbcheck-agent")
+# $DBCHECK_BIN / $DBCHECK_AGENT_BIN override them, as for the tests: a fix can be measured from
+# another build dir.
+DBCHECK = dbcheck_bin()
+AGENT = agent_bin()
 TIMEOUT_S, MARGIN_S = 0.8, 0.1    # the configured check deadline and the issue's margin
 CHECK_CAP_S = TIMEOUT_S + 5       # a check process still running then is killed: a hang
 ROW_CAP_S = 150                   # hard wall-clock cap of one row (SIGALRM)

@@ -21,21 +21,20 @@ import time
 import traceback
 from pathlib import Path
 
+# tests/integration (the fixtures package) is on PYTHONPATH: bench/run sources scripts/pythonpath.
+import agent_load as load
+import external_cost as ext
+from fixtures import redis as redis_fx
+from fixtures.agent import start_pg_agents, start_redis_agents
+from fixtures.binaries import agent_bin, dbcheck_bin
+from fixtures.dbcheck import write_dbcheck_config, write_redis_config
+from fixtures.patroni import HC_PASSWORD, HC_USER, PatroniCluster
+from fixtures.redis import RedisSentinelCluster
+import results
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "integration"))
-sys.path.insert(0, str(REPO / "bench"))
-
-import agent_load as load  # noqa: E402
-import external_cost as ext  # noqa: E402
-from fixtures import redis as redis_fx  # noqa: E402
-from fixtures.agent import start_pg_agents, start_redis_agents  # noqa: E402
-from fixtures.dbcheck import write_dbcheck_config, write_redis_config  # noqa: E402
-from fixtures.patroni import HC_PASSWORD, HC_USER, PatroniCluster  # noqa: E402
-from fixtures.redis import RedisSentinelCluster  # noqa: E402
-import results  # noqa: E402
-
-DBCHECK = REPO / "build" / "external-check" / "dbcheck"
-AGENT = REPO / "build" / "agent" / "dbcheck-agent"
+DBCHECK = dbcheck_bin()
+AGENT = agent_bin()
 BUILD_BENCH = REPO / "build-bench"
 # The C programs of bench/ (not part of the CMake build): name -> (source, pkg-config packages).
 TOOLS = {

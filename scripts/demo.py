@@ -20,21 +20,20 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "integration"))
+import psycopg2
 
-import psycopg2  # noqa: E402
-
-from fixtures.dbcheck import write_check_wrapper, write_dbcheck_config, write_redis_config  # noqa: E402
-from fixtures.haproxy import HAProxy, render_example_for, render_redis_example_for  # noqa: E402
-from fixtures.redis import ADMIN_PASSWORD, RedisSentinelCluster, redis_pipeline  # noqa: E402
-from fixtures.patroni import APP_DB, APP_PASSWORD, APP_USER, PatroniCluster  # noqa: E402
-from fixtures.agent import (render_agent_example, render_redis_agent_example,  # noqa: E402
+# tests/integration (the fixtures package) is on PYTHONPATH: scripts/demo sources scripts/pythonpath.
+from fixtures.binaries import agent_bin, dbcheck_bin
+from fixtures.dbcheck import write_check_wrapper, write_dbcheck_config, write_redis_config
+from fixtures.haproxy import HAProxy, render_example_for, render_redis_example_for
+from fixtures.redis import ADMIN_PASSWORD, RedisSentinelCluster, redis_pipeline
+from fixtures.patroni import APP_DB, APP_PASSWORD, APP_USER, PatroniCluster
+from fixtures.agent import (render_agent_example, render_redis_agent_example,
                             start_pg_agents, start_redis_agents)
-from fixtures.procs import wait_until  # noqa: E402
+from fixtures.procs import wait_until
 
-DBCHECK = REPO / "build" / "external-check" / "dbcheck"
-AGENT = REPO / "build" / "agent" / "dbcheck-agent"
+DBCHECK = dbcheck_bin()
+AGENT = agent_bin()
 
 
 def node_addr(node):
@@ -135,8 +134,8 @@ def main():
                     help="instead, watch a network partition of the primary's host (N1, N2)")
     args = ap.parse_args()
     if args.partition:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        import demo_partition  # noqa: E402 - only this mode needs the partition lab
+        # scripts/ is on sys.path as this script's own directory.
+        import demo_partition  # only this mode needs the partition lab
         return demo_partition.main()
 
     work = Path(tempfile.mkdtemp(prefix="dbcheck-demo.", dir="/tmp"))

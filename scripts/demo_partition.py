@@ -24,14 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "integration"))
-sys.path.insert(0, str(REPO / "bench"))
-sys.path.insert(0, str(REPO / "bench" / "failover"))
-
-import failover as F  # noqa: E402
-import partitions as P  # noqa: E402
-import watches as W  # noqa: E402
+# bench/failover, bench and tests/integration are on PYTHONPATH: scripts/demo sources scripts/pythonpath.
+import failover as F
+import partitions as P
+import watches as W
 
 TICK = 1.0
 

@@ -43,25 +43,24 @@ import traceback
 import urllib.request
 from pathlib import Path
 
+# bench and tests/integration (the fixtures package) are on PYTHONPATH: bench/failover/run and
+# scripts/test source scripts/pythonpath, pytest reads setup.cfg.
+import results
+import losses as L
+import variants as V
+import watches as W
+from fixtures import redis as redis_fx
+from fixtures.agent import start_pg_agents, start_redis_agents
+from fixtures.binaries import agent_bin, dbcheck_bin
+from fixtures.dbcheck import operator_lines, write_check_wrapper, write_dbcheck_config, write_redis_config
+from fixtures.haproxy import HAProxy
+from fixtures.patroni import APP_DB, APP_PASSWORD, APP_USER, SUPERUSER, PatroniCluster
+from fixtures.procs import wait_until
+from fixtures.writers import PgWriter, RedisWriter
+
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tests" / "integration"))
-sys.path.insert(0, str(REPO / "bench"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import results  # noqa: E402
-import losses as L  # noqa: E402
-import variants as V  # noqa: E402
-import watches as W  # noqa: E402
-from fixtures import redis as redis_fx  # noqa: E402
-from fixtures.agent import start_pg_agents, start_redis_agents  # noqa: E402
-from fixtures.dbcheck import operator_lines, write_check_wrapper, write_dbcheck_config, write_redis_config  # noqa: E402
-from fixtures.haproxy import HAProxy  # noqa: E402
-from fixtures.patroni import APP_DB, APP_PASSWORD, APP_USER, SUPERUSER, PatroniCluster  # noqa: E402
-from fixtures.procs import wait_until  # noqa: E402
-from fixtures.writers import PgWriter, RedisWriter  # noqa: E402
-
-DBCHECK = REPO / "build" / "external-check" / "dbcheck"
-AGENT = REPO / "build" / "agent" / "dbcheck-agent"
+DBCHECK = dbcheck_bin()
+AGENT = agent_bin()
 OUT = REPO / "build" / "failover"
 WARMUP, AFTER = 1.5, 2.0  # seconds of writes before the fault and after everything settled
 HOLD = 4.0  # seconds the old primary stays away after the manager named a new one

@@ -1,14 +1,9 @@
 """The failover proof's classes of loss and two-writer time on hand-made samples:
 /usr/bin/python3 -m pytest bench/failover/test_losses.py -p no:cacheprovider"""
 
-import sys
-from pathlib import Path
-
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parents[1] / "tests" / "integration")]
-
-import losses as L  # noqa: E402
-from watches import PRIMARY, REPLICA, sentinel_rule_primary  # noqa: E402
+# bench/failover, bench and tests/integration are on sys.path: pytest's pythonpath (setup.cfg).
+import losses as L
+from watches import PRIMARY, REPLICA, sentinel_rule_primary
 
 
 def series(*values, step=0.1, took=0.01):
