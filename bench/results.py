@@ -61,7 +61,7 @@ def machine_header():
         pass
     try:
         os_name = dict(
-            l.split("=", 1) for l in Path("/etc/os-release").read_text().splitlines() if "=" in l
+            line.split("=", 1) for line in Path("/etc/os-release").read_text().splitlines() if "=" in line
         ).get("PRETTY_NAME", "?").strip('"')
     except OSError:
         os_name = "?"
@@ -103,7 +103,7 @@ def provenance(argv=None):
         tree = "tree state unknown (not a git checkout)"
     else:
         ignored = {RESULTS.resolve()}
-        changed = [l[3:].split(" -> ")[-1] for l in status.splitlines() if l.strip()]
+        changed = [line[3:].split(" -> ")[-1] for line in status.splitlines() if line.strip()]
         changed = [c for c in changed if (REPO / c).resolve() not in ignored]
         tree = (f"tree **dirty** ({len(changed)} changed: {', '.join(changed[:8])}{', ...' if len(changed) > 8 else ''})"
                 if changed else "tree clean")

@@ -72,7 +72,7 @@ def redis_routed_to(port, cluster):
                                     password=ADMIN_PASSWORD, timeout=2)
     except OSError as e:
         return f"no server ({e})"
-    tcp_port = next(int(l.split(":")[1]) for l in info.splitlines() if l.startswith("tcp_port:"))
+    tcp_port = next(int(line.split(":")[1]) for line in info.splitlines() if line.startswith("tcp_port:"))
     name = next((n.name for n in cluster.nodes() if n.port == tcp_port), f"port {tcp_port}")
     return f"{name} ({role[0]})"
 

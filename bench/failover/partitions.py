@@ -224,8 +224,8 @@ class NetRedisLab(NetLabMixin, F.RedisLab):
     def caught_up(self, master):
         """True when the replica's replication offset has reached the master's."""
         m = self.cluster.get(master)
-        info = lambda n: dict(l.split(":", 1) for l in self.cluster.admin(n, "INFO", "replication").splitlines()  # noqa: E731
-                              if ":" in l)
+        info = lambda n: dict(line.split(":", 1) for line in self.cluster.admin(n, "INFO", "replication").splitlines()  # noqa: E731
+                              if ":" in line)
         target = int(info(m)["master_repl_offset"])
         return all(int(info(n).get("slave_repl_offset", -1)) >= target for n in self.cluster.nodes() if n != m)
 

@@ -95,7 +95,7 @@ def test_killed_agent_takes_its_writer_down(pg_cluster, pg_agents, haproxy_facto
 
 
 def test_drain_file_sigterm_grace_and_operator_drain(pg_cluster, pg_agents, haproxy_factory, workdir, figures):
-    leader = pg_cluster.wait_healthy()
+    pg_cluster.wait_healthy()
     replica = pg_cluster.replicas()[0]
     a = agent_for(pg_agents, replica)
     cfg, _ = render_agent_example(pg_cluster, pg_agents, workdir / "haproxy" / "admin.sock")

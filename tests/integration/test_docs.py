@@ -54,6 +54,7 @@ def test_every_documented_key_and_example_is_accepted(dbcheck_bin, tmp_path):
     for section, key, value in documented_keys():
         sections.setdefault(section, []).append(f"{key} = {value}")
     assert len(sections) == 6, sorted(sections)
+
     # Example paths under /etc/dbcheck become real files (passwords must be 0600).
     def local(value):
         for path in re.findall(r'"(/etc/dbcheck/[^"]+)"', value):

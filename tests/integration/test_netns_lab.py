@@ -11,6 +11,7 @@ import pytest
 
 from fixtures.netns import IP, NetLab, sweep_stale
 
+
 def _netns_refused():
     """Why this machine cannot create a network namespace ('' when it can)."""
     if os.geteuid() != 0:

@@ -3,7 +3,6 @@ HTTP peer where Patroni would have to lie): every one fails closed, in time, wit
 
 import os
 import signal
-import time
 
 import pytest
 

@@ -249,5 +249,3 @@ def test_L5_replica_without_wal_receiver_is_not_ready(pg_cluster, dbcheck_bin, l
     pg_cluster.wait_healthy()
     wait_passes(dbcheck_bin, lag_config, replica, 30, "replica passes again once streaming")
     figures("L5 no WAL receiver", f"check fails: {run.reason}")
-
-

@@ -3,8 +3,6 @@ own Patroni must confirm it. A real cluster for the unmanaged leader (its Patron
 PostgreSQL left running); fake members for the lies a real Patroni cannot be made to tell
 on demand (a stale view answering first, a leader that lost the DCS)."""
 
-import time
-
 from fixtures.dbcheck import assert_in_time, explain, write_dbcheck_config
 from fixtures.fake_patroni import FakePatroni, cluster_doc, status_doc
 from fixtures.ports import free_ports

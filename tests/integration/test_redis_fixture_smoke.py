@@ -24,7 +24,7 @@ def served_by(port, *command):
     """Send INFO server + `command` through 127.0.0.1:port as admin; returns
     (tcp_port of the Redis that answered, reply to `command`)."""
     info, reply = redis_pipeline(port, [("INFO", "server"), command], user="default", password=ADMIN_PASSWORD)
-    tcp_port = next(int(l.split(":")[1]) for l in info.splitlines() if l.startswith("tcp_port:"))
+    tcp_port = next(int(line.split(":")[1]) for line in info.splitlines() if line.startswith("tcp_port:"))
     return tcp_port, reply
 
 
