@@ -67,7 +67,8 @@ def machine_header():
         os_name = "?"
     dbcheck = REPO / "build" / "external-check" / "dbcheck"
     rows = [
-        ("machine", f"{os.cpu_count()} CPUs ({_cpu_model()}), {mem_kb // 1024 // 1024} GiB, {os_name}, kernel {platform.release()}"),
+        ("machine", f"{os.cpu_count()} CPUs ({_cpu_model()}), {mem_kb // 1024 // 1024} GiB, {os_name}, "
+                    f"kernel {platform.release()}"),
         ("dbcheck", _version([str(dbcheck), "--version"]) if dbcheck.exists() else "not built"),
         ("HAProxy", _version(["haproxy", "-v"])),
         ("PostgreSQL", _version(["/usr/lib/postgresql/15/bin/postgres", "--version"])),
@@ -105,7 +106,8 @@ def provenance(argv=None):
         ignored = {RESULTS.resolve()}
         changed = [line[3:].split(" -> ")[-1] for line in status.splitlines() if line.strip()]
         changed = [c for c in changed if (REPO / c).resolve() not in ignored]
-        tree = (f"tree **dirty** ({len(changed)} changed: {', '.join(changed[:8])}{', ...' if len(changed) > 8 else ''})"
+        tree = (f"tree **dirty** ({len(changed)} changed: "
+                f"{', '.join(changed[:8])}{', ...' if len(changed) > 8 else ''})"
                 if changed else "tree clean")
     return f"_Commit `{commit or '?'}`, {tree}; produced by `{shlex.join(argv)}`._"
 

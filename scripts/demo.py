@@ -8,7 +8,7 @@ verdicts for every node, and where HAProxy routes writes and reads. Run through 
   --partition   instead: watch a network partition of the Patroni leader's host, then of the
                 Redis master's host, with dbcheck and the usual checks side by side
                 (scripts/demo_partition.py; every host a network namespace)
-"""
+"""  # noqa: E501 - the --help text, kept as it was
 
 import argparse
 import json
@@ -43,7 +43,8 @@ def node_addr(node):
 
 def explain(config, backend, member):
     """`dbcheck explain --json` for one node: (exit code, parsed report)."""
-    p = subprocess.run([str(DBCHECK), "--config", str(config), "explain", backend, node_addr(member), "--json"],
+    p = subprocess.run([str(DBCHECK), "--config", str(config), "explain", backend, node_addr(member),
+                        "--json"],
                        capture_output=True, text=True, timeout=10)
     return p.returncode, json.loads(p.stdout)
 
@@ -84,7 +85,8 @@ def show_redis(cluster, config, hap, ports):
     print(f"\nSentinel majority names: {m.name if m else 'none'} (3 Sentinels, quorum 2)")
     show_backends(cluster, cluster.nodes(), config, hap, ports, redis_routed_to, node_width=7,
                   backends=("redis_write", "redis_read"), columns=("write", "read"))
-    print(f"a read connection (port {ports['redis_read']}) lands on: {redis_routed_to(ports['redis_read'], cluster)}")
+    print(f"a read connection (port {ports['redis_read']}) lands on: "
+          f"{redis_routed_to(ports['redis_read'], cluster)}")
 
 
 def show_agents(title, agents, backends, hap):
@@ -163,11 +165,14 @@ def main():
         leader = cluster.leader()
         rmaster = redis.wait_stable()
         # Wait for rise: the writer backends need 3 passes before their server counts as UP.
-        wait_until(lambda: hap.servers_up("pg_write") == [leader.name], 20, "HAProxy routes writes to the leader")
+        wait_until(lambda: hap.servers_up("pg_write") == [leader.name], 20,
+                   "HAProxy routes writes to the leader")
         wait_until(lambda: len(hap.servers_up("pg_read")) == 2, 20, "HAProxy routes reads to both replicas")
-        wait_until(lambda: rhap.servers_up("redis_write") == [rmaster.name], 20, "HAProxy routes Redis writes")
+        wait_until(lambda: rhap.servers_up("redis_write") == [rmaster.name], 20,
+                   "HAProxy routes Redis writes")
         print(f"dbcheck configs: {config}, {rconfig}")
-        print(f"HAProxy configs: {work / 'haproxy' / 'haproxy.cfg'}, {work / 'haproxy-redis' / 'haproxy.cfg'}")
+        print(f"HAProxy configs: {work / 'haproxy' / 'haproxy.cfg'}, "
+              f"{work / 'haproxy-redis' / 'haproxy.cfg'}")
         show(cluster, config, hap, ports)
         show_redis(redis, rconfig, rhap, rports)
 
@@ -177,7 +182,8 @@ def main():
         started_agents.extend(pg_agents + redis_agents)
         acfg, _ = render_agent_example(cluster, pg_agents, work / "haproxy-agent" / "admin.sock")
         ahap = HAProxy(work / "haproxy-agent", acfg).start()
-        racfg, _ = render_redis_agent_example(redis, redis_agents, work / "haproxy-agent-redis" / "admin.sock")
+        racfg, _ = render_redis_agent_example(redis, redis_agents,
+                                              work / "haproxy-agent-redis" / "admin.sock")
         rahap = HAProxy(work / "haproxy-agent-redis", racfg).start()
         started_haproxies.extend([ahap, rahap])
         wait_until(lambda: ahap.servers_up("pg_write") == [leader.name], 20, "agent-checked pg_write")
@@ -195,7 +201,8 @@ def main():
             print(f"\npatronictl switchover {leader.name} -> {new.name} ...")
             t0 = time.monotonic()
             cluster.switchover(new.name, leader=leader.name)
-            wait_until(lambda: hap.servers_up("pg_write") == [new.name], 60, "HAProxy routes writes to the new leader")
+            wait_until(lambda: hap.servers_up("pg_write") == [new.name], 60,
+                       "HAProxy routes writes to the new leader")
             print(f"HAProxy routes writes to {new.name} {time.monotonic() - t0:.1f}s after the request")
             cluster.wait_healthy()
             wait_until(lambda: len(hap.servers_up("pg_read")) == 2, 60, "both replicas back in pg_read")
@@ -203,11 +210,14 @@ def main():
             print(f"\nSENTINEL FAILOVER (master {rmaster.name}) ...")
             t0 = time.monotonic()
             rnew = redis.failover()
-            wait_until(lambda: rhap.servers_up("redis_write") == [rnew.name], 60, "HAProxy routes Redis writes to the new master")
-            print(f"HAProxy routes Redis writes to {rnew.name} {time.monotonic() - t0:.1f}s after the request "
-                  f"(the old master answers ROLE master until Sentinel converts it, ~10 s: it was out at once)")
+            wait_until(lambda: rhap.servers_up("redis_write") == [rnew.name], 60,
+                       "HAProxy routes Redis writes to the new master")
+            print(f"HAProxy routes Redis writes to {rnew.name} {time.monotonic() - t0:.1f}s after the "
+                  "request (the old master answers ROLE master until Sentinel converts it, ~10 s: "
+                  "it was out at once)")
             redis.wait_stable(timeout=40)
-            wait_until(lambda: rhap.servers_up("redis_read") == [rmaster.name], 30, "the old master back as a reader")
+            wait_until(lambda: rhap.servers_up("redis_read") == [rmaster.name], 30,
+                       "the old master back as a reader")
             show_redis(redis, rconfig, rhap, rports)
 
         if args.keep:

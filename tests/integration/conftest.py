@@ -34,7 +34,8 @@ def require_servers():
         pytest.fail("integration tests must run as root (they start servers as postgres/etcd)", pytrace=False)
     missing = [str(p) for p in SERVER_BINARIES if not os.access(p, os.X_OK)]
     if missing:
-        pytest.fail(f"missing server binaries: {', '.join(missing)} (run scripts/install-deps)", pytrace=False)
+        pytest.fail(f"missing server binaries: {', '.join(missing)} (run scripts/install-deps)",
+                    pytrace=False)
 
 
 def make_workdir(prefix):
