@@ -40,8 +40,8 @@ class Variant:
         """Run it once; record and return (wall s, CPU s). CheckFailed (with its output) unless
         it exits 0 within `timeout`."""
         t0 = time.perf_counter()
-        p = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             env=self.env, cwd="/")
+        p = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, env=self.env, cwd="/")
         try:
             out = _read_bounded(p, t0 + timeout)
         finally:
@@ -94,7 +94,8 @@ def pg_variants(dbcheck_bin, config, floor_bin, pgpass, leader):
     `pgpass` a 0600 libpq password file for the check user."""
     host, port = leader.pg_addr.split(":")
     base = {"PATH": "/usr/bin:/bin"}
-    haproxy_env = {**base, "HAPROXY_PROXY_NAME": "pg_write", "HAPROXY_SERVER_ADDR": host, "HAPROXY_SERVER_PORT": port}
+    haproxy_env = {**base, "HAPROXY_PROXY_NAME": "pg_write", "HAPROXY_SERVER_ADDR": host,
+                   "HAPROXY_SERVER_PORT": port}
     return [
         Variant("dbcheck", [str(dbcheck_bin), "--config", str(config), "NOT_USED", "NOT_USED", host, port],
                 haproxy_env),

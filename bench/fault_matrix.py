@@ -13,7 +13,6 @@ leaked a secret, or could not be measured. Lab servers are ours, stopped by PID.
 import argparse
 import functools
 import json
-import os
 import shutil
 import signal
 import sys
@@ -24,25 +23,24 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "integration"))
-sys.path.insert(0, str(REPO / "bench"))
+# tests/integration (the fixtures package) is on PYTHONPATH: bench/fault-matrix sources scripts/pythonpath.
+from fixtures import faults, redis as redis_fx
+from fixtures.agent import AgentProcess, start_pg_agents, start_redis_agents
+from fixtures.binaries import agent_bin, dbcheck_bin
+from fixtures.dbcheck import run_dbcheck, write_dbcheck_config, write_redis_config
+from fixtures.fake_http import FakeHttp
+from fixtures.fake_resp import FakeResp
+from fixtures.patroni import HBA_REJECTED_USER, PatroniCluster
+from fixtures import patroni as patroni_fx
+from fixtures.periodic import Periodic
+from fixtures.ports import free_ports
+from fixtures.procs import wait_until
+from fixtures.redis import RedisSentinelCluster
 
-from fixtures import faults, redis as redis_fx  # noqa: E402
-from fixtures.agent import AgentProcess, start_pg_agents, start_redis_agents  # noqa: E402
-from fixtures.dbcheck import run_dbcheck, write_dbcheck_config, write_redis_config  # noqa: E402
-from fixtures.fake_http import FakeHttp  # noqa: E402
-from fixtures.fake_resp import FakeResp  # noqa: E402
-from fixtures.patroni import HBA_REJECTED_USER, PatroniCluster  # noqa: E402
-from fixtures import patroni as patroni_fx  # noqa: E402
-from fixtures.periodic import Periodic  # noqa: E402
-from fixtures.ports import free_ports  # noqa: E402
-from fixtures.procs import wait_until  # noqa: E402
-from fixtures.redis import RedisSentinelCluster  # noqa: E402
-
-# Overridable like the tests' (conftest.py): a fix can be measured from another build dir.
-DBCHECK = Path(os.environ.get("DBCHECK_BIN") or REPO / "build" / "external-check" / "dbcheck")
-AGENT = Path(os.environ.get("DBCHECK_AGENT_BIN") or REPO / "build" / "agent" / "dbcheck-agent")
+# $DBCHECK_BIN / $DBCHECK_AGENT_BIN override them, as for the tests: a fix can be measured from
+# another build dir.
+DBCHECK = dbcheck_bin()
+AGENT = agent_bin()
 TIMEOUT_S, MARGIN_S = 0.8, 0.1    # the configured check deadline and the issue's margin
 CHECK_CAP_S = TIMEOUT_S + 5       # a check process still running then is killed: a hang
 ROW_CAP_S = 150                   # hard wall-clock cap of one row (SIGALRM)
@@ -216,25 +214,28 @@ class Matrix:
                 self.stack.callback(a.stop)
 
     def pg_config(self, name, **kw):
-        return write_dbcheck_config(self.workdir / "configs" / name, self.pg, owner=None, timeout="800ms", **kw)
+        return write_dbcheck_config(self.workdir / "configs" / name, self.pg, owner=None, timeout="800ms",
+                                    **kw)
 
     def redis_config(self, name, **kw):
-        return write_redis_config(self.workdir / "configs" / name, self.redis, owner=None, timeout="800ms", **kw)
+        return write_redis_config(self.workdir / "configs" / name, self.redis, owner=None, timeout="800ms",
+                                  **kw)
 
     def pg_targets(self, writer=True, reader=False, **kw):
         """Targets on the current leader (writer) and/or the first replica (reader)."""
         leader = self.pg.wait_healthy()
         replica = self.pg.replicas()[0]
         return self._targets(("pg_write", leader.pg_addr, leader.name, "leader"),
-                             ("pg_read", replica.pg_addr, replica.name, "replica"), self.pg_agents, writer, reader, kw)
+                             ("pg_read", replica.pg_addr, replica.name, "replica"),
+                             self.pg_agents, writer, reader, kw)
 
     def redis_targets(self, writer=True, reader=False, **kw):
         """Targets on the current master (writer) and/or its replica (reader)."""
         master = self.redis.wait_stable()
         replica = next(n for n in self.redis.nodes() if n != master)
         return self._targets(("redis_write", master.addr, master.name, "master"),
-                             ("redis_read", replica.addr, replica.name, "replica"), self.redis_agents, writer, reader,
-                             kw)
+                             ("redis_read", replica.addr, replica.name, "replica"),
+                             self.redis_agents, writer, reader, kw)
 
     @staticmethod
     def _targets(primary, replica, agents, writer, reader, kw):
@@ -249,7 +250,8 @@ class Matrix:
         """Run `dbcheck explain --json` once for line.target; record it and its problems."""
         t = line.target
         try:
-            line.ext = run_dbcheck(DBCHECK, config, "explain", t.backend, t.addr, "--json", timeout=CHECK_CAP_S)
+            line.ext = run_dbcheck(DBCHECK, config, "explain", t.backend, t.addr, "--json",
+                                   timeout=CHECK_CAP_S)
         except Exception as e:  # noqa: BLE001 - subprocess.TimeoutExpired is a hang
             line.ext_error = f"HANG: no answer after {CHECK_CAP_S:.1f}s" if "timed out" in str(e) else repr(e)
             line.problems.append(f"external check: {line.ext_error}")
@@ -280,7 +282,8 @@ class Matrix:
         t_row = time.monotonic()
         try:
             with ExitStack() as watches:
-                watch = {id(t): watches.enter_context(AgentWatch(t.agent, t.backend)) for t in targets if t.agent}
+                watch = {id(t): watches.enter_context(AgentWatch(t.agent, t.backend))
+                         for t in targets if t.agent}
                 t_before = time.monotonic()
                 try:
                     with inject() as t_inject:
@@ -330,8 +333,9 @@ class Matrix:
             line.agent_note = "as reported 2 rounds after"
         else:
             try:
-                when, entry = wait_until(lambda: watch.first(lambda e: matches(reported(e), t.agent_expect), since),
-                                         VERDICT_WAIT_S, f"{t.agent.name} reporting {t.agent_expect}")
+                when, entry = wait_until(
+                    lambda: watch.first(lambda e: matches(reported(e), t.agent_expect), since),
+                    VERDICT_WAIT_S, f"{t.agent.name} reporting {t.agent_expect}")
                 line.agent_entry, line.agent_ttv = entry, when - since
             except AssertionError:
                 line.agent_entry = watch.last()
@@ -406,7 +410,8 @@ class Matrix:
 
         def leader_postmaster():
             return faults.frozen([pg.postmaster_pid(pg.leader())])
-        self.row("pg-wedged-postmaster", "SIGSTOP on the leader's postmaster (sessions already open keep working)",
+        self.row("pg-wedged-postmaster",
+                 "SIGSTOP on the leader's postmaster (sessions already open keep working)",
                  self.pg_targets(expect=("down", "timeout")), leader_postmaster)
 
         def replica_instance():
@@ -421,8 +426,10 @@ class Matrix:
 
         if self.want("patroni-rest-refused"):
             closed = [f"http://127.0.0.1:{p}" for p in free_ports(3)]
-            self.config_row("patroni-rest-refused", "every Patroni REST URL refuses connections (closed ports)",
-                            self.pg_targets(reader=True, expect=("down", "network")), "pg", patroni_urls=closed)
+            self.config_row("patroni-rest-refused",
+                            "every Patroni REST URL refuses connections (closed ports)",
+                            self.pg_targets(reader=True, expect=("down", "network")), "pg",
+                            patroni_urls=closed)
 
         self.fake_peer_rows("patroni-fake", "three fake Patroni REST APIs",
                             (("garbage", "protocol", "200 OK with an HTML body"),
@@ -435,7 +442,8 @@ class Matrix:
         if self.want("pg-max-connections"):
             def full():
                 return faults.connections_exhausted(pg, pg.leader())
-            self.row("pg-max-connections", "application connections fill the leader's max_connections (53300)",
+            self.row("pg-max-connections",
+                     "application connections fill the leader's max_connections (53300)",
                      self.pg_targets(expect=("up", "saturated")), full)
 
         self.config_row("pg-wrong-password", "the check user's password file holds a wrong password",
@@ -476,8 +484,10 @@ class Matrix:
                     yield None
                 finally:
                     alter("RESET default_transaction_read_only")
-            self.row("pg-read-only", f"ALTER DATABASE {patroni_fx.APP_DB} SET default_transaction_read_only = on "
-                     "on the leader", self.pg_targets(expect=("down", "role")), read_only)
+            self.row("pg-read-only",
+                     f"ALTER DATABASE {patroni_fx.APP_DB} SET default_transaction_read_only = on "
+                     "on the leader",
+                     self.pg_targets(expect=("down", "role")), read_only)
 
         if self.want("pg-starting-57P03"):
             self.starting_row()
@@ -521,7 +531,8 @@ class Matrix:
                              leader.pg_addr, **AGENT_SETTINGS)
         self.stack.callback(agent.stop)
         agent.start()
-        config = write_dbcheck_config(self.workdir / "configs" / "etcd-lab", cluster, owner=None, timeout="800ms")
+        config = write_dbcheck_config(self.workdir / "configs" / "etcd-lab", cluster, owner=None,
+                                      timeout="800ms")
         timeline = []
 
         def leader_role():
@@ -607,7 +618,8 @@ class Matrix:
             master = r.wait_stable()
             replica = next(n for n in r.nodes() if n != master)
             return faults.frozen([r.pid(replica)])
-        self.row("redis-wedged-replica", "SIGSTOP on the replica's redis-server (no failover: it is not the master)",
+        self.row("redis-wedged-replica",
+                 "SIGSTOP on the replica's redis-server (no failover: it is not the master)",
                  self.redis_targets(writer=False, reader=True, expect=("down", "timeout")), replica_frozen,
                  settle=lambda: r.wait_stable(30))
 
@@ -716,15 +728,17 @@ class Matrix:
             else:
                 agent, areason, ttv = "—", "—", ln.agent_note or "—"
             flag = " **FAIL**" if ln.problems else ""
-            out.append(f"| {ln.row}{flag} | {short(ln.fault, 120)} | {ln.target.label} | {ext} | {reason} | {t} | "
-                       f"{agent} | {areason} | {ttv} |")
+            out.append(f"| {ln.row}{flag} | {short(ln.fault, 120)} | {ln.target.label} | {ext} | {reason} | "
+                       f"{t} | {agent} | {areason} | {ttv} |")
         return "\n".join(out)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", nargs="+", metavar="ROW", help="run only these rows (names as in the table)")
-    parser.add_argument("--no-write", action="store_true", help="print the table, leave docs/results.md alone")
+    parser.add_argument("--only", nargs="+", metavar="ROW",
+                        help="run only these rows (names as in the table)")
+    parser.add_argument("--no-write", action="store_true",
+                        help="print the table, leave docs/results.md alone")
     args = parser.parse_args()
     for binary in (DBCHECK, AGENT):
         if not binary.is_file():
@@ -754,11 +768,12 @@ def main():
     body = "\n\n".join([
         "## Fault matrix",
         f"`bench/fault-matrix` ({elapsed / 60:.1f} min on this machine). Configured check deadline "
-        f"`timeout = \"800ms\"`; every external check must end within 900 ms. External: `dbcheck explain "
-        f"--json` as its own process (wall time; its own `elapsed_ms` in brackets). Agent: `dbcheck-agent` on that node (interval 1 s, fall 2, "
-        f"rise 3), its `/health` reported verdict; time to verdict from the injection until it reported the "
-        f"expected verdict, polled every 100 ms (its own check duration in brackets). Faults in dbcheck's "
-        f"configuration (fake peers, passwords, names) reach the agent by a reload (SIGHUP).",
+        "`timeout = \"800ms\"`; every external check must end within 900 ms. External: `dbcheck explain "
+        "--json` as its own process (wall time; its own `elapsed_ms` in brackets). Agent: `dbcheck-agent` "
+        "on that node (interval 1 s, fall 2, rise 3), its `/health` reported verdict; time to verdict from "
+        "the injection until it reported the expected verdict, polled every 100 ms (its own check duration "
+        "in brackets). Faults in dbcheck's configuration (fake peers, passwords, names) reach the agent by "
+        "a reload (SIGHUP).",
         table,
         *m.notes,
     ])
@@ -784,9 +799,10 @@ def main():
 ROWS = ["pg-wedged-postmaster", "pg-wedged-instance", "patroni-rest-hung", "patroni-rest-refused",
         "patroni-fake-garbage", "patroni-fake-truncated", "patroni-fake-huge", "patroni-fake-slow",
         "patroni-fake-trickle", "pg-max-connections", "pg-wrong-password", "pg-hba-reject", "pg-dns-patroni",
-        "pg-dns-node", "pg-read-only", "pg-starting-57P03", "redis-wedged-replica", "sentinel-one-stale", "sentinel-one-newer",
-        "sentinels-two-down", "redis-wrong-password", "sentinel-fake-garbage", "sentinel-fake-truncated",
-        "sentinel-fake-huge", "sentinel-fake-slow", "sentinel-fake-trickle", "redis-dns-sentinels", "redis-loading",
+        "pg-dns-node", "pg-read-only", "pg-starting-57P03",
+        "redis-wedged-replica", "sentinel-one-stale", "sentinel-one-newer", "sentinels-two-down",
+        "redis-wrong-password", "sentinel-fake-garbage", "sentinel-fake-truncated", "sentinel-fake-huge",
+        "sentinel-fake-slow", "sentinel-fake-trickle", "redis-dns-sentinels", "redis-loading",
         "etcd-down-before", "etcd-down-after"]
 
 if __name__ == "__main__":

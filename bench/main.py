@@ -21,21 +21,20 @@ import time
 import traceback
 from pathlib import Path
 
+# tests/integration (the fixtures package) is on PYTHONPATH: bench/run sources scripts/pythonpath.
+import agent_load as load
+import external_cost as ext
+from fixtures import redis as redis_fx
+from fixtures.agent import start_pg_agents, start_redis_agents
+from fixtures.binaries import agent_bin, dbcheck_bin
+from fixtures.dbcheck import write_dbcheck_config, write_redis_config
+from fixtures.patroni import HC_PASSWORD, HC_USER, PatroniCluster
+from fixtures.redis import RedisSentinelCluster
+import results
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "integration"))
-sys.path.insert(0, str(REPO / "bench"))
-
-import agent_load as load  # noqa: E402
-import external_cost as ext  # noqa: E402
-from fixtures import redis as redis_fx  # noqa: E402
-from fixtures.agent import start_pg_agents, start_redis_agents  # noqa: E402
-from fixtures.dbcheck import write_dbcheck_config, write_redis_config  # noqa: E402
-from fixtures.patroni import HC_PASSWORD, HC_USER, PatroniCluster  # noqa: E402
-from fixtures.redis import RedisSentinelCluster  # noqa: E402
-import results  # noqa: E402
-
-DBCHECK = REPO / "build" / "external-check" / "dbcheck"
-AGENT = REPO / "build" / "agent" / "dbcheck-agent"
+DBCHECK = dbcheck_bin()
+AGENT = agent_bin()
 BUILD_BENCH = REPO / "build-bench"
 # The C programs of bench/ (not part of the CMake build): name -> (source, pkg-config packages).
 TOOLS = {
@@ -113,7 +112,8 @@ class Bench:
         s = self.cfg["seconds"]
         for n in self.cfg["pollers"]:
             targets = [
-                ("agent-check port", lambda: load.poll_agent_port(self.tools["agent_poll"], agent.agent_port, "pg_write", n, s)),
+                ("agent-check port",
+                 lambda: load.poll_agent_port(self.tools["agent_poll"], agent.agent_port, "pg_write", n, s)),
                 ("agent HTTP, keep-alive", lambda: load.wrk(agent_url, n, s)),
                 ("agent HTTP, Connection: close", lambda: load.wrk(agent_url, n, s, close=True)),
                 ("Patroni /primary, keep-alive", lambda: load.wrk(patroni_url, n, s)),
@@ -121,9 +121,11 @@ class Bench:
             ]
             for name, run in targets:
                 is_agent = name.startswith("agent")
-                c0, cpu0, t0 = load.pg_check_statements(cluster), load.cpu_seconds(agent.pid), time.monotonic()
+                c0, cpu0, t0 = (load.pg_check_statements(cluster), load.cpu_seconds(agent.pid),
+                                time.monotonic())
                 result = run()
-                c1, cpu1, t1 = load.pg_check_statements(cluster), load.cpu_seconds(agent.pid), time.monotonic()
+                c1, cpu1, t1 = (load.pg_check_statements(cluster), load.cpu_seconds(agent.pid),
+                                time.monotonic())
                 extra = ((c1 - c0) / (t1 - t0), 100 * (cpu1 - cpu0) / (t1 - t0), load.rss_mib(agent.pid)) \
                     if is_agent else (None, None, None)
                 self.poll_rows.append((n, name, result, *extra))
@@ -167,20 +169,22 @@ class Bench:
     def markdown(self, command, elapsed):
         c = self.cfg
         out = [
-            f"Command: `{command}` ({self.mode} mode: {c['rounds']} invocations per variant, {c['seconds']} s per "
-            f"polling window; took {elapsed:.0f} s including lab start and stop). Measured on a **shared 2-core "
-            "machine** (other engineers' builds and tests ran at the same time): absolute times move from run to "
-            "run; the ratios, measured side by side and interleaved, are the figures to quote.",
+            f"Command: `{command}` ({self.mode} mode: {c['rounds']} invocations per variant, "
+            f"{c['seconds']} s per polling window; took {elapsed:.0f} s including lab start and stop). "
+            "Measured on a **shared 2-core machine** (other engineers' builds and tests ran at the same "
+            "time): absolute times move from run to run; the ratios, measured side by side and interleaved, "
+            "are the figures to quote.",
             "",
             "### External check: one writer check per process",
             "",
-            "Each variant ran round-robin (one untimed warm-up round first) against the same live lab, as HAProxy "
-            "would start it: a fresh process with a clean environment. Wall = fork to reaped exit; CPU = user+sys "
-            "of the process and the children it waited for (`os.wait4`).",
+            "Each variant ran round-robin (one untimed warm-up round first) against the same live lab, as "
+            "HAProxy would start it: a fresh process with a clean environment. Wall = fork to reaped exit; "
+            "CPU = user+sys of the process and the children it waited for (`os.wait4`).",
             "",
-            "- **dbcheck**: `dbcheck --config FILE NOT_USED NOT_USED HOST PORT` with `HAPROXY_PROXY_NAME`, as "
-            "`external-check command` runs it (config and password file read, both opinions asked in parallel: "
-            "Patroni `GET /cluster` from every member, or the three Sentinels; the full writer query; verdict).",
+            "- **dbcheck**: `dbcheck --config FILE NOT_USED NOT_USED HOST PORT` with `HAPROXY_PROXY_NAME`, "
+            "as `external-check command` runs it (config and password file read, both opinions asked in "
+            "parallel: Patroni `GET /cluster` from every member, or the three Sentinels; the full writer "
+            "query; verdict).",
             "- **floor** (`bench/floor/*.c`, `cc -O2`): the same I/O and nothing else. PostgreSQL: one libpq "
             "connect+auth+`SELECT pg_is_in_recovery()` and, in parallel, one libcurl `GET /cluster`. Redis: "
             "hiredis AUTH+ROLE on the node and AUTH+`SENTINEL GET-MASTER-ADDR-BY-NAME` on each of three "
@@ -212,18 +216,19 @@ class Bench:
             "",
             f"### dbcheck-agent under polling (PostgreSQL: {c['seconds']} s per row)",
             "",
-            "Lab: etcd + 3 Patroni members, one agent per member (`interval = 1s`); the pollers ask the leader's "
-            "agent for `pg_write` and Patroni's REST API on the leader for `/primary`. Agent-check port: our "
-            "epoll client (`bench/load/agent_poll.c`: one TCP connection per answer, the backend name sent as "
-            "soon as it is connected, as HAProxy's agent-check). "
-            "HTTP: `wrk -c N -t 2 -d S --latency` on `/backend/pg_write` and on Patroni `/primary`. The agent "
-            "answers HTTP with `Connection: close`, and Patroni 3.0.2 answers HTTP/1.0 and closes, so with wrk's "
-            "keep-alive every answer still costs a new connection; the `Connection: close` rows make that "
-            "explicit for both. The load clients share the same 2 cores with the agent, Patroni and "
-            "PostgreSQL. Errors: Patroni's closes (one wrk read error per answer) are not counted; the agent's "
-            f"HTTP port accepts at most {HTTP_PER_IP_LIMIT} connections from one IP address (all of wrk's come "
-            "from 127.0.0.1), so beyond that wrk sees refused connections (counted). PG stmts/s: statements of "
-            "the check role on all three members (pg_stat_statements), i.e. all three agents' rounds.",
+            "Lab: etcd + 3 Patroni members, one agent per member (`interval = 1s`); the pollers ask the "
+            "leader's agent for `pg_write` and Patroni's REST API on the leader for `/primary`. Agent-check "
+            "port: our epoll client (`bench/load/agent_poll.c`: one TCP connection per answer, the backend "
+            "name sent as soon as it is connected, as HAProxy's agent-check). "
+            "HTTP: `wrk -c N -t 2 -d S --latency` on `/backend/pg_write` and on Patroni `/primary`. The "
+            "agent answers HTTP with `Connection: close`, and Patroni 3.0.2 answers HTTP/1.0 and closes, so "
+            "with wrk's keep-alive every answer still costs a new connection; the `Connection: close` rows "
+            "make that explicit for both. The load clients share the same 2 cores with the agent, Patroni "
+            "and PostgreSQL. Errors: Patroni's closes (one wrk read error per answer) are not counted; the "
+            f"agent's HTTP port accepts at most {HTTP_PER_IP_LIMIT} connections from one IP address (all of "
+            "wrk's come from 127.0.0.1), so beyond that wrk sees refused connections (counted). PG stmts/s: "
+            "statements of the check role on all three members (pg_stat_statements), i.e. all three "
+            "agents' rounds.",
             "",
             "| pollers | endpoint | answers/s | vs Patroni (close) | p50 ms | p99 ms | errors | PG stmts/s | "
             "agent CPU % | agent RSS MiB |",
@@ -233,17 +238,19 @@ class Bench:
         for n, name, r, stmts, cpu, rss in self.poll_rows:
             ref = patroni.get(n)
             ratio = f"{r.rate / ref.rate:.1f}×" if ref and ref.rate else "—"
-            errors = r.errors if not name.startswith("Patroni") else {k: v for k, v in r.errors.items() if k != "read"}
+            errors = (r.errors if not name.startswith("Patroni")
+                      else {k: v for k, v in r.errors.items() if k != "read"})
             out.append(f"| {n} | {name} | {r.rate:.0f} | {ratio} | {r.p50_ms:.2f} | {r.p99_ms:.2f} | "
-                       f"{_errors(errors)} | {_opt(stmts, '.1f')} | {_opt(cpu, '.0f')} | {_opt(rss, '.1f')} |")
+                       f"{_errors(errors)} | {_opt(stmts, '.1f')} | {_opt(cpu, '.0f')} | "
+                       f"{_opt(rss, '.1f')} |")
         out += [
             "",
             f"### dbcheck-agent under polling (Redis: {c['seconds']} s per row)",
             "",
             "Lab: master + replica + 3 Sentinels, one agent per data node (`interval = 1s`, Sentinel events "
-            "subscribed); the pollers ask the master's agent for `redis_write` on the agent-check port. Redis "
-            "cmds/s: `total_commands_processed` on the master, which also counts the Sentinels' and the "
-            "replica's own traffic.",
+            "subscribed); the pollers ask the master's agent for `redis_write` on the agent-check port. "
+            "Redis cmds/s: `total_commands_processed` on the master, which also counts the Sentinels' and "
+            "the replica's own traffic.",
             "",
             "| pollers | answers/s | p50 ms | p99 ms | errors | Redis cmds/s on the master | agent CPU % | "
             "agent RSS MiB |",
@@ -261,8 +268,8 @@ def build_tools(out_dir):
     out_dir.mkdir(parents=True, exist_ok=True)
     built = {}
     for name, (source, packages) in TOOLS.items():
-        flags = subprocess.run(["pkg-config", "--cflags", "--libs", *packages], check=True, capture_output=True,
-                               text=True).stdout.split() if packages else []
+        flags = subprocess.run(["pkg-config", "--cflags", "--libs", *packages], check=True,
+                               capture_output=True, text=True).stdout.split() if packages else []
         built[name] = out_dir / name
         subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-o", str(built[name]), str(REPO / "bench" / source),
                         *flags, "-lpthread"], check=True)
@@ -299,7 +306,8 @@ def main():
     text = bench.markdown(command, time.monotonic() - t0)
     print("\n" + text)
     if bench.failures:
-        print(f"{len(bench.failures)} failure(s); docs/results.md not written:\n  " + "\n  ".join(bench.failures))
+        print(f"{len(bench.failures)} failure(s); docs/results.md not written:\n  "
+              + "\n  ".join(bench.failures))
         return 1
     results.write_section("bench", text)
     print(f"written to {results.RESULTS} (section bench) in {time.monotonic() - t0:.0f}s")

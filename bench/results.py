@@ -61,13 +61,14 @@ def machine_header():
         pass
     try:
         os_name = dict(
-            l.split("=", 1) for l in Path("/etc/os-release").read_text().splitlines() if "=" in l
+            line.split("=", 1) for line in Path("/etc/os-release").read_text().splitlines() if "=" in line
         ).get("PRETTY_NAME", "?").strip('"')
     except OSError:
         os_name = "?"
     dbcheck = REPO / "build" / "external-check" / "dbcheck"
     rows = [
-        ("machine", f"{os.cpu_count()} CPUs ({_cpu_model()}), {mem_kb // 1024 // 1024} GiB, {os_name}, kernel {platform.release()}"),
+        ("machine", f"{os.cpu_count()} CPUs ({_cpu_model()}), {mem_kb // 1024 // 1024} GiB, {os_name}, "
+                    f"kernel {platform.release()}"),
         ("dbcheck", _version([str(dbcheck), "--version"]) if dbcheck.exists() else "not built"),
         ("HAProxy", _version(["haproxy", "-v"])),
         ("PostgreSQL", _version(["/usr/lib/postgresql/15/bin/postgres", "--version"])),
@@ -103,9 +104,10 @@ def provenance(argv=None):
         tree = "tree state unknown (not a git checkout)"
     else:
         ignored = {RESULTS.resolve()}
-        changed = [l[3:].split(" -> ")[-1] for l in status.splitlines() if l.strip()]
+        changed = [line[3:].split(" -> ")[-1] for line in status.splitlines() if line.strip()]
         changed = [c for c in changed if (REPO / c).resolve() not in ignored]
-        tree = (f"tree **dirty** ({len(changed)} changed: {', '.join(changed[:8])}{', ...' if len(changed) > 8 else ''})"
+        tree = (f"tree **dirty** ({len(changed)} changed: "
+                f"{', '.join(changed[:8])}{', ...' if len(changed) > 8 else ''})"
                 if changed else "tree clean")
     return f"_Commit `{commit or '?'}`, {tree}; produced by `{shlex.join(argv)}`._"
 

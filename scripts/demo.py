@@ -8,7 +8,7 @@ verdicts for every node, and where HAProxy routes writes and reads. Run through 
   --partition   instead: watch a network partition of the Patroni leader's host, then of the
                 Redis master's host, with dbcheck and the usual checks side by side
                 (scripts/demo_partition.py; every host a network namespace)
-"""
+"""  # noqa: E501 - the --help text, kept as it was
 
 import argparse
 import json
@@ -20,21 +20,20 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "integration"))
+import psycopg2
 
-import psycopg2  # noqa: E402
-
-from fixtures.dbcheck import write_check_wrapper, write_dbcheck_config, write_redis_config  # noqa: E402
-from fixtures.haproxy import HAProxy, render_example_for, render_redis_example_for  # noqa: E402
-from fixtures.redis import ADMIN_PASSWORD, RedisSentinelCluster, redis_pipeline  # noqa: E402
-from fixtures.patroni import APP_DB, APP_PASSWORD, APP_USER, PatroniCluster  # noqa: E402
-from fixtures.agent import (render_agent_example, render_redis_agent_example,  # noqa: E402
+# tests/integration (the fixtures package) is on PYTHONPATH: scripts/demo sources scripts/pythonpath.
+from fixtures.binaries import agent_bin, dbcheck_bin
+from fixtures.dbcheck import write_check_wrapper, write_dbcheck_config, write_redis_config
+from fixtures.haproxy import HAProxy, render_example_for, render_redis_example_for
+from fixtures.redis import ADMIN_PASSWORD, RedisSentinelCluster, redis_pipeline
+from fixtures.patroni import APP_DB, APP_PASSWORD, APP_USER, PatroniCluster
+from fixtures.agent import (render_agent_example, render_redis_agent_example,
                             start_pg_agents, start_redis_agents)
-from fixtures.procs import wait_until  # noqa: E402
+from fixtures.procs import wait_until
 
-DBCHECK = REPO / "build" / "external-check" / "dbcheck"
-AGENT = REPO / "build" / "agent" / "dbcheck-agent"
+DBCHECK = dbcheck_bin()
+AGENT = agent_bin()
 
 
 def node_addr(node):
@@ -44,7 +43,8 @@ def node_addr(node):
 
 def explain(config, backend, member):
     """`dbcheck explain --json` for one node: (exit code, parsed report)."""
-    p = subprocess.run([str(DBCHECK), "--config", str(config), "explain", backend, node_addr(member), "--json"],
+    p = subprocess.run([str(DBCHECK), "--config", str(config), "explain", backend, node_addr(member),
+                        "--json"],
                        capture_output=True, text=True, timeout=10)
     return p.returncode, json.loads(p.stdout)
 
@@ -73,7 +73,7 @@ def redis_routed_to(port, cluster):
                                     password=ADMIN_PASSWORD, timeout=2)
     except OSError as e:
         return f"no server ({e})"
-    tcp_port = next(int(l.split(":")[1]) for l in info.splitlines() if l.startswith("tcp_port:"))
+    tcp_port = next(int(line.split(":")[1]) for line in info.splitlines() if line.startswith("tcp_port:"))
     name = next((n.name for n in cluster.nodes() if n.port == tcp_port), f"port {tcp_port}")
     return f"{name} ({role[0]})"
 
@@ -85,7 +85,8 @@ def show_redis(cluster, config, hap, ports):
     print(f"\nSentinel majority names: {m.name if m else 'none'} (3 Sentinels, quorum 2)")
     show_backends(cluster, cluster.nodes(), config, hap, ports, redis_routed_to, node_width=7,
                   backends=("redis_write", "redis_read"), columns=("write", "read"))
-    print(f"a read connection (port {ports['redis_read']}) lands on: {redis_routed_to(ports['redis_read'], cluster)}")
+    print(f"a read connection (port {ports['redis_read']}) lands on: "
+          f"{redis_routed_to(ports['redis_read'], cluster)}")
 
 
 def show_agents(title, agents, backends, hap):
@@ -135,8 +136,8 @@ def main():
                     help="instead, watch a network partition of the primary's host (N1, N2)")
     args = ap.parse_args()
     if args.partition:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        import demo_partition  # noqa: E402 - only this mode needs the partition lab
+        # scripts/ is on sys.path as this script's own directory.
+        import demo_partition  # only this mode needs the partition lab
         return demo_partition.main()
 
     work = Path(tempfile.mkdtemp(prefix="dbcheck-demo.", dir="/tmp"))
@@ -164,11 +165,14 @@ def main():
         leader = cluster.leader()
         rmaster = redis.wait_stable()
         # Wait for rise: the writer backends need 3 passes before their server counts as UP.
-        wait_until(lambda: hap.servers_up("pg_write") == [leader.name], 20, "HAProxy routes writes to the leader")
+        wait_until(lambda: hap.servers_up("pg_write") == [leader.name], 20,
+                   "HAProxy routes writes to the leader")
         wait_until(lambda: len(hap.servers_up("pg_read")) == 2, 20, "HAProxy routes reads to both replicas")
-        wait_until(lambda: rhap.servers_up("redis_write") == [rmaster.name], 20, "HAProxy routes Redis writes")
+        wait_until(lambda: rhap.servers_up("redis_write") == [rmaster.name], 20,
+                   "HAProxy routes Redis writes")
         print(f"dbcheck configs: {config}, {rconfig}")
-        print(f"HAProxy configs: {work / 'haproxy' / 'haproxy.cfg'}, {work / 'haproxy-redis' / 'haproxy.cfg'}")
+        print(f"HAProxy configs: {work / 'haproxy' / 'haproxy.cfg'}, "
+              f"{work / 'haproxy-redis' / 'haproxy.cfg'}")
         show(cluster, config, hap, ports)
         show_redis(redis, rconfig, rhap, rports)
 
@@ -178,7 +182,8 @@ def main():
         started_agents.extend(pg_agents + redis_agents)
         acfg, _ = render_agent_example(cluster, pg_agents, work / "haproxy-agent" / "admin.sock")
         ahap = HAProxy(work / "haproxy-agent", acfg).start()
-        racfg, _ = render_redis_agent_example(redis, redis_agents, work / "haproxy-agent-redis" / "admin.sock")
+        racfg, _ = render_redis_agent_example(redis, redis_agents,
+                                              work / "haproxy-agent-redis" / "admin.sock")
         rahap = HAProxy(work / "haproxy-agent-redis", racfg).start()
         started_haproxies.extend([ahap, rahap])
         wait_until(lambda: ahap.servers_up("pg_write") == [leader.name], 20, "agent-checked pg_write")
@@ -196,7 +201,8 @@ def main():
             print(f"\npatronictl switchover {leader.name} -> {new.name} ...")
             t0 = time.monotonic()
             cluster.switchover(new.name, leader=leader.name)
-            wait_until(lambda: hap.servers_up("pg_write") == [new.name], 60, "HAProxy routes writes to the new leader")
+            wait_until(lambda: hap.servers_up("pg_write") == [new.name], 60,
+                       "HAProxy routes writes to the new leader")
             print(f"HAProxy routes writes to {new.name} {time.monotonic() - t0:.1f}s after the request")
             cluster.wait_healthy()
             wait_until(lambda: len(hap.servers_up("pg_read")) == 2, 60, "both replicas back in pg_read")
@@ -204,11 +210,14 @@ def main():
             print(f"\nSENTINEL FAILOVER (master {rmaster.name}) ...")
             t0 = time.monotonic()
             rnew = redis.failover()
-            wait_until(lambda: rhap.servers_up("redis_write") == [rnew.name], 60, "HAProxy routes Redis writes to the new master")
-            print(f"HAProxy routes Redis writes to {rnew.name} {time.monotonic() - t0:.1f}s after the request "
-                  f"(the old master answers ROLE master until Sentinel converts it, ~10 s: it was out at once)")
+            wait_until(lambda: rhap.servers_up("redis_write") == [rnew.name], 60,
+                       "HAProxy routes Redis writes to the new master")
+            print(f"HAProxy routes Redis writes to {rnew.name} {time.monotonic() - t0:.1f}s after the "
+                  "request (the old master answers ROLE master until Sentinel converts it, ~10 s: "
+                  "it was out at once)")
             redis.wait_stable(timeout=40)
-            wait_until(lambda: rhap.servers_up("redis_read") == [rmaster.name], 30, "the old master back as a reader")
+            wait_until(lambda: rhap.servers_up("redis_read") == [rmaster.name], 30,
+                       "the old master back as a reader")
             show_redis(redis, rconfig, rhap, rports)
 
         if args.keep:

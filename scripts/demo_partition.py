@@ -24,14 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "integration"))
-sys.path.insert(0, str(REPO / "bench"))
-sys.path.insert(0, str(REPO / "bench" / "failover"))
-
-import failover as F  # noqa: E402
-import partitions as P  # noqa: E402
-import watches as W  # noqa: E402
+# bench/failover, bench and tests/integration are on PYTHONPATH: scripts/demo sources scripts/pythonpath.
+import failover as F
+import partitions as P
+import watches as W
 
 TICK = 1.0
 
@@ -70,8 +66,9 @@ class Screen:
             where = ", ".join(f"{n} {c}" for n, c in sorted(by.items())) or "none"
             print(f"  ({v.key:2}) {v.label[:34]:34} UP {str(up):22} writes acknowledged: {where}", flush=True)
         try:
-            res = subprocess.run([*self.lab.place, str(F.DBCHECK), "--config", str(self.lab.check_config), "check",
-                                  self.lab.write_backend, self.addr], capture_output=True, text=True, timeout=5)
+            res = subprocess.run([*self.lab.place, str(F.DBCHECK), "--config", str(self.lab.check_config),
+                                  "check", self.lab.write_backend, self.addr],
+                                 capture_output=True, text=True, timeout=5)
             said = (res.stdout or res.stderr).strip().splitlines()
             line = said[-1] if said else ""
         except subprocess.TimeoutExpired:
@@ -116,14 +113,15 @@ def watch_partition(lab):
             if time.monotonic() - screen.t_fault > 90:
                 print("the manager did not move within 90 s", flush=True)
                 break
-        how = "its Patroni rejoins as a replica" if lab.engine == "pg" else "Sentinel converts it to a replica"
+        how = ("its Patroni rejoins as a replica" if lab.engine == "pg"
+               else "Sentinel converts it to a replica")
         print(f"\n=== healing the partition: {old} comes back ({how}) ===", flush=True)
         heal, undo = None, heal
         undo()
         new = lab.settle(not_master=old)
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not all(F.routed_only(lab, v, new) for v in lab.variants
-                                                       if v.dbcheck):
+        while time.monotonic() < deadline and not all(F.routed_only(lab, v, new)
+                                                      for v in lab.variants if v.dbcheck):
             time.sleep(TICK)
             screen.block()
         screen.block("   (settled)")
@@ -138,7 +136,8 @@ def watch_partition(lab):
     for v in lab.variants:
         stored = lab.stored(v, new)
         lost = [wid for _, wid, _ in writers[v.key].acks if wid not in stored]
-        print(f"  ({v.key:2}) {v.label[:34]:34} acknowledged {len(writers[v.key].acks):7}   lost {len(lost):7}")
+        print(f"  ({v.key:2}) {v.label[:34]:34} acknowledged {len(writers[v.key].acks):7}   "
+              f"lost {len(lost):7}")
     print("(which of these no router could have saved, and why: docs/failover.md, 'Partitions'; "
           "the scenario run 20 times: bench/failover/run --lab net)")
 

@@ -26,7 +26,7 @@ p < 0.01), than the lowest anchor's at the configuration's own detection setting
   /usr/bin/python3 bench/failover/failover.py [--reps N] [--engine pg|redis] [--scenario S]
 Results: a JSON line per (run, variant) in build/failover/runs.jsonl and the Markdown table
 in docs/results.md (section "failover").
-"""
+"""  # noqa: E501 - the --help text, kept as it was
 
 import argparse
 import base64
@@ -43,25 +43,24 @@ import traceback
 import urllib.request
 from pathlib import Path
 
+# bench and tests/integration (the fixtures package) are on PYTHONPATH: bench/failover/run and
+# scripts/test source scripts/pythonpath, pytest reads setup.cfg.
+import results
+import losses as L
+import variants as V
+import watches as W
+from fixtures import redis as redis_fx
+from fixtures.agent import start_pg_agents, start_redis_agents
+from fixtures.binaries import agent_bin, dbcheck_bin
+from fixtures.dbcheck import operator_lines, write_check_wrapper, write_dbcheck_config, write_redis_config
+from fixtures.haproxy import HAProxy
+from fixtures.patroni import APP_DB, APP_PASSWORD, APP_USER, SUPERUSER, PatroniCluster
+from fixtures.procs import wait_until
+from fixtures.writers import PgWriter, RedisWriter
+
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tests" / "integration"))
-sys.path.insert(0, str(REPO / "bench"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import results  # noqa: E402
-import losses as L  # noqa: E402
-import variants as V  # noqa: E402
-import watches as W  # noqa: E402
-from fixtures import redis as redis_fx  # noqa: E402
-from fixtures.agent import start_pg_agents, start_redis_agents  # noqa: E402
-from fixtures.dbcheck import operator_lines, write_check_wrapper, write_dbcheck_config, write_redis_config  # noqa: E402
-from fixtures.haproxy import HAProxy  # noqa: E402
-from fixtures.patroni import APP_DB, APP_PASSWORD, APP_USER, SUPERUSER, PatroniCluster  # noqa: E402
-from fixtures.procs import wait_until  # noqa: E402
-from fixtures.writers import PgWriter, RedisWriter  # noqa: E402
-
-DBCHECK = REPO / "build" / "external-check" / "dbcheck"
-AGENT = REPO / "build" / "agent" / "dbcheck-agent"
+DBCHECK = dbcheck_bin()
+AGENT = agent_bin()
 OUT = REPO / "build" / "failover"
 WARMUP, AFTER = 1.5, 2.0  # seconds of writes before the fault and after everything settled
 HOLD = 4.0  # seconds the old primary stays away after the manager named a new one
@@ -159,7 +158,8 @@ class PgLab(Lab):
     def start(self):
         self.cluster.start()
         self.check_config = write_dbcheck_config(self.workdir / "dbcheck", self.cluster)
-        wrapper = write_check_wrapper(self.workdir / "dbcheck" / "dbcheck-wrapper", DBCHECK, self.check_config)
+        wrapper = write_check_wrapper(self.workdir / "dbcheck" / "dbcheck-wrapper", DBCHECK,
+                                      self.check_config)
         # `dbcheck switchover` runs as the operator (root here), from its own config.
         self.op_config = write_dbcheck_config(self.workdir / "dbcheck-op", self.cluster, owner=None)
         self.agents = start_pg_agents(self.workdir / "agents", self.cluster, AGENT)
@@ -196,10 +196,10 @@ class PgLab(Lab):
 
     def settle(self, not_master=None):
         """The leader once every member streams from it (`not_master` is not enforced: Patroni
-        may rightly hand leadership back to the old leader, see docs/failover.md). A member left on a timeline the
-        leader does not have (after the manager took the key back from it; Patroni 3.0.2 does
-        not always rewind it) is re-initialised from the leader, as an operator would, and
-        noted in self.repairs."""
+        may rightly hand leadership back to the old leader, see docs/failover.md). A member left
+        on a timeline the leader does not have (after the manager took the key back from it;
+        Patroni 3.0.2 does not always rewind it) is re-initialised from the leader, as an
+        operator would, and noted in self.repairs."""
         try:
             return self.cluster.wait_healthy(60).name
         except AssertionError:
@@ -271,7 +271,8 @@ class RedisLab(Lab):
     def start(self):
         self.cluster.start()
         self.check_config = write_redis_config(self.workdir / "dbcheck", self.cluster)
-        wrapper = write_check_wrapper(self.workdir / "dbcheck" / "dbcheck-wrapper", DBCHECK, self.check_config)
+        wrapper = write_check_wrapper(self.workdir / "dbcheck" / "dbcheck-wrapper", DBCHECK,
+                                      self.check_config)
         self.op_config = write_redis_config(self.workdir / "dbcheck-op", self.cluster, owner=None,
                                             cluster_extra=operator_lines(self.workdir / "operator",
                                                                          redis_fx.OPERATOR_USER,
@@ -304,7 +305,8 @@ class RedisLab(Lab):
     def role_probe(self, name):
         """ROLE of data node `name` (a new connection each time, as the admin user)."""
         node = self.cluster.get(name)
-        return lambda: W.PRIMARY if self.cluster.role(node, timeout=W.ROLE_TIMEOUT)[0] == "master" else W.REPLICA
+        return lambda: (W.PRIMARY if self.cluster.role(node, timeout=W.ROLE_TIMEOUT)[0] == "master"
+                        else W.REPLICA)
 
     def settle(self, not_master=None):
         return self.cluster.wait_stable(60, not_master=not_master).name
@@ -350,8 +352,8 @@ class RedisLab(Lab):
 
 def dbcheck_switchover(config, cluster, *args):
     """Run `dbcheck switchover` to completion; its summary line, or RuntimeError with its output."""
-    res = subprocess.run([str(DBCHECK), "--config", str(config), "switchover", cluster, *args], capture_output=True,
-                         text=True, timeout=120, env={"PATH": "/usr/bin:/bin"})
+    res = subprocess.run([str(DBCHECK), "--config", str(config), "switchover", cluster, *args],
+                         capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin"})
     if res.returncode != 0:
         raise RuntimeError(f"dbcheck switchover exited {res.returncode}:\n{res.stdout}{res.stderr}")
     return res.stdout.strip().splitlines()[-1]
@@ -409,7 +411,8 @@ def run_scenario(lab, scenario, rep, reasons=True):
         if steady:
             time.sleep(STEADY_HOLD)  # the primary must stay where it is: measured, not waited for
         else:
-            wait_until(lambda: watch.switch(old, t_fault)[1], 90, f"the manager naming a primary other than {old}")
+            wait_until(lambda: watch.switch(old, t_fault)[1], 90,
+                       f"the manager naming a primary other than {old}")
         if comeback:
             if not steady:
                 time.sleep(HOLD)  # the old primary stays away a while after the switch
@@ -437,14 +440,16 @@ def run_scenario(lab, scenario, rep, reasons=True):
         watch.stop()
     t0p, t0 = watch.switch(old, t_fault)  # (None, None) when it never moved (a steady scenario)
     run.update(new=new, t_manager_s=round(t0 - t_fault, 2) if t0 else None,
-               t0_uncertainty_s=round(t0 - t0p, 2) if t0 else None, steady=steady, manager_moved=t0 is not None,
+               t0_uncertainty_s=round(t0 - t0p, 2) if t0 else None, steady=steady,
+               manager_moved=t0 is not None,
                manager_reverted=watch.reverted(old, t_fault), repaired=lab.repairs[repairs_before:],
                comeback_s=round(comeback_at - t_fault, 2) if comeback_at else None,
                role_samples={n: len(r.samples) for n, r in roles.items()},
                role_silent={n: sum(1 for x in r.samples if x[2] is None) for n, r in roles.items()},
                manager_timeline=changes(watch.samples, t_fault),
                role_timeline={n: changes(r.samples, t_fault) for n, r in roles.items()})
-    ctx = dict(run=run, old=old, new=new, t_fault=t_fault, comeback_at=comeback_at, t_start=t_start, t_end=t_end,
+    ctx = dict(run=run, old=old, new=new, t_fault=t_fault, comeback_at=comeback_at, t_start=t_start,
+               t_end=t_end,
                offset=(offset_before + wall_offset()) / 2, manager=L.ManagerView(watch.samples),
                roles={n: L.Series(r.samples) for n, r in roles.items()}, verdicts=verdicts)
     # Every configuration's write backend over the run, for losses no router had reacted to yet.
@@ -492,8 +497,10 @@ def judge(lab, v, writer, ctx):
     after_comeback = sum(1 for t, _, _ in lost if comeback_at and t >= comeback_at)
     first_err = next((t for t, _ in writer.errors if t >= t_fault), None)
     new_port = lab.node_port(ctx["new"])
-    first_new = next((t for t, _, node in writer.acks if node == new_port and t >= (first_err or t_fault)), None)
-    first_bad = min([t for t in (first_err, next((t for t, _, _ in lost if t >= t_fault), None)) if t is not None],
+    first_new = next((t for t, _, node in writer.acks if node == new_port and t >= (first_err or t_fault)),
+                     None)
+    first_bad = min([t for t in (first_err, next((t for t, _, _ in lost if t >= t_fault), None))
+                     if t is not None],
                     default=None)
     first_kept = next((t for t, wid, node in writer.acks
                        if node == new_port and wid in stored and first_bad and t >= first_bad), None)
@@ -503,15 +510,18 @@ def judge(lab, v, writer, ctx):
     events = [(tw - offset, srv, st) for tw, srv, st in h.state_events(v.backend)]
     at_start, intervals = L.up_intervals(events, servers, ctx["t_start"], ctx["t_end"])
     row = {
-        "variant": v.key, "label": v.label, "settings": v.settings, "dbcheck": v.dbcheck, "bound_s": round(v.bound, 2),
+        "variant": v.key, "label": v.label, "settings": v.settings, "dbcheck": v.dbcheck,
+        "bound_s": round(v.bound, 2),
         "acked": len(writer.acks), "errors": len(writer.errors), "lost": len(lost),
         **{f"lost_{k}": n for k, n in cls.items()},
         "lost_routing": sum(cls[k] for k in L.ROUTING),
         "routing_after_s": [round(min(routing_after), 3), round(statistics.median(routing_after), 3),
                             round(max(routing_after), 3)] if routing_after else None,
         "lost_after_comeback": after_comeback,
-        "error_window_s": round(first_new - first_err, 2) if first_err and first_new else (0.0 if not first_err else None),
-        "kept_window_s": round(first_kept - first_bad, 2) if first_bad and first_kept else (0.0 if not first_bad else None),
+        "error_window_s": (round(first_new - first_err, 2) if first_err and first_new
+                           else (0.0 if not first_err else None)),
+        "kept_window_s": (round(first_kept - first_bad, 2) if first_bad and first_kept
+                          else (0.0 if not first_bad else None)),
         "two_up_s": round(sum(b - a for a, b in intervals), 3),
         "two_up_intervals": [[round(a - t_fault, 3), round(b - t_fault, 3)] for a, b in intervals],
         "log_agrees": at_start == [lab.server_name(v, ctx["old"])],
@@ -530,7 +540,8 @@ def judge(lab, v, writer, ctx):
     row["max_gap_s"] = round(max(b - a for a, b in zip(edges, edges[1:])), 2)
     after_heal = next((t for t in kept if comeback_at and t >= comeback_at), None)
     row["recovery_s"] = round(after_heal - comeback_at, 2) if after_heal and comeback_at else None
-    row["window_rule"], row["recovery_vs"] = lab.window_rule(ctx["run"]["scenario"], v) if v.dbcheck else ("", None)
+    row["window_rule"], row["recovery_vs"] = (lab.window_rule(ctx["run"]["scenario"], v) if v.dbcheck
+                                              else ("", None))
     row.update(lab.reader_figures(v, h, ctx, ctx["run"]))
     if v.dbcheck:  # why the new primary was not (yet) UP: HAProxy's check lines and dbcheck's verdicts
         lo, hi = first_err or t_fault, first_new or ctx["t_end"]
@@ -588,7 +599,8 @@ def gate_failures(rows, variants, key):
         out.append("HAProxy's log and `show stat` disagree at the start")
     known = [gate_window(a) for a in anchors if gate_window(a) is not None]
     w = gate_window(r)
-    if r.get("reader_bound_s") is not None and (r["reader_out_s"] is None or r["reader_out_s"] > r["reader_bound_s"]):
+    if r.get("reader_bound_s") is not None and (r["reader_out_s"] is None
+                                                or r["reader_out_s"] > r["reader_bound_s"]):
         took = "never" if r["reader_out_s"] is None else f"after {r['reader_out_s']:.2f} s"
         out.append(f"the cut replica left the read backend {took}, over its documented bound of "
                    f"{r['reader_bound_s']:.2f} s")
@@ -596,9 +608,9 @@ def gate_failures(rows, variants, key):
     if rule == "no_outage":
         best = min((a["max_gap_s"] for a in anchors), default=0.0)
         if r["max_gap_s"] >= best + NO_OUTAGE_SLACK:
-            out.append(f"a fault that leaves the primary in place: {r['max_gap_s']:.2f} s without a kept write "
-                       f"where the steadiest anchor's longest gap was {best:.2f} s (a second or more without a "
-                       "writer caused by this check)")
+            out.append(f"a fault that leaves the primary in place: {r['max_gap_s']:.2f} s without a kept "
+                       f"write where the steadiest anchor's longest gap was {best:.2f} s (a second or more "
+                       "without a writer caused by this check)")
     elif rule == "recovery":
         theirs = {k: by_key[k]["recovery_s"] for k in r["recovery_vs"]}
         mine = r["recovery_s"]
@@ -609,7 +621,8 @@ def gate_failures(rows, variants, key):
                        + ", ".join(f"{k}: {x}" for k, x in theirs.items()) + ")")
     elif known and (w is None or w > max(known) + WINDOW_SLACK + PHASE_SLACK):
         out.append(f"window {'never closed' if w is None else f'{w:.2f} s'} > "
-                   f"{WINDOW_SLACK + PHASE_SLACK:.0f} s longer than every anchor's (" + ", ".join(f"{a['variant']}: {gate_window(a)}" for a in anchors) + ")")
+                   f"{WINDOW_SLACK + PHASE_SLACK:.0f} s longer than every anchor's "
+                   "(" + ", ".join(f"{a['variant']}: {gate_window(a)}" for a in anchors) + ")")
     return out
 
 
@@ -655,7 +668,8 @@ def routing_gate(rows, variants):
             p = excess_p(per[v.key], lowest)
             if p < CHANCE_P:
                 out[k].append(f"({v.key}): routing losses {per[v.key]} > lowest anchor's {lowest}, "
-                              f"p = {p:.2g} by chance (" + ", ".join(f"{a}: {n}" for a, n in anchors.items()) + ")")
+                              f"p = {p:.2g} by "
+                              "chance (" + ", ".join(f"{a}: {n}" for a, n in anchors.items()) + ")")
     return out
 
 
@@ -663,11 +677,12 @@ def routing_gate(rows, variants):
 SCENARIO_TEXT = {
     ("pg", "switchover"): "planned: `patronictl switchover`",
     ("pg", "freeze"): "unplanned: leader host frozen (SIGSTOP Patroni + PostgreSQL), back after the switch",
-    ("pg", "patroni-dies"): "unplanned: Patroni killed on the leader, its PostgreSQL keeps running as primary; "
-                            "Patroni restarted after the switch",
+    ("pg", "patroni-dies"): "unplanned: Patroni killed on the leader, its PostgreSQL keeps running as "
+                            "primary; Patroni restarted after the switch",
     ("redis", "failover"): "planned: `SENTINEL FAILOVER`",
     ("redis", "dbcheck-switchover"): "planned: `dbcheck switchover` (pause, failover, demote, unpause)",
-    ("pg", "dbcheck-switchover"): "planned: `dbcheck switchover` (Patroni's POST /switchover, then agreement)",
+    ("pg", "dbcheck-switchover"): "planned: `dbcheck switchover` (Patroni's POST /switchover, "
+                                  "then agreement)",
     ("redis", "freeze"): "unplanned: master frozen (SIGSTOP), back after the switch",
     ("redis", "failover+fencing"): "planned, with `min-replicas-to-write 1`, `min-replicas-max-lag 1`",
     ("redis", "freeze+fencing"): "unplanned, with `min-replicas-to-write 1`, `min-replicas-max-lag 1`",
@@ -712,7 +727,8 @@ def window_gate(rows, variants):
     for k, windows in per.items():
         out[k] = []
         medians = {v: statistics.median(ws) for v, ws in windows.items()}
-        anchors = {v.key: medians[v.key] for v in variants.get(k[0], []) if not v.dbcheck and v.key in medians}
+        anchors = {v.key: medians[v.key] for v in variants.get(k[0], [])
+                   if not v.dbcheck and v.key in medians}
         if not anchors:
             continue
         for v in variants.get(k[0], []):
@@ -720,14 +736,15 @@ def window_gate(rows, variants):
                 continue
             rule, vs = rules[(*k, v.key)]
             if rule == "window" and medians[v.key] > max(anchors.values()) + WINDOW_SLACK:
-                out[k].append(f"({v.key}): median window {medians[v.key]:.2f} s > {WINDOW_SLACK:.0f} s longer "
-                              "than every anchor's median (" + ", ".join(f"{a}: {m:.2f}" for a, m in anchors.items()) + ")")
+                out[k].append(f"({v.key}): median window {medians[v.key]:.2f} s > {WINDOW_SLACK:.0f} s "
+                              "longer than every anchor's median ("
+                              + ", ".join(f"{a}: {m:.2f}" for a, m in anchors.items()) + ")")
             elif rule == "recovery":
                 mine = statistics.median(rec[k][v.key])
                 theirs = {a: statistics.median(rec[k][a]) for a in vs if a in rec[k]}
                 if theirs and mine > max(theirs.values()) + WINDOW_SLACK:
-                    out[k].append(f"({v.key}): median time back after the heal {mine:.2f} s > {WINDOW_SLACK:.0f} s "
-                                  "longer than the same path's anchors' (" +
+                    out[k].append(f"({v.key}): median time back after the heal {mine:.2f} s > "
+                                  f"{WINDOW_SLACK:.0f} s longer than the same path's anchors' (" +
                                   ", ".join(f"{a}: {m:.2f}" for a, m in theirs.items()) + ")")
     return out
 
@@ -786,29 +803,31 @@ def table(rows, reps, command, variants, failed=(), title="Failover proof: write
         "example). Error window: first failed write to first write acknowledged by the new primary "
         "(median / max s); without a kept write: from the first write that failed *or was lost* to the first "
         "write the new primary acknowledged and kept (where an old primary that HAProxy still reaches "
-        "acknowledges writes that are then lost, the error window flatters the check that keeps routing to it). "
-        f"The gate compares {'the time without a kept write' if window_field == 'kept_window_s' else 'error windows'}. "
-        "Two writers UP: seconds during which HAProxy had two or more servers UP in "
-        "the write backend, from its own `Server … is UP/DOWN` log lines (microsecond timestamps).",
+        "acknowledges writes that are then lost, the error window flatters the check that keeps routing to "
+        "it). The gate compares "
+        f"{'the time without a kept write' if window_field == 'kept_window_s' else 'error windows'}. Two "
+        "writers UP: seconds during which HAProxy had two or more servers UP in the write backend, from "
+        "its own `Server … is UP/DOWN` log lines (microsecond timestamps).",
         "",
-        "| engine | scenario | configuration | settings | B (s) | acked | lost: total | by the manager's primary "
-        "| manager reversal | at the manager's change | behind every router | routing: two-writer | routing: within B "
-        "| routing: **late** | **routing total** "
+        "| engine | scenario | configuration | settings | B (s) | acked | lost: total | by the manager's "
+        "primary | manager reversal | at the manager's change | behind every router | routing: two-writer | "
+        "routing: within B | routing: **late** | **routing total** "
         "| error window (s) | without a kept write (s) | two writers UP (s) | runs with two UP "
         "| lost after old primary returned |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
-        "| --- | --- | --- |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | "
+        "--- | --- | --- | --- |",
     ]
     for eng, scen, var in _keys(rows, "engine", "scenario", "variant"):
         rs = [r for r in rows if (r["engine"], r["scenario"], r["variant"]) == (eng, scen, var)]
         s = lambda f: sum(r[f] for r in rs)  # noqa: E731
         out.append(
-            f"| {eng} | {SCENARIO_TEXT[(eng, scen)]} ({len(rs)} runs) | ({var}) {rs[0]['label']} | {rs[0]['settings']} "
-            f"| {rs[0]['bound_s']:.2f} | {s('acked')} | {s('lost')} | {s('lost_manager')} | {s('lost_reversal')} "
-            f"| {s('lost_at_change')} | {s('lost_behind_all')} | {s('lost_two_writer')} | {s('lost_within')} | **{s('lost_late')}** | **{s('lost_routing')}** "
-            f"| {_fmt_window([r['error_window_s'] for r in rs])} "
-            f"| {_fmt_window([r.get('kept_window_s') for r in rs])} | {s('two_up_s'):.2f} "
-            f"| {sum(1 for r in rs if r['two_up_s'] > 0)} | {s('lost_after_comeback')} |")
+            f"| {eng} | {SCENARIO_TEXT[(eng, scen)]} ({len(rs)} runs) | ({var}) {rs[0]['label']} | "
+            f"{rs[0]['settings']} | {rs[0]['bound_s']:.2f} | {s('acked')} | {s('lost')} | "
+            f"{s('lost_manager')} | {s('lost_reversal')} | {s('lost_at_change')} | {s('lost_behind_all')} | "
+            f"{s('lost_two_writer')} | {s('lost_within')} | **{s('lost_late')}** | **{s('lost_routing')}** | "
+            f"{_fmt_window([r['error_window_s'] for r in rs])} | "
+            f"{_fmt_window([r.get('kept_window_s') for r in rs])} | {s('two_up_s'):.2f} | "
+            f"{sum(1 for r in rs if r['two_up_s'] > 0)} | {s('lost_after_comeback')} |")
     manager = {}
     for r in rows:
         if r["t_manager_s"] is not None:
@@ -816,42 +835,55 @@ def table(rows, reps, command, variants, failed=(), title="Failover proof: write
     out += ["", "Time from the fault to the manager naming the new primary (median, s): " + "; ".join(
         f"{eng} {scen} {statistics.median(t for _, t in v):.1f}" for (eng, scen), v in manager.items()) + "."]
     readers = [k for k in _keys(rows, "engine", "scenario", "variant")
-               if any(r.get("reader_bound_s") is not None for r in rows if (r["engine"], r["scenario"], r["variant"]) == k)]
+               if any(r.get("reader_bound_s") is not None
+                      for r in rows if (r["engine"], r["scenario"], r["variant"]) == k)]
     if readers:
-        out += ["", "The cut replica out of the read backend, from the cut, by the configuration's own HAProxy log "
-                "(median / max s; its documented worst case: max_lag, then the check running at that moment and fall "
-                "more, or for the agent lag_window and the rounds around it: docs/failover.md, 'Partitions'): " + "; ".join(
-                    f"{e} {sc} ({var}) " + _fmt_window([r["reader_out_s"] for r in rows
-                                                      if (r["engine"], r["scenario"], r["variant"]) == (e, sc, var)])
-                    + f" (bound {next(r['reader_bound_s'] for r in rows if (r['engine'], r['scenario'], r['variant']) == (e, sc, var) and r.get('reader_bound_s')):.1f})"
+        def bound(key):
+            """The documented bound of configuration `key` (engine, scenario, variant)."""
+            return next(r["reader_bound_s"] for r in rows
+                        if (r["engine"], r["scenario"], r["variant"]) == key and r.get("reader_bound_s"))
+        out += ["", "The cut replica out of the read backend, from the cut, by the configuration's own "
+                "HAProxy log (median / max s; its documented worst case: max_lag, then the check running at "
+                "that moment and fall more, or for the agent lag_window and the rounds around "
+                "it: docs/failover.md, 'Partitions'): " + "; ".join(
+                    f"{e} {sc} ({var}) "
+                    + _fmt_window([r["reader_out_s"] for r in rows
+                                   if (r["engine"], r["scenario"], r["variant"]) == (e, sc, var)])
+                    + f" (bound {bound((e, sc, var)):.1f})"
                     for e, sc, var in readers) + "."]
-    moved = sorted({(r["engine"], r["scenario"], r["rep"]) for r in rows if r.get("steady") and r.get("manager_moved")})
+    moved = sorted({(r["engine"], r["scenario"], r["rep"]) for r in rows
+                    if r.get("steady") and r.get("manager_moved")})
     if moved:
-        out += ["", "Runs of a fault that should leave the primary in place where the manager moved it anyway: "
-                + ", ".join(f"{e} {sc} #{n}" for e, sc, n in moved) + "."]
+        out += ["", "Runs of a fault that should leave the primary in place where the manager moved it "
+                "anyway: " + ", ".join(f"{e} {sc} #{n}" for e, sc, n in moved) + "."]
     reverted = sorted({(r["engine"], r["scenario"], r["rep"]) for r in rows if r.get("manager_reverted")})
     if reverted:
-        out += ["", f"Runs where the manager named the old primary again after naming a new one: {len(reverted)} "
-                f"({', '.join(f'{e} {s} #{n}' for e, s, n in reverted)}); see docs/failover.md."]
-    repaired = sorted({(r["engine"], r["scenario"], r["rep"], tuple(r["repaired"])) for r in rows if r.get("repaired")})
+        out += ["", "Runs where the manager named the old primary again after naming a new one: "
+                f"{len(reverted)} ({', '.join(f'{e} {s} #{n}' for e, s, n in reverted)}); see "
+                "docs/failover.md."]
+    repaired = sorted({(r["engine"], r["scenario"], r["rep"], tuple(r["repaired"])) for r in rows
+                       if r.get("repaired")})
     if repaired:
-        out += ["", "Runs after which a member could not rejoin by itself and was re-initialised from the leader "
-                "(`patronictl reinit`): " + ", ".join(f"{e} {s} #{n} ({', '.join(m)})" for e, s, n, m in repaired) + "."]
+        out += ["", "Runs after which a member could not rejoin by itself and was re-initialised from the "
+                "leader (`patronictl reinit`): "
+                + ", ".join(f"{e} {s} #{n} ({', '.join(m)})" for e, s, n, m in repaired) + "."]
     out += ["", "**Gate** (per scenario, for each dbcheck configuration): in every run no late loss, no time "
-            f"with two writers UP, and an error window not more than {WINDOW_SLACK + PHASE_SLACK:.0f} s longer than "
-            "every anchor's in that run (1 s, plus one check interval for each end of the window: where the checks' schedules fall against the fault and the promotion); over "
-            f"the scenario's runs, a median error window not more than {WINDOW_SLACK:.0f} s longer than every "
-            "anchor's median, and routing losses no more than the lowest anchor's at "
-            "the configuration's own detection settings, beyond chance (an excess as uneven as it is has a "
-            f"probability under {CHANCE_P} when both lose at the same rate: one-sided binomial test; "
-            "7 against 0 fails, 2 against 1 passes)."
+            f"with two writers UP, and an error window not more than {WINDOW_SLACK + PHASE_SLACK:.0f} s "
+            "longer than every anchor's in that run (1 s, plus one check interval for each end of the "
+            "window: where the checks' schedules fall against the fault and the promotion); over the "
+            f"scenario's runs, a median error window not more than {WINDOW_SLACK:.0f} s longer than every "
+            "anchor's median, and routing losses no more than the lowest anchor's at the configuration's "
+            "own detection settings, beyond chance (an excess as uneven as it is has a probability under "
+            f"{CHANCE_P} when both lose at the same rate: one-sided binomial test; 7 against 0 fails, 2 "
+            "against 1 passes)."
             + (" Where the fault must leave the primary in place (a replica cut from its primary, a Sentinel "
-               "minority cut off, and for dbcheck-agent HAProxy's host cut from the managers), a run fails with a "
-               f"gap of {NO_OUTAGE_SLACK:.0f} s or more without a kept write beyond the steadiest anchor's longest; where "
-               "a check must fail closed (the external check when HAProxy's host is cut from the managers), its "
-               "time back after the heal is compared, per run and on the median, with the anchor that asks over "
-               "the same path (Patroni's `GET /primary`; the seed check's Sentinel); a cut replica must leave each "
-               "dbcheck configuration's read backend within its documented bound (bench/failover/partitions.py)."
+               "minority cut off, and for dbcheck-agent HAProxy's host cut from the managers), a run fails "
+               f"with a gap of {NO_OUTAGE_SLACK:.0f} s or more without a kept write beyond the steadiest "
+               "anchor's longest; where a check must fail closed (the external check when HAProxy's host is "
+               "cut from the managers), its time back after the heal is compared, per run and on the "
+               "median, with the anchor that asks over the same path (Patroni's `GET /primary`; the seed "
+               "check's Sentinel); a cut replica must leave each dbcheck configuration's read backend "
+               "within its documented bound (bench/failover/partitions.py)."
                if any(r.get("steady") for r in rows) else ""), "",
             "| engine | scenario | gate | why |", "| --- | --- | --- | --- |"]
     for (eng, scen), why in gate_verdicts(rows, failed, variants).items():
@@ -875,7 +907,8 @@ def main():
     ap.add_argument("--scenario", action="append", help="only these scenarios (default: all)")
     ap.add_argument("--no-results", action="store_true", help="do not rewrite docs/results.md")
     ap.add_argument("--no-reasons", action="store_true",
-                    help="do not run `dbcheck check` every second beside HAProxy for the reasons of failing checks")
+                    help="do not run `dbcheck check` every second beside HAProxy for the reasons of "
+                         "failing checks")
     ap.add_argument("--section", help="docs/results.md section to rewrite (default: failover, or partitions "
                                       "with --lab net)")
     ap.add_argument("--lab", choices=["loopback", "net"], default="loopback",
@@ -905,7 +938,8 @@ def main():
         try:
             lab.start()
             variants[lab.engine] = lab.variants
-            print(f"[failover] {lab.engine} lab up in {time.monotonic() - t_lab:.0f}s ({workdir})", flush=True)
+            print(f"[failover] {lab.engine} lab up in {time.monotonic() - t_lab:.0f}s ({workdir})",
+                  flush=True)
             for rep in range(1, args.reps + 1):
                 for scen in lab.scenarios:
                     if args.scenario and scen not in args.scenario:
@@ -931,7 +965,8 @@ def main():
                           "\n    ".join(_brief(r) for r in got), flush=True)
                     for r in got:
                         for why in r["gate"]:
-                            print(f"[failover] GATE {lab.engine} {scen} #{rep} ({r['variant']}): {why}", flush=True)
+                            print(f"[failover] GATE {lab.engine} {scen} #{rep} "
+                                  f"({r['variant']}): {why}", flush=True)
                         if r["gate"]:
                             for line in r.get("new_primary_checks", []) + r.get("new_primary_verdicts", []):
                                 print(f"      {line}", flush=True)

@@ -198,4 +198,3 @@ def behind_every_router(node, t, timelines, server_of):
     passes those of one detection setting). timelines: {key: UpTimeline}; server_of: {key:
     {node name: that configuration's server name}}."""
     return all(tl.is_up(server_of[k][node], t) for k, tl in timelines.items())
-

@@ -50,15 +50,18 @@ LAG_WINDOW = 5.0  # dbcheck-agent's lag_window default: a replica over max_lag s
 READ_AGENT_INTER = 0.5  # the agent example's read backends: agent-inter 500ms
 
 F.SCENARIO_TEXT.update({
-    ("pg", "partition"): "N1: leader host cut from etcd and the other members (HAProxy and clients still reach it); "
-                         "healed after the switch",
-    ("pg", "partition-in"): "N5: leader host receives nothing from etcd (it still sends); healed after the switch",
+    ("pg", "partition"): "N1: leader host cut from etcd and the other members (HAProxy and clients still "
+                         "reach it); healed after the switch",
+    ("pg", "partition-in"): "N5: leader host receives nothing from etcd (it still sends); "
+                            "healed after the switch",
     ("pg", "replica-cut"): "N3: a replica host cut from the leader's host only, 15 s (readers)",
-    ("pg", "proxy-cut"): "N6: HAProxy's host cut from Patroni's REST API and etcd (not from PostgreSQL), 15 s",
-    ("redis", "partition"): "N2: master host (node + its Sentinel) cut from the other Sentinels and the replica "
-                            "(HAProxy and clients still reach it); healed after the switch",
+    ("pg", "proxy-cut"): "N6: HAProxy's host cut from Patroni's REST API and etcd (not from PostgreSQL), "
+                         "15 s",
+    ("redis", "partition"): "N2: master host (node + its Sentinel) cut from the other Sentinels and the "
+                            "replica (HAProxy and clients still reach it); healed after the switch",
     ("redis", "sentinel-minority"): "N4: one Sentinel's host cut from the rest of the cluster, 15 s",
-    ("redis", "replica-cut"): "N3: the replica's host (node + its Sentinel) cut from the master's host, 15 s (readers)",
+    ("redis", "replica-cut"): "N3: the replica's host (node + its Sentinel) cut from the master's host, "
+                              "15 s (readers)",
     ("redis", "proxy-cut"): "N6: HAProxy's host cut from the Sentinels (not from the nodes), 15 s",
 })
 
@@ -109,8 +112,8 @@ class NetLabMixin:
         for v in self.variants:
             if v.dbcheck:
                 srv = self.server_name(v, name)
-                F.wait_until(lambda v=v, srv=srv: srv in self.haproxies[v.key].servers_up(self.read_backend), 60,
-                             f"({v.key}): {name} UP in {self.read_backend}")
+                F.wait_until(lambda v=v, srv=srv: srv in self.haproxies[v.key].servers_up(self.read_backend),
+                             60, f"({v.key}): {name} UP in {self.read_backend}")
 
     def settle(self, not_master=None):
         """The loopback lab's settle(), then until every replica has caught up with the primary:
@@ -224,10 +227,12 @@ class NetRedisLab(NetLabMixin, F.RedisLab):
     def caught_up(self, master):
         """True when the replica's replication offset has reached the master's."""
         m = self.cluster.get(master)
-        info = lambda n: dict(l.split(":", 1) for l in self.cluster.admin(n, "INFO", "replication").splitlines()  # noqa: E731
-                              if ":" in l)
+        info = lambda n: dict(line.split(":", 1)  # noqa: E731
+                              for line in self.cluster.admin(n, "INFO", "replication").splitlines()
+                              if ":" in line)
         target = int(info(m)["master_repl_offset"])
-        return all(int(info(n).get("slave_repl_offset", -1)) >= target for n in self.cluster.nodes() if n != m)
+        return all(int(info(n).get("slave_repl_offset", -1)) >= target
+                   for n in self.cluster.nodes() if n != m)
 
     def __init__(self, workdir):
         super().__init__(workdir)
@@ -252,7 +257,8 @@ class NetRedisLab(NetLabMixin, F.RedisLab):
             return self.cut(run, replica.host, [master.host])
         if scenario == "proxy-cut":
             sentinels = self.cluster.sentinels()
-            return self.cut(run, "proxy", sorted({s.host for s in sentinels}), ports=[s.port for s in sentinels])
+            return self.cut(run, "proxy", sorted({s.host for s in sentinels}),
+                            ports=[s.port for s in sentinels])
         return super().inject(scenario, old, run)
 
 
@@ -269,7 +275,8 @@ def reader_figures(lab, v, h, ctx, run):
         next((t for t, s, st in events if s == srv and st == "DOWN" and t >= ctx["t_fault"]), None)
     back = next((t for t, s, st in events if s == srv and st == "UP" and out and t > out), None)
     return {"reader_out_s": round(out - ctx["t_fault"], 2) if out else None,
-            "reader_back_after_heal_s": round(back - ctx["comeback_at"], 2) if back and ctx["comeback_at"] else None,
+            "reader_back_after_heal_s": (round(back - ctx["comeback_at"], 2)
+                                         if back and ctx["comeback_at"] else None),
             "reader_bound_s": round(reader_bound(v, run["reader_max_lag_s"]), 2)}
 
 

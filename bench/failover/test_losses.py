@@ -1,14 +1,9 @@
 """The failover proof's classes of loss and two-writer time on hand-made samples:
 /usr/bin/python3 -m pytest bench/failover/test_losses.py -p no:cacheprovider"""
 
-import sys
-from pathlib import Path
-
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parents[1] / "tests" / "integration")]
-
-import losses as L  # noqa: E402
-from watches import PRIMARY, REPLICA, sentinel_rule_primary  # noqa: E402
+# bench/failover, bench and tests/integration are on sys.path: pytest's pythonpath (setup.cfg).
+import losses as L
+from watches import PRIMARY, REPLICA, sentinel_rule_primary
 
 
 def series(*values, step=0.1, took=0.01):
@@ -46,8 +41,8 @@ def test_a_silent_node_accepts_no_writes():
 
 def test_a_manager_going_back_to_an_earlier_primary_is_a_reversal():
     m = manager("pg1", "pg2", "pg2", "pg2", None, "pg1", "pg1")
-    r = roles(pg1=[PRIMARY, None, None, None, None, PRIMARY, PRIMARY], pg2=[REPLICA, PRIMARY, PRIMARY, PRIMARY,
-                                                                            PRIMARY, REPLICA, REPLICA])
+    r = roles(pg1=[PRIMARY, None, None, None, None, PRIMARY, PRIMARY],
+              pg2=[REPLICA, PRIMARY, PRIMARY, PRIMARY, PRIMARY, REPLICA, REPLICA])
     assert L.classify("pg2", 0.25, m, r, 3.6) == L.REVERSAL
     # the same write, but the manager then moves on to a node it never named: plain manager loss
     m2 = manager("pg1", "pg2", "pg2", "pg2", None, "pg3", "pg3")
@@ -103,8 +98,10 @@ def test_two_up_intervals_from_state_lines():
 def test_sentinel_rule_counts_only_settled_answers():
     nodes = {"127.0.0.1:1": "redis1", "127.0.0.1:2": "redis2"}
     old, new = "127.0.0.1:1", "127.0.0.1:2"
-    assert sentinel_rule_primary([(old, "master"), (old, "master"), (new, "master")], 3, nodes.get) == "redis1"
-    assert sentinel_rule_primary([(old, "master,failover_in_progress"), (old, "master"), None], 3, nodes.get) is None
+    assert sentinel_rule_primary([(old, "master"), (old, "master"), (new, "master")], 3,
+                                 nodes.get) == "redis1"
+    assert sentinel_rule_primary([(old, "master,failover_in_progress"), (old, "master"), None], 3,
+                                 nodes.get) is None
     assert sentinel_rule_primary([(old, "master,o_down"), (old, "master,s_down"), (old, "master")], 3,
                                  nodes.get) == "redis1"  # s_down alone is settled, as in dbcheck
 
@@ -162,7 +159,8 @@ def test_window_gate_judges_the_median_and_the_run_gate_allows_one_check_interva
             + run(2, a=20.4, b=20.1, c=20.3, a1=20.0, b1=20.2, d=20.9)
             + run(3, a=20.2, b=20.6, c=20.5, a1=20.4, b1=20.1, d=20.4))
     assert F.window_gate(rows, variants)[("pg", "freeze")] == []
-    assert F.gate_failures(run(1, a=20.0, b=20.2, c=21.8, a1=20.1, b1=20.3, d=20.5), variants["pg"], "c") == []
+    assert F.gate_failures(run(1, a=20.0, b=20.2, c=21.8, a1=20.1, b1=20.3, d=20.5), variants["pg"],
+                           "c") == []
     # A steady lag of 1.5 s fails on the median; an outage fails in its own run.
     slow = [dict(r, error_window_s=r["error_window_s"] + 1.5) if r["variant"] == "d" else r for r in rows]
     why = F.window_gate(slow, variants)[("pg", "freeze")]
@@ -221,7 +219,8 @@ def test_partition_gates_judge_the_kept_window_the_readers_and_a_steady_fault():
     def run(field="gate_window_s", **w):
         return [{"engine": "redis", "scenario": "partition", "rep": 1, "variant": k, "error_window_s": 0.0,
                  field: v, "lost_late": 0, "two_up_s": 0, "log_agrees": True, "max_gap_s": 0.05,
-                 "recovery_s": 0.01, "window_rule": "window" if k in ("c", "d") else ""} for k, v in w.items()]
+                 "recovery_s": 0.01, "window_rule": "window" if k in ("c", "d") else ""}
+                for k, v in w.items()]
     # Anchors that keep writing into a cut-off master have short windows only if counted by
     # failed writes; by the kept window the check that took it out is not behind.
     rows = run(a=12.0, b=11.0, c=6.0, a1=12.5, b1=11.5, d=5.0)
@@ -236,7 +235,8 @@ def test_partition_gates_judge_the_kept_window_the_readers_and_a_steady_fault():
     assert F.gate_failures(steady, variants, "c") == []
     # Failing closed as the rule says: judged by the time back after the heal, against the
     # anchor on the same path, per run and on the median.
-    closed = [dict(r, window_rule="recovery", recovery_vs=["a"], gate_window_s=15.0) if r["variant"] == "c" else r
+    closed = [dict(r, window_rule="recovery", recovery_vs=["a"], gate_window_s=15.0)
+              if r["variant"] == "c" else r
               for r in run(a=15.0, b=0.0, c=16.2, a1=15.0, b1=0.0, d=0.0)]
     closed = [dict(r, recovery_s={"a": 2.1, "c": 2.6}.get(r["variant"], 0.0)) for r in closed]
     assert F.gate_failures(closed, variants, "c") == []

@@ -164,8 +164,10 @@ def pg_agent(cluster, workdir, agents):
 
 def pg_variants(cluster, workdir, wrapper, agents):
     """Every PostgreSQL configuration, each dbcheck one after the anchors of its settings."""
-    return [pg_patroni_httpchk(cluster, workdir), pg_node_only(cluster, workdir), pg_dbcheck(cluster, workdir, wrapper),
-            pg_patroni_httpchk(cluster, workdir, AGENT_SETTINGS), pg_node_only(cluster, workdir, AGENT_SETTINGS),
+    return [pg_patroni_httpchk(cluster, workdir), pg_node_only(cluster, workdir),
+            pg_dbcheck(cluster, workdir, wrapper),
+            pg_patroni_httpchk(cluster, workdir, AGENT_SETTINGS),
+            pg_node_only(cluster, workdir, AGENT_SETTINGS),
             pg_agent(cluster, workdir, agents)]
 
 
@@ -217,14 +219,16 @@ def redis_dbcheck(cluster, workdir, wrapper):
 def redis_agent(cluster, workdir, agents):
     """(d) haproxy-examples/redis-sentinel-agent.cfg with one dbcheck-agent per data node."""
     cfg, ports = render_redis_agent_example(cluster, agents, workdir / "d" / "admin.sock")
-    return Variant("d", "dbcheck-agent", timestamped_log(cfg), ports["redis_write"], "redis_write", AGENT_BOUND,
-                   settings_label(AGENT_SETTINGS), dbcheck=True)
+    return Variant("d", "dbcheck-agent", timestamped_log(cfg), ports["redis_write"], "redis_write",
+                   AGENT_BOUND, settings_label(AGENT_SETTINGS), dbcheck=True)
 
 
 def redis_variants(cluster, workdir, wrapper, agents):
     """Every Redis configuration, each dbcheck one after the anchors of its settings."""
-    return [redis_role_only(cluster, workdir), redis_seed_002(cluster, workdir), redis_dbcheck(cluster, workdir, wrapper),
-            redis_role_only(cluster, workdir, AGENT_SETTINGS), redis_seed_002(cluster, workdir, AGENT_SETTINGS),
+    return [redis_role_only(cluster, workdir), redis_seed_002(cluster, workdir),
+            redis_dbcheck(cluster, workdir, wrapper),
+            redis_role_only(cluster, workdir, AGENT_SETTINGS),
+            redis_seed_002(cluster, workdir, AGENT_SETTINGS),
             redis_agent(cluster, workdir, agents)]
 
 

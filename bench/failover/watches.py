@@ -98,7 +98,8 @@ class PgRole:
             if left <= 0:
                 raise TimeoutError("no answer in time")
             fd = self.conn.fileno()
-            select.select([fd] if state == ext.POLL_READ else [], [fd] if state == ext.POLL_WRITE else [], [], left)
+            select.select([fd] if state == ext.POLL_READ else [], [fd] if state == ext.POLL_WRITE else [], [],
+                          left)
 
     def __call__(self):
         deadline = time.monotonic() + ROLE_TIMEOUT

@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from fixtures.binaries import agent_bin as default_agent_bin, dbcheck_bin as default_dbcheck_bin
 from fixtures.heartbeat import Heartbeat
 from fixtures.procs import wait_until
 from fixtures.dbcheck import write_check_wrapper, write_dbcheck_config, write_redis_config
@@ -33,7 +34,8 @@ def require_servers():
         pytest.fail("integration tests must run as root (they start servers as postgres/etcd)", pytrace=False)
     missing = [str(p) for p in SERVER_BINARIES if not os.access(p, os.X_OK)]
     if missing:
-        pytest.fail(f"missing server binaries: {', '.join(missing)} (run scripts/install-deps)", pytrace=False)
+        pytest.fail(f"missing server binaries: {', '.join(missing)} (run scripts/install-deps)",
+                    pytrace=False)
 
 
 def make_workdir(prefix):
@@ -128,7 +130,7 @@ def redis_cluster(request):
 def dbcheck_bin():
     """Path of the dbcheck binary: $DBCHECK_BIN or <repo>/build/external-check/dbcheck.
     Fails (does not skip) if it is not an executable file."""
-    path = Path(os.environ.get("DBCHECK_BIN") or REPO_ROOT / "build" / "external-check" / "dbcheck")
+    path = default_dbcheck_bin()
     if not (path.is_file() and os.access(path, os.X_OK)):
         pytest.fail(f"dbcheck binary not found at {path}: build it first or set DBCHECK_BIN", pytrace=False)
     return path.resolve()
@@ -137,7 +139,7 @@ def dbcheck_bin():
 @pytest.fixture(scope="session")
 def agent_bin():
     """Path of the dbcheck-agent binary: $DBCHECK_AGENT_BIN or <repo>/build/agent/dbcheck-agent."""
-    path = Path(os.environ.get("DBCHECK_AGENT_BIN") or REPO_ROOT / "build" / "agent" / "dbcheck-agent")
+    path = default_agent_bin()
     if not (path.is_file() and os.access(path, os.X_OK)):
         pytest.fail(f"dbcheck-agent binary not found at {path}: build it first", pytrace=False)
     return path.resolve()

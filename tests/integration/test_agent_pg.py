@@ -94,8 +94,9 @@ def test_killed_agent_takes_its_writer_down(pg_cluster, pg_agents, haproxy_facto
     wait_until(lambda: hap.servers_up("pg_write") == [], 20, "no writer once its agent is dead")
 
 
-def test_drain_file_sigterm_grace_and_operator_drain(pg_cluster, pg_agents, haproxy_factory, workdir, figures):
-    leader = pg_cluster.wait_healthy()
+def test_drain_file_sigterm_grace_and_operator_drain(pg_cluster, pg_agents, haproxy_factory, workdir,
+                                                     figures):
+    pg_cluster.wait_healthy()
     replica = pg_cluster.replicas()[0]
     a = agent_for(pg_agents, replica)
     cfg, _ = render_agent_example(pg_cluster, pg_agents, workdir / "haproxy" / "admin.sock")
@@ -110,7 +111,8 @@ def test_drain_file_sigterm_grace_and_operator_drain(pg_cluster, pg_agents, hapr
     drain.write_text("maintenance\n")
     # The agent re-reads the drain file every 200 ms (never on the answering path).
     wait_until(lambda: a.ask("pg_read").startswith("drain up #drain file"), 10, "the agent drains")
-    wait_until(lambda: status("pg_read", replica.name).startswith("DRAIN"), 15, f"{replica.name} DRAIN in HAProxy")
+    wait_until(lambda: status("pg_read", replica.name).startswith("DRAIN"), 15,
+               f"{replica.name} DRAIN in HAProxy")
     drain.unlink()
     wait_until(lambda: a.ask("pg_read").startswith("ready up"), 10, "the agent undoes its own drain")
     wait_until(lambda: status("pg_read", replica.name) == "UP", 15, f"{replica.name} back UP")
@@ -199,11 +201,13 @@ def test_what_only_new_sessions_meet_reaches_the_agent(pg_cluster, pg_agents, fi
     wait_until(lambda: a.ask("pg_write") == "up 100%\n", 30, "up again once writable")
     with frozen([pg_cluster.postmaster_pid(leader)]):
         t0 = time.monotonic()
-        reply = wait_until(lambda: (r := a.ask("pg_write")).startswith("down") and r, 30, "wedged postmaster seen")
+        reply = wait_until(lambda: (r := a.ask("pg_write")).startswith("down") and r, 30,
+                           "wedged postmaster seen")
         seen["wedged postmaster"] = time.monotonic() - t0
     assert "timeout" in reply, reply
     wait_until(lambda: a.ask("pg_write") == "up 100%\n", 30, "up again once the postmaster runs")
-    figures("agent: faults only new sessions meet", ", ".join(f"{k} down after {v:.1f}s" for k, v in seen.items())
+    figures("agent: faults only new sessions meet",
+            ", ".join(f"{k} down after {v:.1f}s" for k, v in seen.items())
             + " (kept sessions renewed every 5 s, interval 1 s, fall 2)")
 
 
@@ -340,8 +344,9 @@ def test_pollers_do_not_multiply_database_queries(pg_cluster, pg_agents, figures
     rates, answered, round_rates = {}, {}, {}
     for pollers in (1, 100):
         stop, latencies, errors = threading.Event(), [], []
-        threads = [threading.Thread(target=_poll_loop, args=(a.agent_port, "pg_write", stop, latencies, errors),
-                                    daemon=True) for _ in range(pollers)]
+        threads = [threading.Thread(target=_poll_loop,
+                                    args=(a.agent_port, "pg_write", stop, latencies, errors), daemon=True)
+                   for _ in range(pollers)]
         for t in threads:
             t.start()
         time.sleep(1)

@@ -34,7 +34,8 @@ def test_failover_through_haproxy_with_agents(redis_cluster, redis_agents, hapro
         new = redis_cluster.failover()
         # The old master's own agent drops it from its cached verdict on the Sentinels' event
         # (that it came from one is asserted on the agent's log below; the bound is loose).
-        wait_until(lambda: old_agent.ask("redis_write").startswith("down"), 15, "the old master's agent says down")
+        wait_until(lambda: old_agent.ask("redis_write").startswith("down"), 15,
+                   "the old master's agent says down")
         t_agent = time.monotonic() - t0
         wait_until(lambda: hap.servers_up("redis_write") == [new.name], 30, f"{new.name} alone UP")
         t_routed = time.monotonic() - t0
@@ -95,5 +96,5 @@ def test_pollers_do_not_multiply_redis_commands(redis_cluster, redis_agents, fig
     assert rates[100][1] > 5 * rates[1][1], rates
     assert rates[100][0] <= rates[1][0] * 1.5 + 1, rates
     figures("agent pollers vs Redis commands",
-            f"1 poller ({rates[1][1]:.0f} answers/s): {rates[1][0]:.1f} ROLE/PING/AUTH calls/s on the master; "
-            f"100 pollers ({rates[100][1]:.0f} answers/s): {rates[100][0]:.1f} calls/s")
+            f"1 poller ({rates[1][1]:.0f} answers/s): {rates[1][0]:.1f} ROLE/PING/AUTH calls/s on the "
+            f"master; 100 pollers ({rates[100][1]:.0f} answers/s): {rates[100][0]:.1f} calls/s")

@@ -12,7 +12,8 @@ def complete(dbcheck_bin, *words):
                             timeout=10, check=True).stdout
     line = ["dbcheck", *words]
     quoted = " ".join(f"'{w}'" for w in line)
-    prog = f"{script}\nCOMP_WORDS=({quoted}); COMP_CWORD={len(line) - 1}; _dbcheck; printf '%s\\n' \"${{COMPREPLY[@]}}\""
+    prog = (f"{script}\nCOMP_WORDS=({quoted}); COMP_CWORD={len(line) - 1}; _dbcheck; "
+            "printf '%s\\n' \"${COMPREPLY[@]}\"")
     res = subprocess.run(["bash", "-c", prog], capture_output=True, text=True, timeout=10)
     assert res.returncode == 0 and not res.stderr, res.stderr
     return sorted(w for w in res.stdout.split("\n") if w)
@@ -20,10 +21,10 @@ def complete(dbcheck_bin, *words):
 
 @pytest.mark.parametrize("words, want", [
     (("ex",), ["explain"]),
-    (("",), sorted(["check", "explain", "config-check", "setup-sql", "switchover", "completion", "--help", "-h",
-                    "--version", "--config"])),
-    (("setup-sql", ""), sorted(["postgres", "redis", "sentinel", "redis-operator", "sentinel-operator", "--help",
-                                "-h"])),
+    (("",), sorted(["check", "explain", "config-check", "setup-sql", "switchover", "completion",
+                    "--help", "-h", "--version", "--config"])),
+    (("setup-sql", ""), sorted(["postgres", "redis", "sentinel", "redis-operator", "sentinel-operator",
+                                "--help", "-h"])),
     (("switchover", "pg", "--d"), ["--dry-run"]),
     (("setup-sql", "postgres", ""), ["--help", "-h"]),
     (("explain", "--j"), ["--json"]),

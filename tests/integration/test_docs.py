@@ -54,6 +54,7 @@ def test_every_documented_key_and_example_is_accepted(dbcheck_bin, tmp_path):
     for section, key, value in documented_keys():
         sections.setdefault(section, []).append(f"{key} = {value}")
     assert len(sections) == 6, sorted(sections)
+
     # Example paths under /etc/dbcheck become real files (passwords must be 0600).
     def local(value):
         for path in re.findall(r'"(/etc/dbcheck/[^"]+)"', value):
@@ -63,20 +64,22 @@ def test_every_documented_key_and_example_is_accepted(dbcheck_bin, tmp_path):
             value = value.replace(path, str(f))
         return value.replace('"/var/lib/dbcheck-agent"', f'"{tmp_path}"')
     heading = {'[cluster.NAME] with engine = "postgres"': "[cluster.pg]",
-               '[cluster.NAME] with engine = "redis"': "[cluster.cache]", "[backend.NAME]": "[backend.pg_write]",
+               '[cluster.NAME] with engine = "redis"': "[cluster.cache]",
+               "[backend.NAME]": "[backend.pg_write]",
                "[defaults]": "[defaults]", "[agent]": "[agent]", "[agent.local]": "[agent.local]"}
     text = ""
     for section, entries in sections.items():
-        text += f"{heading[section]}\n" + "".join(local(e) + "\n" for e in entries if not
-                                                  (section == "[backend.NAME]" and e.startswith("max_lag"))) + "\n"
+        text += f"{heading[section]}\n" + "".join(
+            local(e) + "\n" for e in entries
+            if not (section == "[backend.NAME]" and e.startswith("max_lag"))) + "\n"
     # max_lag is for replicas only (and on_saturation for writers): a second backend has them.
     reader = [e for e in sections["[backend.NAME]"] if not e.startswith(("on_saturation", "role"))]
     assert any(e.startswith("max_lag") for e in reader)
     text += "[backend.pg_read]\nrole = \"replica\"\n" + "".join(e + "\n" for e in reader)
     cfg = tmp_path / "documented.toml"
     cfg.write_text(text)
-    res = subprocess.run([str(dbcheck_bin), "--config", str(cfg), "config-check"], capture_output=True, text=True,
-                         timeout=10)
+    res = subprocess.run([str(dbcheck_bin), "--config", str(cfg), "config-check"], capture_output=True,
+                         text=True, timeout=10)
     assert res.returncode == 0, f"{res.stdout}{res.stderr}\n--- the documented keys as a config:\n{text}"
 
 
@@ -94,8 +97,9 @@ def test_agent_serves_exactly_the_documented_metrics_and_endpoints(pg_cluster, a
         assert status == 200
         exported = set(re.findall(r"^# TYPE (dbcheck_[a-z_]+) ", body, re.M))
         documented = man_metrics()
-        assert exported == documented, (f"exported, not in dbcheck-agent(8): {sorted(exported - documented)}; "
-                                        f"documented, not exported: {sorted(documented - exported)}")
+        assert exported == documented, (
+            f"exported, not in dbcheck-agent(8): {sorted(exported - documented)}; "
+            f"documented, not exported: {sorted(documented - exported)}")
         agent_md = (REPO / "docs" / "agent.md").read_text()
         assert not [m for m in exported if m not in agent_md], "docs/agent.md misses a metric"
         assert http_get(agent.http_port, "/live")[0] == 200

@@ -22,7 +22,8 @@ COMBINED_PORTS = {5000: "pg_write", 5001: "pg_read", 6380: "redis_write", 6381: 
 
 @pytest.mark.parametrize("cfg", sorted(p.name for p in EXAMPLES.glob("*.cfg")))
 def test_haproxy_accepts_the_example_as_shipped(cfg):
-    res = subprocess.run([HAPROXY, "-c", "-f", str(EXAMPLES / cfg)], capture_output=True, text=True, timeout=30)
+    res = subprocess.run([HAPROXY, "-c", "-f", str(EXAMPLES / cfg)], capture_output=True, text=True,
+                         timeout=30)
     assert res.returncode == 0, res.stdout + res.stderr
 
 
@@ -39,8 +40,8 @@ def test_dbcheck_accepts_the_example_config(dbcheck_bin, workdir, toml):
         text = text.replace(f'"{path}"', f'"{local}"')
     cfg = workdir / toml
     cfg.write_text(text)
-    res = subprocess.run([str(dbcheck_bin), "--config", str(cfg), "config-check"], capture_output=True, text=True,
-                         timeout=10)
+    res = subprocess.run([str(dbcheck_bin), "--config", str(cfg), "config-check"], capture_output=True,
+                         text=True, timeout=10)
     assert res.returncode == 0 and ": OK," in res.stdout, res.stdout + res.stderr
     assert "example-secret" not in res.stdout + res.stderr
 
@@ -57,8 +58,8 @@ def combined_dbcheck_config(directory, pg_cluster, redis_cluster):
     return cfg
 
 
-def test_combined_example_routes_both_engines(pg_cluster, redis_cluster, dbcheck_bin, haproxy_factory, workdir,
-                                              figures):
+def test_combined_example_routes_both_engines(pg_cluster, redis_cluster, dbcheck_bin, haproxy_factory,
+                                              workdir, figures):
     leader = pg_cluster.wait_healthy()
     master = redis_cluster.wait_stable()
     config = combined_dbcheck_config(workdir / "dbcheck", pg_cluster, redis_cluster)
@@ -68,7 +69,8 @@ def test_combined_example_routes_both_engines(pg_cluster, redis_cluster, dbcheck
     # The Redis example addresses 10.0.0.1:6379 share their host with 10.0.0.1:5432: replace
     # the full host:port tokens only (render_example does), never a bare host.
     ports = dict(zip(COMBINED_PORTS, free_ports(len(COMBINED_PORTS))))
-    text = render_example(EXAMPLES / "combined.cfg", servers, ports, wrapper, workdir / "haproxy" / "admin.sock")
+    text = render_example(EXAMPLES / "combined.cfg", servers, ports, wrapper,
+                          workdir / "haproxy" / "admin.sock")
     hap = haproxy_factory(text)
     want = {
         "pg_write": [leader.name],

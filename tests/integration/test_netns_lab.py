@@ -11,6 +11,7 @@ import pytest
 
 from fixtures.netns import IP, NetLab, sweep_stale
 
+
 def _netns_refused():
     """Why this machine cannot create a network namespace ('' when it can)."""
     if os.geteuid() != 0:
@@ -125,7 +126,8 @@ def test_hosts_reach_each_other_and_nothing_else(lab):
                                 text=True, check=True).stdout
         assert routes.strip() == "", f"{h} has a default route: {routes}"
     # The lab's range is on no interface of the namespace the test runs in.
-    assert "10.213." not in subprocess.run([IP, "-4", "addr"], capture_output=True, text=True, check=True).stdout
+    assert "10.213." not in subprocess.run([IP, "-4", "addr"], capture_output=True, text=True,
+                                           check=True).stdout
     switch_addrs = subprocess.run([IP, "-n", lab.ns("sw"), "-4", "addr"], capture_output=True, text=True,
                                   check=True).stdout
     assert "inet " not in switch_addrs.replace("inet 127.0.0.1", "")

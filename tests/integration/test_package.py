@@ -85,8 +85,9 @@ def test_installed_binaries_check_a_real_cluster(installed, pg_cluster, workdir)
     agent = start_daemon("installed-agent", ["/usr/sbin/dbcheck-agent", "--config", str(cfg)],
                          workdir / "agent.log", user="dbcheck")
     try:
-        status, body = wait_until(lambda: (r := http_get(http_port, "/backend/pg_write", timeout=0.5))[0] == 200
-                                  and r, 20, "the installed agent answering 200 for pg_write", daemons=[agent])
+        status, body = wait_until(
+            lambda: (r := http_get(http_port, "/backend/pg_write", timeout=0.5))[0] == 200 and r, 20,
+            "the installed agent answering 200 for pg_write", daemons=[agent])
         assert "UP" in body or "up" in body, body
         health = json.loads(http_get(http_port, "/health")[1])
         assert health["backends"]["pg_write"]["reported"]["state"] == "up", health

@@ -3,7 +3,6 @@ HTTP peer where Patroni would have to lie): every one fails closed, in time, wit
 
 import os
 import signal
-import time
 
 import pytest
 
@@ -48,7 +47,8 @@ def test_wedged_postgres_times_out_within_the_deadline(pg_cluster, dbcheck_bin, 
         finally:
             os.kill(pid, signal.SIGCONT)
     assert explain(dbcheck_bin, config, "pg_write", leader.pg_addr).rc == 0
-    figures("wedged node (SIGSTOP postmaster)", f"check ended in {min(times) * 1000:.0f}-{max(times) * 1000:.0f} ms "
+    figures("wedged node (SIGSTOP postmaster)",
+            f"check ended in {min(times) * 1000:.0f}-{max(times) * 1000:.0f} ms "
             f"(timeout 800 ms), failing with 'PostgreSQL: timeout'")
 
 
@@ -76,7 +76,8 @@ def test_patroni_unusable_fails_the_writer_closed(pg_cluster, dbcheck_bin, confi
     assert run.failure == expected, run
     if servers:
         assert sum(s.requests for s in servers) >= 1, "the fake Patroni was never asked"
-    figures(f"Patroni {mode}", f"writer DOWN ({run.failure}) in {run.elapsed * 1000:.0f} ms: {run.reason[:150]}")
+    figures(f"Patroni {mode}",
+            f"writer DOWN ({run.failure}) in {run.elapsed * 1000:.0f} ms: {run.reason[:150]}")
 
 
 def test_one_good_patroni_member_is_enough(pg_cluster, dbcheck_bin, config_for):
@@ -93,7 +94,8 @@ def test_wrong_password_fails_clearly_without_the_secret(pg_cluster, dbcheck_bin
     leader = pg_cluster.wait_healthy()
     secret = "wrong-Secret-4711"
     config = config_for("badpw", password=secret)
-    for args in (("check", "pg_write", leader.pg_addr), ("explain", "pg_read", pg_cluster.replicas()[0].pg_addr),
+    for args in (("check", "pg_write", leader.pg_addr),
+                 ("explain", "pg_read", pg_cluster.replicas()[0].pg_addr),
                  ("explain", "pg_write", leader.pg_addr, "--json")):
         run = run_dbcheck(dbcheck_bin, config, *args)
         assert run.rc == 1, run
@@ -143,7 +145,8 @@ def test_password_file_readable_by_others_is_refused(pg_cluster, dbcheck_bin, co
         assert "hc-secret" not in run.stdout + run.stderr
 
 
-def test_an_unreadable_password_file_fails_only_its_own_cluster(pg_cluster, dbcheck_bin, config_for, tmp_path):
+def test_an_unreadable_password_file_fails_only_its_own_cluster(pg_cluster, dbcheck_bin, config_for,
+                                                                tmp_path):
     # One bad file of another cluster must not take every backend of the host down.
     missing = tmp_path / "cache.password"
     config = config_for("other-broken", extra=f"""
@@ -168,15 +171,16 @@ role = "primary"
 
 
 def test_config_errors_are_line_numbered(pg_cluster, dbcheck_bin, config_for):
-    config = config_for("typo", extra='\n[backend.pg_other]\ncluster = "pg"\nrole = "replica"\nmax_lag = "5x"\nmaxlag = "1s"\n')
+    config = config_for("typo", extra='\n[backend.pg_other]\ncluster = "pg"\nrole = "replica"\n'
+                                      'max_lag = "5x"\nmaxlag = "1s"\n')
     run = run_dbcheck(dbcheck_bin, config, "config-check")
     assert run.rc == 2, run
     lines = run.stderr.strip().splitlines()
     assert lines == [
         f'configuration error: {config}:24: backend.pg_other.max_lag: "5x" is not a duration (expected a '
         'number with a unit: ms, s or m, e.g. "800ms" or "1.5s")',
-        f'configuration error: {config}:25: backend.pg_other.maxlag: unknown key "maxlag" in [backend.pg_other] '
-        '(expected one of: cluster, role, timeout, max_lag, on_saturation)',
+        f'configuration error: {config}:25: backend.pg_other.maxlag: unknown key "maxlag" in '
+        '[backend.pg_other] (expected one of: cluster, role, timeout, max_lag, on_saturation)',
     ], run.stderr
 
 
@@ -191,7 +195,8 @@ def test_haproxy_invocation_of_an_unknown_backend_is_a_config_error(pg_cluster, 
     assert run_dbcheck(dbcheck_bin, config, "NOT_USED", "NOT_USED", host, port, env=env).rc == 0
 
 
-def test_hung_leader_does_not_starve_healthy_replicas(pg_cluster, dbcheck_bin, config_for, heartbeat, figures):
+def test_hung_leader_does_not_starve_healthy_replicas(pg_cluster, dbcheck_bin, config_for, heartbeat,
+                                                      figures):
     """The leader's postmaster frozen (new connections hang; existing sessions, the heartbeat
     writer's among them, keep committing): the replica check still gets its own answer in
     time, and the reason names the leader, not the replica."""
@@ -209,4 +214,5 @@ def test_hung_leader_does_not_starve_healthy_replicas(pg_cluster, dbcheck_bin, c
     assert "primary not sampled (leader" in run.report["lag"]["derivation"], run
     # The heartbeat still commits through its open session: the last replayed commit is fresh.
     assert run.rc == 0, run
-    figures("hung leader", f"replica check {run.state.upper()} in {run.elapsed * 1000:.0f} ms: {run.reason[:160]}")
+    figures("hung leader",
+            f"replica check {run.state.upper()} in {run.elapsed * 1000:.0f} ms: {run.reason[:160]}")

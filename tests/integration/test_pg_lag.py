@@ -99,7 +99,8 @@ def test_L1_write_silence_is_not_lag(pg_cluster, dbcheck_bin, lag_config, figure
             f"pg_last_xact_replay_timestamp() = {naive:.1f}s")
 
 
-def test_L2_paused_replay_grows_with_wall_time_and_fails(pg_cluster, dbcheck_bin, lag_config, heartbeat, figures):
+def test_L2_paused_replay_grows_with_wall_time_and_fails(pg_cluster, dbcheck_bin, lag_config, heartbeat,
+                                                         figures):
     replica = pg_cluster.replicas()[0]
     # Patroni (not paused) resumes a paused replay on PostgreSQL 14+ within one loop_wait
     # (handle_parameter_change): maintenance mode keeps the pause in place.
@@ -108,7 +109,8 @@ def test_L2_paused_replay_grows_with_wall_time_and_fails(pg_cluster, dbcheck_bin
     try:
         with su.cursor() as cur:
             cur.execute("SELECT pg_wal_replay_pause()")
-        wait_until(lambda: scalar(su, "SELECT pg_get_wal_replay_pause_state()") == "paused", 30, "replay paused")
+        wait_until(lambda: scalar(su, "SELECT pg_get_wal_replay_pause_state()") == "paused", 30,
+                   "replay paused")
         # Sample until the replica is truly MAX_LAG + 3 s stale (bounded), however slowly the
         # checks come: each one is judged against the staleness it saw, not against the clock.
         deadline = time.monotonic() + 60
@@ -212,8 +214,8 @@ def test_L4_fast_replaying_write_burst_passes(pg_cluster, dbcheck_bin, lag_confi
     passed = sum(1 for run, _ in pairs if run.rc == 0)
     assert passed >= 0.9 * len(pairs), [r for r, _ in pairs if r.rc != 0]
     assert max(gaps) > MB, f"the byte gap never exceeded 1 MB: {max(gaps)}"
-    figures("L4 pgbench burst", f"{passed}/{len(pairs)} checks pass; byte gap up to {max(gaps) / 1048576:.1f} MB; "
-            f"{summary(pairs)}; pgbench {tps.strip()}")
+    figures("L4 pgbench burst", f"{passed}/{len(pairs)} checks pass; byte gap up to "
+            f"{max(gaps) / 1048576:.1f} MB; {summary(pairs)}; pgbench {tps.strip()}")
 
 
 def _bulk_writer(pg_cluster, leader, stop):
@@ -235,7 +237,8 @@ def test_L5_replica_without_wal_receiver_is_not_ready(pg_cluster, dbcheck_bin, l
         with su.cursor() as cur:
             cur.execute("ALTER SYSTEM SET primary_conninfo = ''")
             cur.execute("SELECT pg_reload_conf()")
-        wait_until(lambda: scalar(su, "SELECT count(*) FROM pg_stat_wal_receiver") == 0, 20, "WAL receiver gone")
+        wait_until(lambda: scalar(su, "SELECT count(*) FROM pg_stat_wal_receiver") == 0, 20,
+                   "WAL receiver gone")
         run = explain(dbcheck_bin, lag_config, "pg_read", replica.pg_addr)
         assert run.rc == 1, run
         assert run.failure == "not_ready", run
@@ -249,5 +252,3 @@ def test_L5_replica_without_wal_receiver_is_not_ready(pg_cluster, dbcheck_bin, l
     pg_cluster.wait_healthy()
     wait_passes(dbcheck_bin, lag_config, replica, 30, "replica passes again once streaming")
     figures("L5 no WAL receiver", f"check fails: {run.reason}")
-
-

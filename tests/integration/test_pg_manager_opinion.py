@@ -3,8 +3,6 @@ own Patroni must confirm it. A real cluster for the unmanaged leader (its Patron
 PostgreSQL left running); fake members for the lies a real Patroni cannot be made to tell
 on demand (a stale view answering first, a leader that lost the DCS)."""
 
-import time
-
 from fixtures.dbcheck import assert_in_time, explain, write_dbcheck_config
 from fixtures.fake_patroni import FakePatroni, cluster_doc, status_doc
 from fixtures.ports import free_ports
@@ -38,8 +36,9 @@ def test_unmanaged_leader_is_down_until_its_patroni_returns(workdir, pg_cluster,
         assert_in_time(run, TIMEOUT)
     finally:
         pg_cluster.start_patroni(leader)
-    back = wait_until(lambda: explain(dbcheck_bin, cfg, "pg_write", pg_cluster.wait_healthy().pg_addr).rc == 0,
-                      90, "a confirmed writer again")
+    back = wait_until(
+        lambda: explain(dbcheck_bin, cfg, "pg_write", pg_cluster.wait_healthy().pg_addr).rc == 0, 90,
+        "a confirmed writer again")
     assert back
     figures("unmanaged leader (Patroni killed, PostgreSQL running)",
             f"writer DOWN ({run.failure}) in {run.report['elapsed_ms']:.0f} ms while the DCS still "

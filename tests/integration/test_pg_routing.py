@@ -48,10 +48,12 @@ def test_steady_state_routes_writes_to_the_leader_and_reads_to_replicas(
             f"(routing settled {time.monotonic() - t0:.1f}s after the first checks)")
 
 
-def test_switchover_moves_writes_without_two_writers(pg_cluster, dbcheck_setup, haproxy_factory, workdir, figures):
+def test_switchover_moves_writes_without_two_writers(pg_cluster, dbcheck_setup, haproxy_factory, workdir,
+                                                     figures):
     old = pg_cluster.wait_healthy()
     hap, _ = start_haproxy(pg_cluster, dbcheck_setup, haproxy_factory, workdir)
-    wait_until(lambda: hap.servers_up("pg_write") == [old.name], ROUTING_TIMEOUT, f"{old.name} UP in pg_write")
+    wait_until(lambda: hap.servers_up("pg_write") == [old.name], ROUTING_TIMEOUT,
+               f"{old.name} UP in pg_write")
     new = pg_cluster.replicas()[0]
     with Sampler(hap, "pg_write", interval=0.1) as s:
         time.sleep(1)
@@ -92,7 +94,8 @@ def test_reload_with_saved_server_state_never_starts_replicas_up(
     state_file = sock.parent / "server-state"
     assert f"server-state-file {state_file}\n" in cfg and "load-server-state-from-file global" in cfg
     old = haproxy_factory(cfg, name="haproxy-old")
-    wait_until(lambda: old.servers_up("pg_write") == [leader.name], ROUTING_TIMEOUT, f"{leader.name} alone UP")
+    wait_until(lambda: old.servers_up("pg_write") == [leader.name], ROUTING_TIMEOUT,
+               f"{leader.name} alone UP")
     state_file.write_text(old.command("show servers state"))
     old.stop()
     new = haproxy_factory(cfg, name="haproxy-new")
@@ -104,8 +107,10 @@ def test_reload_with_saved_server_state_never_starts_replicas_up(
     # replica that goes DOWN was UP before) rather than racing it.
     bare = haproxy_factory(timestamped_log(cfg), name="haproxy-bare")
     replicas = {m.name for m in pg_cluster.members()} - {leader.name}
-    went_down = lambda: {srv for _, srv, state in bare.state_events("pg_write") if state == "DOWN"}  # noqa: E731
-    wait_until(lambda: replicas <= went_down(), ROUTING_TIMEOUT, "the bare HAProxy taking the replicas down")
+    went_down = lambda: {srv for _, srv, state in bare.state_events("pg_write")  # noqa: E731
+                         if state == "DOWN"}
+    wait_until(lambda: replicas <= went_down(), ROUTING_TIMEOUT,
+               "the bare HAProxy taking the replicas down")
     first_bare = sorted(replicas | {leader.name})
     bare.stop()
     assert first == [leader.name], first

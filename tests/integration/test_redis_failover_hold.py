@@ -28,7 +28,8 @@ def failing_over(redis_cluster, sentinel):
     return "failover_in_progress" in flags.split(",")
 
 
-def test_an_abandoned_failover_holds_the_writer_until_it_ends(workdir, redis_cluster, agents, dbcheck_bin, figures):
+def test_an_abandoned_failover_holds_the_writer_until_it_ends(workdir, redis_cluster, agents, dbcheck_bin,
+                                                              figures):
     """The replica is frozen just before SENTINEL FAILOVER, so the Sentinel selects it, sends
     it REPLICAOF NO ONE, waits failover-timeout for the promotion and aborts. All the while the
     old master stays master; the agent and the external check keep it out until the

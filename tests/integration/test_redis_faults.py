@@ -29,7 +29,8 @@ def test_sentinel_minority_is_outvoted(redis_cluster, dbcheck_bin, redis_config,
     replica = next(n for n in redis_cluster.nodes() if n != master)
     real = [s.addr for s in redis_cluster.sentinels()]
     with FakeResp("sentinel", master=replica.addr, epoch=0) as stale, \
-            FakeResp("sentinel", master=replica.addr) as liar1, FakeResp("sentinel", master=replica.addr) as liar2:
+            FakeResp("sentinel", master=replica.addr) as liar1, \
+            FakeResp("sentinel", master=replica.addr) as liar2:
         one_stale = redis_config("one-stale", sentinels=[real[0], real[1], stale.addr])
         one_liar = redis_config("one-liar", sentinels=[real[0], real[1], liar1.addr])
         two_liars = redis_config("two-liars", sentinels=[real[0], liar1.addr, liar2.addr])
@@ -41,7 +42,8 @@ def test_sentinel_minority_is_outvoted(redis_cluster, dbcheck_bin, redis_config,
     assert ok.rc == 0 and ok.reason.startswith("2 of 3 Sentinels name this node master"), ok
     assert not_replica.rc == 1, not_replica
     assert newer.rc == 1 and newer.failure == "role", newer
-    assert f"Sentinel {liar1.addr} already names another master at a newer config epoch" in newer.reason, newer
+    assert (f"Sentinel {liar1.addr} already names another master at a newer config epoch"
+            in newer.reason), newer
     assert outvoted.rc == 1 and outvoted.failure == "role", outvoted
     assert f"names {replica.addr} (epoch 99, flags master)" in outvoted.reason, outvoted
     # The liars' choice is a replica by its own ROLE: the node's opinion vetoes it.
@@ -107,7 +109,8 @@ def test_wedged_node_and_trickling_peers_end_in_time(redis_cluster, dbcheck_bin,
             assert_in_time(run, TIMEOUT, MARGIN)
     finally:
         redis_cluster.sigcont(replica)
-    with FakeResp("trickle") as t1, FakeResp("trickle") as t2, FakeResp("trickle") as t3, FakeResp("trickle") as node:
+    with FakeResp("trickle") as t1, FakeResp("trickle") as t2, FakeResp("trickle") as t3, \
+            FakeResp("trickle") as node:
         trickle = redis_config("trickle", sentinels=[t1.addr, t2.addr, t3.addr])
         for backend in ("redis_write", "redis_read"):
             run = explain(dbcheck_bin, trickle, backend, node.addr)

@@ -15,8 +15,8 @@ import pytest
 from fixtures.dbcheck import write_redis_config
 from fixtures.haproxy import HAPROXY, REDIS_EXAMPLE_CFG, HAProxy, render_redis_example_for
 from fixtures.procs import pid_alive, processes_matching, wait_until
-from fixtures.redis import ADMIN_PASSWORD, HC_PASSWORD, HC_USER, MASTER_NAME, RedisError, RedisSentinelCluster, \
-    pairs, redis_pipeline
+from fixtures.redis import ADMIN_PASSWORD, HC_PASSWORD, HC_USER, MASTER_NAME, RedisError, \
+    RedisSentinelCluster, pairs, redis_pipeline
 from fixtures.sampler import Sampler
 
 
@@ -24,12 +24,13 @@ def served_by(port, *command):
     """Send INFO server + `command` through 127.0.0.1:port as admin; returns
     (tcp_port of the Redis that answered, reply to `command`)."""
     info, reply = redis_pipeline(port, [("INFO", "server"), command], user="default", password=ADMIN_PASSWORD)
-    tcp_port = next(int(l.split(":")[1]) for l in info.splitlines() if l.startswith("tcp_port:"))
+    tcp_port = next(int(line.split(":")[1]) for line in info.splitlines() if line.startswith("tcp_port:"))
     return tcp_port, reply
 
 
 def test_shipped_redis_example_passes_haproxy_check():
-    res = subprocess.run([HAPROXY, "-c", "-f", str(REDIS_EXAMPLE_CFG)], capture_output=True, text=True, timeout=30)
+    res = subprocess.run([HAPROXY, "-c", "-f", str(REDIS_EXAMPLE_CFG)], capture_output=True, text=True,
+                         timeout=30)
     assert res.returncode == 0, res.stdout + res.stderr
 
 
@@ -64,7 +65,8 @@ def test_redis_fixture_smoke(servers_installed, workdir, figures):
 
         # ACL on the Sentinels (docs/redis/sentinel-acl.conf): read-only SENTINEL subcommands
         for s in cluster.sentinels():
-            assert cluster.hc(s, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", MASTER_NAME) == ["127.0.0.1", str(redis1.port)]
+            assert (cluster.hc(s, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", MASTER_NAME)
+                    == ["127.0.0.1", str(redis1.port)])
             info = pairs(cluster.hc(s, "SENTINEL", "MASTER", MASTER_NAME))
             assert (info["ip"], info["port"], info["flags"]) == ("127.0.0.1", str(redis1.port), "master")
         for cmd in (("SENTINEL", "FAILOVER", MASTER_NAME), ("SENTINEL", "SET", MASTER_NAME, "quorum", "3")):
@@ -106,7 +108,8 @@ def test_redis_fixture_smoke(servers_installed, workdir, figures):
         assert not pid_alive(old_pid) and cluster.pid(s2) is None
         assert cluster.master() == redis1
         assert cluster.start_sentinel(s2) != old_pid
-        wait_until(lambda: cluster.sentinel_masters()[s2.name] == redis1.addr, 10, "sentinel2 naming redis1 again")
+        wait_until(lambda: cluster.sentinel_masters()[s2.name] == redis1.addr, 10,
+                   "sentinel2 naming redis1 again")
 
         # SENTINEL FAILOVER moves the master; wait_stable returns the new one
         t0 = time.monotonic()

@@ -73,7 +73,8 @@ def test_idle_master_keeps_the_replica_in(redis_cluster, dbcheck_bin, lag_config
         time.sleep(3)
     bad = [r for r in runs if r.rc != 0 or r.lag is None or r.lag >= 1.0]
     assert not bad, bad
-    figures("redis idle master (60 s)", f"lag {min(r.lag for r in runs):.3f}-{max(r.lag for r in runs):.3f}s, "
+    figures("redis idle master (60 s)",
+            f"lag {min(r.lag for r in runs):.3f}-{max(r.lag for r in runs):.3f}s, "
             f"all {len(runs)} checks pass")
 
 
@@ -81,7 +82,8 @@ def test_lag_under_load_is_honest(redis_cluster, dbcheck_bin, lag_config, pair, 
     master, replica = pair
     with RedisHeartbeat(redis_cluster, master) as hb:
         wait_until(lambda: hb.true_staleness(replica) is not None, 30, "heartbeat on the replica")
-        load = subprocess.Popen(["redis-benchmark", "-h", "127.0.0.1", "-p", str(master.port), "--user", "default",
+        load = subprocess.Popen(["redis-benchmark", "-h", "127.0.0.1", "-p", str(master.port),
+                                 "--user", "default",
                                  "-a", ADMIN_PASSWORD, "-t", "set,lpush", "-n", "400000", "-P", "16", "-q",
                                  "-d", "256", "-r", "100000"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -103,11 +105,14 @@ def test_lag_under_load_is_honest(redis_cluster, dbcheck_bin, lag_config, pair, 
     passed = sum(1 for r, _ in pairs if r.rc == 0)
     assert passed >= 0.9 * len(pairs), [r for r, _ in pairs if r.rc != 0]
     rep = [r.lag for r, _ in pairs if r.lag is not None]
-    figures("redis lag under load", f"{passed}/{len(pairs)} pass; reported {min(rep):.3f}-{max(rep):.3f}s vs "
-            f"true {min(t[0] for _, t in pairs):.3f}-{max(t[1] for _, t in pairs):.3f}s (heartbeat every 100 ms)")
+    figures("redis lag under load",
+            f"{passed}/{len(pairs)} pass; reported {min(rep):.3f}-{max(rep):.3f}s vs "
+            f"true {min(t[0] for _, t in pairs):.3f}-{max(t[1] for _, t in pairs):.3f}s "
+            "(heartbeat every 100 ms)")
 
 
-def test_cut_link_and_frozen_master_take_the_replica_out(redis_cluster, dbcheck_bin, lag_config, pair, figures):
+def test_cut_link_and_frozen_master_take_the_replica_out(redis_cluster, dbcheck_bin, lag_config, pair,
+                                                         figures):
     master, replica = pair
     # The link cut: the replica pointed at a port where nothing listens.
     redis_cluster.admin(replica, "REPLICAOF", "127.0.0.1", "1")

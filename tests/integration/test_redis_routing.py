@@ -54,7 +54,8 @@ def test_steady_state(redis_cluster, redis_dbcheck_setup, haproxy_factory, workd
     figures("redis steady state", f"redis_write UP={[master.name]}, redis_read UP={[replica.name]}")
 
 
-def test_planned_failover_never_two_writers(redis_cluster, redis_dbcheck_setup, haproxy_factory, workdir, figures):
+def test_planned_failover_never_two_writers(redis_cluster, redis_dbcheck_setup, haproxy_factory, workdir,
+                                            figures):
     old = redis_cluster.wait_stable()
     hap, _ = start_haproxy(redis_cluster, redis_dbcheck_setup, haproxy_factory, workdir)
     wait_until(lambda: hap.servers_up("redis_write") == [old.name], ROUTING_TIMEOUT, f"{old.name} UP")
@@ -94,7 +95,8 @@ def test_unplanned_failover_old_master_never_returns(redis_cluster, redis_dbchec
         t0 = time.monotonic()
         redis_cluster.sigstop(old)
         try:
-            wait_until(lambda: redis_cluster.master() == new, 30, "the Sentinel majority names the new master")
+            wait_until(lambda: redis_cluster.master() == new, 30,
+                       "the Sentinel majority names the new master")
             wait_until(lambda: hap.servers_up("redis_write") == [new.name], 30, f"{new.name} alone UP")
             t_routed = time.monotonic() - t0
         finally:

@@ -38,7 +38,8 @@ class LiveSwitchover:
     """`dbcheck switchover` running in the background; its stdout lines collected as they come."""
 
     def __init__(self, dbcheck_bin, config, cluster, *args):
-        self.proc = subprocess.Popen([str(dbcheck_bin), "--config", str(config), "switchover", cluster, *args],
+        self.proc = subprocess.Popen([str(dbcheck_bin), "--config", str(config), "switchover", cluster,
+                                      *args],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                      env={"PATH": "/usr/bin:/bin"})
         self.lines = []
@@ -107,7 +108,8 @@ class WritableSampler(threading.Thread):
         """Samples with two nodes accepting writes, or with `old` accepting one while the
         majority (read just before) named another master."""
         return [s for s in self.samples
-                if list(s[1].values()).count("ok") > 1 or (s[0] not in (None, old.name) and s[1][old.name] == "ok")]
+                if list(s[1].values()).count("ok") > 1
+                or (s[0] not in (None, old.name) and s[1][old.name] == "ok")]
 
 
 def pause_ms(stdout):
@@ -175,7 +177,8 @@ def test_redis_operator_user_can_pause_and_fail_over_only(redis_cluster):
         with pytest.raises(Exception, match="NOPERM"):
             redis_cluster.command(master, *cmd, **op)
     s = redis_cluster.sentinels()[0]
-    for cmd in (("SENTINEL", "SET", redis_fx.MASTER_NAME, "quorum", "1"), ("SENTINEL", "REMOVE", redis_fx.MASTER_NAME)):
+    for cmd in (("SENTINEL", "SET", redis_fx.MASTER_NAME, "quorum", "1"),
+                ("SENTINEL", "REMOVE", redis_fx.MASTER_NAME)):
         with pytest.raises(Exception, match="NOPERM"):
             redis_cluster.command(s, *cmd, **op)
     assert redis_cluster.command(master, "ROLE", **op)[0] == "master"
@@ -237,7 +240,8 @@ def test_redis_pause_outlives_the_deadline(redis_cluster, redis_setup, dbcheck_b
     old = redis_setup["master"]
     new = next(n for n in redis_cluster.nodes() if n != old)
     res = switchover(dbcheck_bin, redis_setup["config"], "cache", "--timeout", "3s", "--pause", "12s")
-    assert res.returncode == 2 and "--pause 12s is shorter than --timeout 3s plus the 10s margin" in res.stderr, \
+    assert (res.returncode == 2
+            and "--pause 12s is shorter than --timeout 3s plus the 10s margin" in res.stderr), \
         res.stdout + res.stderr
     assert redis_cluster.role(old) == ("master",) and writes_fast(redis_cluster, old)
 
@@ -271,7 +275,8 @@ def test_redis_pause_outlives_the_deadline(redis_cluster, redis_setup, dbcheck_b
     redis_cluster.wait_stable(60)
 
 
-def test_redis_sigterm_before_failover_unpauses_the_old_master(redis_cluster, redis_setup, dbcheck_bin, workdir):
+def test_redis_sigterm_before_failover_unpauses_the_old_master(redis_cluster, redis_setup, dbcheck_bin,
+                                                               workdir):
     """SIGTERM while the run waits for a Sentinel to accept SENTINEL FAILOVER (this operator
     user may not send it: every Sentinel answers NOPERM, so the request phase keeps trying):
     the old master, paused by then, is unpaused and stays the master; exit 9."""
@@ -406,7 +411,8 @@ def test_redis_host_names_refused(redis_cluster, redis_setup, dbcheck_bin, workd
     assert redis_cluster.master() == old
 
 
-def test_pg_switchover_loses_no_acknowledged_write(pg_cluster, dbcheck_bin, haproxy_factory, workdir, figures):
+def test_pg_switchover_loses_no_acknowledged_write(pg_cluster, dbcheck_bin, haproxy_factory, workdir,
+                                                   figures):
     old = pg_cluster.wait_healthy()
     check_cfg = write_dbcheck_config(workdir / "dbcheck", pg_cluster)
     op_cfg = write_dbcheck_config(workdir / "dbcheck-op", pg_cluster, owner=None)  # no REST auth here
@@ -438,8 +444,8 @@ def test_pg_switchover_loses_no_acknowledged_write(pg_cluster, dbcheck_bin, hapr
     acked = [wid for _, wid, _ in writer.acks]
     lost = [wid for wid in acked if wid not in stored]
     assert len(acked) > 100 and lost == [], (len(acked), lost[:20])
-    figures("pg dbcheck switchover", f"{res.stdout.strip().splitlines()[-1]}; {len(acked)} writes acknowledged, "
-            "0 lost")
+    figures("pg dbcheck switchover",
+            f"{res.stdout.strip().splitlines()[-1]}; {len(acked)} writes acknowledged, 0 lost")
     pg_cluster.wait_healthy()
 
 
@@ -459,8 +465,9 @@ def test_pg_sigterm_stops_waiting_and_leaves_the_switchover_to_patroni(pg_cluste
         live.kill()
     out = flat(stdout)
     assert rc == EXIT_INTERRUPTED, stdout + stderr
-    assert "INTERRUPTED in request" in out and "interrupted by SIGTERM after the switchover request was sent" in out, \
-        stdout
-    assert "it is not undone" in out and re.search(r"Patroni (still names|now names|names no leader)", out), stdout
+    assert ("INTERRUPTED in request" in out
+            and "interrupted by SIGTERM after the switchover request was sent" in out), stdout
+    assert ("it is not undone" in out
+            and re.search(r"Patroni (still names|now names|names no leader)", out)), stdout
     assert "to do: see where the switchover went" in out, stdout
     pg_cluster.wait_healthy(90)
