@@ -56,7 +56,19 @@ extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t siz
     } else {
       const auto& p = std::get<PostgresCluster>(c);
       require(!p.patroni.empty(), "a PostgreSQL cluster has Patroni URLs");
-      require(p.password_file.has_value() != p.password.empty(), "a password file was read");
+      // A password file is read, or its cluster alone is unusable and says why (a check of
+      // another cluster still runs: Config::unreadable).
+      const bool unreadable = cfg->unreadable.count(name) == 1;
+      require(p.password_file.has_value() == (!p.password.empty() || unreadable),
+              "a password file was read, or its cluster is marked unreadable");
+      require(!unreadable || p.password.empty(), "an unreadable cluster has no password");
+    }
+  }
+  for (const auto& [cluster, messages] : cfg->unreadable) {
+    require(cfg->clusters.count(cluster) == 1, "an unreadable cluster is defined");
+    require(!messages.empty(), "an unreadable cluster says why");
+    for (const std::string& m : messages) {
+      require(m.rfind(std::string{k_path} + ":", 0) == 0, "every message names the file");
     }
   }
   if (cfg->agent) {
