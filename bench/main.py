@@ -77,14 +77,15 @@ class Bench:
         print(f"== {name}: {time.monotonic() - t0:.0f}s", flush=True)
 
     # ------------------------------------------------------------------ PostgreSQL
-    def lab(self, name, cluster, writer_of, start_agents, external, polling):
-        """Start `cluster`, then run external(cluster, writer) and, with one agent per node
-        started by start_agents(workdir, cluster, agent_bin, ...), polling(cluster, writer,
-        the writer's agent); everything is stopped (by PID) at the end."""
+    def lab(self, name, cluster, start_agents, external, polling):
+        """Start `cluster` (a lab of fixtures/lab.py), then run external(cluster, writer) on the
+        primary its manager names and, with one agent per node started by
+        start_agents(workdir, cluster, agent_bin, ...), polling(cluster, writer, the writer's
+        agent); everything is stopped (by PID) at the end."""
         agents = []
         try:
             cluster.start()
-            writer = writer_of(cluster)
+            writer = cluster.wait_primary()
             self.part(f"external check, {name}", external, cluster, writer)
             agents = start_agents(self.work / f"{name}-agents", cluster, AGENT, interval="1s")
             agent = next(a for a in agents if a.name == f"agent-{writer.name}")
@@ -95,7 +96,7 @@ class Bench:
             cluster.stop()
 
     def postgres(self):
-        self.lab("PostgreSQL", PatroniCluster(self.work / "pg"), PatroniCluster.leader, start_pg_agents,
+        self.lab("PostgreSQL", PatroniCluster(self.work / "pg"), start_pg_agents,
                  self.pg_external, self.pg_polling)
 
     def pg_external(self, cluster, leader):
@@ -146,8 +147,8 @@ class Bench:
 
     # ------------------------------------------------------------------ Redis
     def redis(self):
-        self.lab("Redis", RedisSentinelCluster(self.work / "redis"), RedisSentinelCluster.wait_stable,
-                 start_redis_agents, self.redis_external, self.redis_polling)
+        self.lab("Redis", RedisSentinelCluster(self.work / "redis"), start_redis_agents, self.redis_external,
+                 self.redis_polling)
 
     def redis_external(self, cluster, master):
         config = write_redis_config(self.work / "redis-dbcheck", cluster, owner=None)

@@ -36,14 +36,9 @@ DBCHECK = dbcheck_bin()
 AGENT = agent_bin()
 
 
-def node_addr(node):
-    """host:port of a Patroni member (pg_addr) or of a Redis node (addr)."""
-    return getattr(node, "pg_addr", None) or node.addr
-
-
 def explain(config, backend, member):
     """`dbcheck explain --json` for one node: (exit code, parsed report)."""
-    p = subprocess.run([str(DBCHECK), "--config", str(config), "explain", backend, node_addr(member),
+    p = subprocess.run([str(DBCHECK), "--config", str(config), "explain", backend, member.addr,
                         "--json"],
                        capture_output=True, text=True, timeout=10)
     return p.returncode, json.loads(p.stdout)
@@ -109,7 +104,7 @@ def show_backends(cluster, nodes, config, hap, ports, route, node_width, backend
           f"reason ({' | '.join(backends)})")
     for n in nodes:
         results = [explain(config, b, n) for b in backends]
-        print(f"{n.name:{node_width}} {node_addr(n):17} " +
+        print(f"{n.name:{node_width}} {n.addr:17} " +
               "".join(f"{'PASS' if rc == 0 else 'fail':{width}} " for rc, _ in results) +
               " | ".join(report['verdict']['reason'] for _, report in results))
     print("HAProxy servers UP: " + " ".join(f"{b}={hap.servers_up(b)}" for b in backends))

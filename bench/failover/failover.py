@@ -111,6 +111,19 @@ class Lab:
         partition labs measure them)."""
         return {}
 
+    # The data nodes, through the lab protocol (fixtures/lab.py) of self.cluster.
+    def node_port(self, name):
+        """The database port of node `name`."""
+        return self.cluster.node(name).port
+
+    def node_names(self):
+        """The data nodes' names, in name order."""
+        return [n.name for n in self.cluster.nodes()]
+
+    def node_addrs(self):
+        """{name: 'ip:port'} of every data node, as dbcheck and HAProxy are given it."""
+        return {n.name: n.addr for n in self.cluster.nodes()}
+
     def start_haproxies(self):
         """Start one HAProxy per variant, each in its own directory."""
         for v in self.variants:
@@ -165,7 +178,7 @@ class PgLab(Lab):
         self.agents = start_pg_agents(self.workdir / "agents", self.cluster, AGENT)
         self.variants = V.pg_variants(self.cluster, self.workdir, wrapper, self.agents)
         self.start_haproxies()
-        with self.cluster.superuser_conn(self.cluster.wait_healthy()) as conn, conn.cursor() as cur:
+        with self.cluster.superuser_conn(self.cluster.wait_primary()) as conn, conn.cursor() as cur:
             for v in self.variants:
                 cur.execute(f"CREATE TABLE IF NOT EXISTS proof_{v.key} (id bigint PRIMARY KEY)")
                 cur.execute(f"ALTER TABLE proof_{v.key} OWNER TO {APP_USER}")
@@ -179,15 +192,6 @@ class PgLab(Lab):
         with _http.open(req, timeout=0.5) as resp:
             kvs = json.loads(resp.read()).get("kvs") or []
         return base64.b64decode(kvs[0]["value"]).decode() if kvs else None
-
-    def node_port(self, name):
-        return self.cluster.member(name).pg_port
-
-    def node_names(self):
-        return [m.name for m in self.cluster.members()]
-
-    def node_addrs(self):
-        return {m.name: m.pg_addr for m in self.cluster.members()}
 
     def role_probe(self, name):
         """pg_is_in_recovery() of member `name` over the unix socket, as the superuser."""
@@ -215,13 +219,13 @@ class PgLab(Lab):
 
     def make_first_primary(self):
         """Switch over to pg1 (listed first in every variant) unless it leads already."""
-        first, leader = self.cluster.members()[0], self.cluster.member(self.settle())
+        first, leader = self.cluster.nodes()[0], self.cluster.node(self.settle())
         if leader != first:
             self.cluster.switchover(first.name, leader=leader.name)
             wait_until(lambda: self.cluster.wait_healthy(120) == first, 120, f"{first.name} leading")
 
     def prepare(self, v):
-        with self.cluster.superuser_conn(self.cluster.leader()) as conn, conn.cursor() as cur:
+        with self.cluster.superuser_conn(self.cluster.primary()) as conn, conn.cursor() as cur:
             cur.execute(f"TRUNCATE proof_{v.key}")
 
     def writer(self, v):
@@ -234,13 +238,13 @@ class PgLab(Lab):
 
     def inject(self, scenario, old, run):
         """Start the fault; returns a callable bringing the old primary back (or None)."""
-        m = self.cluster.member(old)
+        m = self.cluster.node(old)
         if scenario == "switchover":
-            candidate = next(x for x in self.cluster.members() if x.name != old)
+            candidate = self.cluster.replicas(m)[0]
             self.cluster.switchover(candidate.name, leader=old)
             return None
         if scenario == "dbcheck-switchover":
-            candidate = next(x for x in self.cluster.members() if x.name != old)
+            candidate = self.cluster.replicas(m)[0]
             run["switchover"] = dbcheck_switchover(self.op_config, "pg", "--to", candidate.pg_addr)
             return None
         if scenario == "freeze":
@@ -293,18 +297,9 @@ class RedisLab(Lab):
             self.sentinels.close()
         super().stop()
 
-    def node_port(self, name):
-        return self.cluster.get(name).port
-
-    def node_names(self):
-        return [n.name for n in self.cluster.nodes()]
-
-    def node_addrs(self):
-        return {n.name: n.addr for n in self.cluster.nodes()}
-
     def role_probe(self, name):
         """ROLE of data node `name` (a new connection each time, as the admin user)."""
-        node = self.cluster.get(name)
+        node = self.cluster.node(name)
         return lambda: (W.PRIMARY if self.cluster.role(node, timeout=W.ROLE_TIMEOUT)[0] == "master"
                         else W.REPLICA)
 
@@ -314,7 +309,7 @@ class RedisLab(Lab):
     def make_first_primary(self):
         """Fail over to redis1 (listed first in every variant) unless it is the master; then
         wait until every Sentinel lists the replica as healthy (a failover needs one)."""
-        first, master = self.cluster.nodes()[0], self.cluster.wait_stable(60)
+        first, master = self.cluster.nodes()[0], self.cluster.wait_primary(60)
         if master != first:
             self.fencing(False)
             self.cluster.failover(timeout=45)  # a failover back after fencing can take longer than 15 s
@@ -322,7 +317,7 @@ class RedisLab(Lab):
         self.cluster.wait_settled(60)
 
     def prepare(self, v):
-        self.cluster.admin(self.cluster.wait_stable(), "DEL", f"proof:{v.key}")
+        self.cluster.admin(self.cluster.wait_primary(), "DEL", f"proof:{v.key}")
 
     def writer(self, v):
         return RedisWriter(v.key, v.write_port, f"proof:{v.key}", "default", redis_fx.ADMIN_PASSWORD)

@@ -146,6 +146,10 @@ class NetLabMixin:
         run.setdefault("cuts", []).append({"host": host, "peers": list(peers), **kw})
         return lambda: self.net.heal(c)
 
+    def cut_replica(self, old):
+        """The replica N3 cuts: the first data node that is not the primary `old` (a name)."""
+        return self.cluster.replicas(self.cluster.node(old))[0].name
+
     def reader_figures(self, v, h, ctx, run):
         """See reader_figures() below."""
         return reader_figures(self, v, h, ctx, run)
@@ -164,10 +168,6 @@ class NetPgLab(NetLabMixin, F.PgLab):
     read_backend = "pg_read"
     max_lag = PG_MAX_LAG
     same_path = {"c": "a"}  # Patroni's GET /primary from HAProxy's host
-
-    def cut_replica(self, old):
-        """The replica N3 cuts: the first member that is not the leader."""
-        return next(m.name for m in self.cluster.members() if m.name != old)
 
     def caught_up(self, leader):
         """True when every other member has replayed the leader's current WAL position."""
@@ -195,7 +195,7 @@ class NetPgLab(NetLabMixin, F.PgLab):
 
     def inject(self, scenario, old, run):
         """Cut as the scenario says; returns the heal."""
-        others = [m.name for m in self.cluster.members() if m.name != old]
+        others = [m.name for m in self.cluster.replicas(self.cluster.node(old))]
         if scenario == "partition":
             return self.cut(run, old, ["etcd", *others])
         if scenario == "partition-in":
@@ -219,10 +219,6 @@ class NetRedisLab(NetLabMixin, F.RedisLab):
     read_backend = "redis_read"
     max_lag = REDIS_MAX_LAG
     same_path = {"c": "b"}  # the seed check: one Sentinel, asked from HAProxy's host
-
-    def cut_replica(self, old):
-        """The replica N3 cuts: the data node that is not the master."""
-        return next(n.name for n in self.cluster.nodes() if n.name != old)
 
     def caught_up(self, master):
         """True when the replica's replication offset has reached the master's."""
