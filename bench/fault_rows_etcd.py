@@ -1,0 +1,101 @@
+"""The fault matrix's etcd rows: a private 2-member Patroni cluster whose etcd is stopped; what
+the leader and dbcheck say over time, before and after Patroni demotes the leader. Declared once
+in ROWS (bench/fault_registry.py) as one sequence of two rows: the second needs the first's fault."""
+
+import functools
+import time
+from contextlib import ExitStack, contextmanager
+
+# tests/integration (the fixtures package) is on PYTHONPATH: bench/fault-matrix sources scripts/pythonpath.
+from fixtures import faults
+from fixtures.agent import AgentProcess
+from fixtures.dbcheck import run_dbcheck, write_dbcheck_config
+from fixtures.patroni import PatroniCluster
+
+from fault_observe import AGENT_SETTINGS, CHECK_CAP_S, Target, short
+from fault_registry import Rows
+from fault_runner import AGENT, DBCHECK
+
+ROWS = Rows()
+
+
+@ROWS.row("etcd-down-before", "etcd-down-after", lab=None)
+def etcd_down(m, before_name, after_name):
+    cluster = PatroniCluster(m.workdir / "etcd-lab", members=2)
+    m.stack.callback(cluster.stop)
+    cluster.start()
+    leader = cluster.wait_primary()
+    agent = AgentProcess(m.workdir / "etcd-agent", "agent-etcd-lab", AGENT,
+                         functools.partial(write_dbcheck_config, cluster=cluster, owner=None), "pg",
+                         leader.pg_addr, **AGENT_SETTINGS)
+    m.stack.callback(agent.stop)
+    agent.start()
+    config = write_dbcheck_config(m.workdir / "configs" / "etcd-lab", cluster, owner=None,
+                                  timeout="800ms")
+    timeline = []
+
+    def leader_role():
+        try:
+            with cluster.superuser_conn(leader, db="postgres") as c, c.cursor() as cur:
+                cur.execute("SELECT pg_is_in_recovery()")
+                return "replica" if cur.fetchone()[0] else "primary"
+        except Exception as e:  # noqa: BLE001
+            return f"unreachable ({short(e, 40)})"
+
+    state = {}
+
+    @contextmanager
+    def etcd_stopped():
+        t0 = time.monotonic()
+        faults.stop_etcd(cluster)
+        state["t0"] = t0
+        yield t0
+
+    before = Target("pg_write", leader.pg_addr, f"pg_write @ {leader.name} (leader), etcd just stopped",
+                    agent, expect=None, healthy=None)
+    after = Target("pg_write", leader.pg_addr, f"pg_write @ {leader.name} after Patroni demoted it",
+                   agent, expect=("down", None), healthy=None)
+    stack = ExitStack()
+    t0 = time.monotonic()
+    try:
+        # Row 1: right after etcd stops (the leader is still primary).
+        m.row(before_name, "etcd stopped (TTL 20 s, loop_wait 2 s, retry_timeout 5 s); "
+              "checked at once", [before], lambda: m.entered(stack, etcd_stopped()),
+              config=config)
+        t0 = state.get("t0", t0)
+        # Over time until the leader has demoted itself and runs read-only (bounded).
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            run = run_dbcheck(DBCHECK, config, "explain", "pg_write", leader.pg_addr, "--json",
+                              timeout=CHECK_CAP_S)
+            role = leader_role()
+            timeline.append((time.monotonic() - t0, role, run))
+            if role == "replica":
+                break
+            time.sleep(1.5)
+        state["demoted_after"] = next((t for t, role, _ in timeline if role != "primary"), None)
+        # Row 2: once demoted (read-only, or still restarting when 60 s were not enough).
+        m.row(after_name, "etcd still down, the leader has demoted itself",
+              [after], m.nothing, config=config)
+    finally:
+        stack.close()
+        # Restore: etcd back, the cluster heals; then this lab is discarded.
+        try:
+            faults.start_etcd(cluster)
+            cluster.wait_primary(60)
+            m.notes.append("etcd restarted: the private cluster healed")
+        except Exception as e:  # noqa: BLE001
+            m.notes.append(f"etcd restarted, the private cluster did not heal in 60 s: {short(e)}")
+        agent.stop()
+        cluster.stop()
+    demoted_after = state.get("demoted_after")
+    rows = [f"- t+{t:4.1f}s: leader PostgreSQL {role}; dbcheck {r.state}/{r.failure} in "
+            f"{r.seconds * 1000:.0f} ms: {short(r.reason, 160)}" if r.report else
+            f"- t+{t:4.1f}s: leader PostgreSQL {role}; dbcheck gave no report (rc {r.rc})"
+            for t, role, r in timeline]
+    m.notes.append("**etcd down, over time** (private 2-member cluster, writer check every ~1.5 s; "
+                   + (f"the leader demoted itself {demoted_after:.1f} s after etcd stopped"
+                      if demoted_after is not None else "the leader did not demote within 60 s")
+                   + "):\n\n" + "\n".join(rows))
+    if demoted_after is None:
+        m.lines[-1].problems.append("the leader never demoted within 60 s")

@@ -1,0 +1,132 @@
+"""The fault matrix's Redis/Sentinel rows against the shared Sentinel lab, in table order; each
+declared once in ROWS (bench/fault_registry.py)."""
+
+import functools
+import time
+from contextlib import contextmanager
+
+# tests/integration (the fixtures package) is on PYTHONPATH: bench/fault-matrix sources scripts/pythonpath.
+from fixtures import faults, redis as redis_fx
+from fixtures.agent import AgentProcess
+from fixtures.dbcheck import write_redis_config
+from fixtures.fake_resp import FakeResp
+
+from fault_observe import AGENT_SETTINGS, UNRESOLVABLE, WRONG_REDIS_PASSWORD, Target
+from fault_registry import Rows
+from fault_runner import AGENT, Matrix
+
+ROWS = Rows()
+
+
+@ROWS.row("redis-wedged-replica", lab="redis")
+def wedged_replica(m, name):
+    r = m.redis
+
+    def replica_frozen():
+        master = r.wait_primary()
+        return faults.frozen([r.pid(r.replicas(master)[0])])
+    m.row(name, "SIGSTOP on the replica's redis-server (no failover: it is not the master)",
+          m.targets("redis", writer=False, reader=True, expect=("down", "timeout")), replica_frozen,
+          settle=lambda: r.wait_primary(30))
+
+
+# One fake Sentinel of three names the replica: outvoted at an older epoch (it has not caught
+# up), the writer's end at a newer one (a failover the others have not heard of).
+def one_fake_sentinel(m, name, epoch, what, expect):
+    r = m.redis
+    master = r.wait_primary()
+    replica = r.replicas(master)[0]
+    with FakeResp("sentinel", master=replica.addr, epoch=epoch) as liar:
+        sentinels = [s.addr for s in r.sentinels()[:2]] + [liar.addr]
+        m.config_row(name, f"one of three Sentinels is a fake naming the replica master {what}",
+                     m.targets("redis", expect=expect), "redis", sentinels=sentinels)
+
+
+ROWS.add("sentinel-one-stale", lab="redis",
+         run=functools.partial(one_fake_sentinel, epoch=0, what="at an older epoch (0)",
+                               expect=("up", "none")))
+ROWS.add("sentinel-one-newer", lab="redis",
+         run=functools.partial(one_fake_sentinel, epoch=99,
+                               what="at a newer epoch (99): a failover the others have not heard of",
+                               expect=("down", "role")))
+
+
+@ROWS.row("sentinels-two-down", lab="redis")
+def two_sentinels_down(m, name):
+    r = m.redis
+
+    @contextmanager
+    def stopped_two():
+        stopped = []
+        try:
+            for s in r.sentinels()[1:]:
+                r.stop_sentinel(s)
+                stopped.append(s)
+            yield None
+        finally:
+            for s in stopped:
+                r.start_sentinel(s)
+    # Only refusals stand against the master (the third Sentinel names it): uncertainty,
+    # damped like any network failure, not a "not this node".
+    m.row(name, "two of three Sentinels stopped",
+          m.targets("redis", expect=("down", "network")), stopped_two, settle=lambda: r.wait_primary(30))
+
+
+@ROWS.row("redis-wrong-password", lab="redis")
+def wrong_password(m, name):
+    m.config_row(name, "the check user's password file holds a wrong password",
+                 m.targets("redis", reader=True, expect=("down", "auth")), "redis",
+                 password=WRONG_REDIS_PASSWORD, sentinel_password=redis_fx.HC_PASSWORD)
+
+
+# Three fake Sentinels replace the real ones in the config: (mode, expected failure, how).
+for _mode, _kind, _how in (("garbage", "protocol", "an HTML line"),
+                           ("truncated", "network", "half an answer, then close"),
+                           ("huge", "timeout", "a 500 MB bulk string announced, 8 MB sent"),
+                           ("slow", "timeout", "the answer after 5 s"),
+                           ("trickle", "timeout", "one byte per second")):
+    ROWS.add(f"sentinel-fake-{_mode}", lab="redis",
+             run=functools.partial(Matrix.fake_peer_row, engine="redis", what="three fake Sentinels",
+                                   mode=_mode, kind=_kind, how=_how, key="sentinels"))
+
+
+@ROWS.row("redis-dns-sentinels", lab="redis")
+def dns_sentinels(m, name):
+    m.config_row(name, f"the Sentinel addresses name {UNRESOLVABLE}",
+                 m.targets("redis", expect=("down", "network")), "redis",
+                 sentinels=[f"{i}.{UNRESOLVABLE}:26379" for i in (1, 2, 3)])
+
+
+@ROWS.row("redis-loading", lab="redis")
+def loading(m, name):
+    """A private Redis restarted on a large RDB answers -LOADING; its own agent watches it."""
+    node = faults.LoadingRedis(m.workdir / "loading")
+    m.stack.callback(node.stop)
+    t0 = time.monotonic()
+    node.start()
+    populated = time.monotonic() - t0
+    agent = AgentProcess(m.workdir / "loading-agent", "agent-loading", AGENT,
+                         functools.partial(write_redis_config, cluster=m.redis, owner=None), "cache",
+                         node.addr, **AGENT_SETTINGS)
+    m.stack.callback(agent.stop)
+    agent.start()
+    target = Target("redis_read", node.addr, "redis_read @ private node loading its RDB", agent,
+                    expect=("down", "not_ready"), healthy=None)
+    state = {}
+
+    @contextmanager
+    def restarted():
+        t = time.monotonic()
+        node.restart()
+        state["t"] = t
+        try:
+            yield t
+        finally:
+            node.wait_loaded(120)
+            state["loaded"] = time.monotonic() - t
+    m.row(name, f"restart of a Redis holding {node.keys:,} keys (key-load-delay "
+          f"{node.delay} us): -LOADING; time from the restart", [target], restarted, settle=agent.stop)
+    if "loaded" in state:
+        m.notes.append(f"{name}: {node.keys:,} keys populated and saved in {populated:.1f}s; "
+                       f"the restarted node answered -LOADING until {state['loaded']:.1f}s after the "
+                       f"restart")
