@@ -112,14 +112,26 @@ int switchover_exit(const switchover::SwitchoverResult& r) {
   return k_exit_failed_preflight;
 }
 
+// `text` parsed by `parse` (an empty text: nullopt, the option was not given); on an error,
+// logs it naming `option` and returns nothing (the caller exits 2).
+template <class Parse>
+auto parse_option(const char* option, const std::string& text, Parse parse)
+    -> std::optional<std::optional<typename decltype(parse(text))::value_type>> {
+  using Value = typename decltype(parse(text))::value_type;
+  if (text.empty()) {
+    return std::optional<Value>{};
+  }
+  auto parsed = parse(text);
+  if (!parsed) {
+    std::cerr << fmt::format("dbcheck: {} {}: {}\n", option, text, parsed.error());
+    return std::nullopt;
+  }
+  return std::optional<Value>{std::move(*parsed)};
+}
+
 } // namespace
 
 int switchover_command(const std::string& path, const SwitchoverArgs& args) {
-  const std::string& cluster_name = args.cluster;
-  const std::string& to = args.to;
-  const std::string& timeout = args.timeout;
-  const std::string& pause = args.pause;
-  const bool dry_run = args.dry_run;
   // Before anything starts a thread: SIGINT/SIGTERM are then only taken between steps, and
   // run the release of the old master instead of killing the process half-way.
   block_stop_signals();
@@ -127,48 +139,32 @@ int switchover_command(const std::string& path, const SwitchoverArgs& args) {
   if (!cfg) {
     return cfg.error();
   }
-  const auto it = cfg->clusters.find(cluster_name);
+  const auto it = cfg->clusters.find(args.cluster);
   if (it == cfg->clusters.end()) {
-    std::cerr << fmt::format("dbcheck: {}: no [cluster.{}]\n", path, cluster_name);
+    std::cerr << fmt::format("dbcheck: {}: no [cluster.{}]\n", path, args.cluster);
     return k_exit_config;
   }
-  if (unreadable(*cfg, cluster_name, Output::terminal)) {
+  if (unreadable(*cfg, args.cluster, Output::terminal)) {
     return k_exit_config;
   }
   switchover::SwitchoverOptions options;
-  options.dry_run = dry_run;
+  options.dry_run = args.dry_run;
   options.interrupted = take_stop_signal;
-  auto parsed_timeout = util::parse_duration(timeout);
-  if (!parsed_timeout) {
-    std::cerr << fmt::format("dbcheck: --timeout {}: {}\n", timeout, parsed_timeout.error());
+  // Every option is read before anything is asked: a typo is exit 2, never a half-run.
+  const auto timeout = parse_option("--timeout", args.timeout, util::parse_duration);
+  const auto pause = parse_option("--pause", args.pause, util::parse_duration);
+  const auto to = parse_option("--to", args.to, util::parse_host_port);
+  if (!timeout || !pause || !to) {
     return k_exit_config;
   }
-  options.timeout = *parsed_timeout;
-  if (!pause.empty()) {
-    auto parsed_pause = util::parse_duration(pause);
-    if (!parsed_pause) {
-      std::cerr << fmt::format("dbcheck: --pause {}: {}\n", pause, parsed_pause.error());
+  options.timeout = timeout->value_or(options.timeout); // an empty --timeout: the default
+  options.pause = *pause;
+  options.to = *to;
+  if (options.pause) {
+    if (auto why = switchover::pause_refused(*options.pause, options.timeout)) {
+      std::cerr << "dbcheck: " << *why << '\n';
       return k_exit_config;
     }
-    const util::Duration least = switchover::minimum_pause(options.timeout);
-    if (*parsed_pause < least) {
-      std::cerr << fmt::format(
-          "dbcheck: --pause {} is shorter than --timeout {} plus the {} margin for releasing "
-          "the old master: the pause must outlive the switchover (give --pause {} or more, or "
-          "leave it out)\n",
-          pause, util::format_duration(options.timeout),
-          util::format_duration(least - options.timeout), util::format_duration(least));
-      return k_exit_config;
-    }
-    options.pause = *parsed_pause;
-  }
-  if (!to.empty()) {
-    auto hp = util::parse_host_port(to);
-    if (!hp) {
-      std::cerr << fmt::format("dbcheck: --to {}: {}\n", to, hp.error());
-      return k_exit_config;
-    }
-    options.to = *hp;
   }
   const auto progress = [](const switchover::SwitchoverEvent& e) {
     std::cout << fmt::format("[{:6.1f}s] {:<9} {}{}\n", e.elapsed_s, switchover::to_string(e.phase),
@@ -179,8 +175,8 @@ int switchover_command(const std::string& path, const SwitchoverArgs& args) {
               << std::flush;
   };
   const switchover::SwitchoverResult r = switchover::run_switchover(it->second, options, progress);
-  if (!r.plan.empty() && (dry_run || !r.ok)) {
-    std::cout << (dry_run ? "plan (dry run, nothing changed):\n" : "the plan was:\n");
+  if (!r.plan.empty() && (args.dry_run || !r.ok)) {
+    std::cout << (args.dry_run ? "plan (dry run, nothing changed):\n" : "the plan was:\n");
     for (std::size_t i = 0; i < r.plan.size(); ++i) {
       std::cout << fmt::format("  {}. {}\n", i + 1, r.plan[i]);
     }
@@ -195,16 +191,16 @@ int switchover_command(const std::string& path, const SwitchoverArgs& args) {
       std::cout << fmt::format("{}: {}\n", r.left_paused ? "OPERATOR ACTION NEEDED" : "to do",
                                r.advice);
     }
-    std::cout << fmt::format("switchover of {} {} in {} after {:.1f}s: {} ({})\n", cluster_name,
+    std::cout << fmt::format("switchover of {} {} in {} after {:.1f}s: {} ({})\n", args.cluster,
                              r.interrupted_by ? "INTERRUPTED" : "FAILED",
                              switchover::to_string(*r.failed), r.total_s, r.error, phases)
               << std::flush;
     return switchover_exit(r);
   }
-  if (dry_run) {
-    std::cout << fmt::format("dry run of {}: the cluster is ready ({})\n", cluster_name, phases);
+  if (args.dry_run) {
+    std::cout << fmt::format("dry run of {}: the cluster is ready ({})\n", args.cluster, phases);
   } else {
-    std::cout << fmt::format("switchover of {}: {} -> {} in {:.1f}s ({})\n", cluster_name,
+    std::cout << fmt::format("switchover of {}: {} -> {} in {:.1f}s ({})\n", args.cluster,
                              r.old_primary, r.new_primary, r.total_s, phases);
   }
   return k_exit_pass;

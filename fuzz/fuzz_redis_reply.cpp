@@ -1,16 +1,19 @@
 // Raw RESP bytes -> hiredis's reader (the one RedisLink uses) -> probe::to_resp_value ->
-// core's parsers (ROLE, PING, SENTINEL GET-MASTER-ADDR-BY-NAME / MASTER, error replies) ->
-// the Sentinel tally and the writer/replica verdicts. The test harness includes hiredis's
-// header to drive the reader; the project code under test stays in probe/ and core/.
+// core's parsers (ROLE, PING, SENTINEL GET-MASTER-ADDR-BY-NAME / MASTER / REPLICAS, error
+// replies) -> the Sentinel tally, the writer/replica verdicts and the switchover's plan. The test
+// harness includes hiredis's header to drive the reader; the project code under test stays in
+// probe/ and core/.
 #include "fuzz_check.hpp"
 
 #include <core/redis_replies.hpp>
+#include <core/redis_switchover_plan.hpp>
 #include <core/redis_verdict.hpp>
 #include <core/sentinel_vote.hpp>
 #include <probe/redis_link.hpp>
 
 #include <hiredis/hiredis.h>
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -56,6 +59,20 @@ void check_parsers(const RespValue& v) {
   for (const auto& r : replicas) {
     require(r.addr.port != 0 && !r.addr.host.empty(), "a replica address is complete");
     require(!replica_healthy(r) || r.link == "ok", "a healthy replica has its link");
+  }
+  // The switchover's plan over whatever the Sentinel listed: a plan only with a healthy replica
+  // to promote, and only healthy replicas offered.
+  RedisPlanInput in;
+  in.master_name = "fuzz";
+  in.old_master = dbcheck::util::HostPort{"10.0.0.1", 6379};
+  in.replicas = replicas;
+  const auto plan = plan_redis_switchover(in);
+  const bool any_healthy = std::any_of(replicas.begin(), replicas.end(),
+                                       [](const auto& r) { return replica_healthy(r); });
+  require(plan.has_value() == any_healthy, "a plan exactly when a healthy replica is listed");
+  if (plan) {
+    require(!plan->eligible.empty() && plan->eligible.size() <= replicas.size(),
+            "the plan offers only listed replicas");
   }
 }
 

@@ -1,7 +1,5 @@
 #include "connection_cache.hpp"
 
-#include "lease_retry.hpp"
-
 namespace dbcheck::probe {
 
 template <class Conn>
@@ -69,120 +67,25 @@ void ConnectionCache::put_redis(const std::string& key, Kept<RedisLink> l) {
   keep(m_redis, key, std::move(l));
 }
 
-// ---------------------------------------------------------------- PostgreSQL
+// ---------------------------------------------------------------- the two leases
 
 PgLease::PgLease(ConnectionCache* cache, PgTarget target)
-    : m_cache(cache), m_target(std::move(target)),
-      m_key(util::to_string(m_target.address) + "/" + m_target.dbname + "/" + m_target.user) {}
-
-PgLease::~PgLease() {
-  if (m_cache != nullptr && m_session) {
-    if (m_healthy) {
-      m_cache->put_pg(m_key, {std::move(*m_session), m_born});
-    } else {
-      m_cache->count_close(ConnectionCache::Close::broken);
-    }
-  }
-}
-
-tl::expected<void, core::ProbeError> PgLease::open(const Deadline& deadline) {
-  if (m_cache != nullptr) {
-    if (auto kept = m_cache->take_pg(m_key)) {
-      m_session = std::move(kept->conn);
-      m_born = kept->born;
-      m_reused = true;
-      return {};
-    }
-    m_cache->count_connect();
-  }
-  auto s = PgSession::connect(m_target, deadline);
-  if (!s) {
-    m_healthy = false;
-    return tl::make_unexpected(s.error());
-  }
-  m_session = std::move(*s);
-  m_born = Clock::now();
-  m_reused = false;
-  return {};
-}
+    : Lease(cache, util::to_string(target.address) + "/" + target.dbname + "/" + target.user,
+            [target](const Deadline& d) { return PgSession::connect(target, d); }) {}
 
 tl::expected<std::vector<PgRow>, core::ProbeError>
 PgLease::query(const std::string& sql, const std::vector<std::string>& params,
                const Deadline& deadline) {
-  if (!m_session) {
-    return tl::make_unexpected(
-        core::ProbeError{core::Failure::network, "no connection (open() failed)", ""});
-  }
-  auto rows = retry_if_stale(
-      m_reused, deadline, [&] { return m_session->query(sql, params, deadline); },
-      [&] {
-        m_session.reset();
-        if (m_cache != nullptr) {
-          m_cache->count_close(ConnectionCache::Close::broken);
-        }
-        return open(deadline);
-      });
-  if (!rows && breaks_connection(rows.error())) {
-    m_healthy = false;
-  }
-  return rows;
+  return ask(deadline, [&](PgSession& s) { return s.query(sql, params, deadline); });
 }
-
-// ---------------------------------------------------------------- Redis
 
 RedisLease::RedisLease(ConnectionCache* cache, util::HostPort address)
-    : m_cache(cache), m_address(std::move(address)), m_key(util::to_string(m_address)) {}
-
-RedisLease::~RedisLease() {
-  if (m_cache != nullptr && m_link) {
-    if (m_healthy) {
-      m_cache->put_redis(m_key, {std::move(*m_link), m_born});
-    } else {
-      m_cache->count_close(ConnectionCache::Close::broken);
-    }
-  }
-}
-
-tl::expected<void, core::ProbeError> RedisLease::open(const Deadline& deadline) {
-  if (m_cache != nullptr) {
-    if (auto kept = m_cache->take_redis(m_key)) {
-      m_link = std::move(kept->conn);
-      m_born = kept->born;
-      m_reused = true;
-      return {};
-    }
-    m_cache->count_connect();
-  }
-  auto l = RedisLink::connect(m_address, deadline);
-  if (!l) {
-    m_healthy = false;
-    return tl::make_unexpected(l.error());
-  }
-  m_link = std::move(*l);
-  m_born = Clock::now();
-  m_reused = false;
-  return {};
-}
+    : Lease(cache, util::to_string(address),
+            [address](const Deadline& d) { return RedisLink::connect(address, d); }) {}
 
 tl::expected<std::vector<core::RespValue>, core::ProbeError>
 RedisLease::pipeline(const std::vector<RedisCommand>& commands, const Deadline& deadline) {
-  if (!m_link) {
-    return tl::make_unexpected(
-        core::ProbeError{core::Failure::network, "no connection (open() failed)", ""});
-  }
-  auto replies = retry_if_stale(
-      m_reused, deadline, [&] { return m_link->pipeline(commands, deadline); },
-      [&] {
-        m_link.reset();
-        if (m_cache != nullptr) {
-          m_cache->count_close(ConnectionCache::Close::broken);
-        }
-        return open(deadline);
-      });
-  if (!replies && breaks_connection(replies.error())) {
-    m_healthy = false;
-  }
-  return replies;
+  return ask(deadline, [&](RedisLink& l) { return l.pipeline(commands, deadline); });
 }
 
 } // namespace dbcheck::probe

@@ -7,15 +7,19 @@
 // verdict, and reach it within that bound.
 
 #include "deadline.hpp"
+#include "lease_retry.hpp"
 #include "pg_session.hpp"
 #include "redis_link.hpp"
 
 #include <array>
 #include <atomic>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace dbcheck::probe {
@@ -87,67 +91,144 @@ private:
   std::array<std::atomic<std::uint64_t>, 4> m_closes{}; // by Close
 };
 
-// A PostgreSQL session for one check: reused from `cache` when one is kept (a null cache:
-// always new), given back at the end of the check if nothing went wrong on it.
-class PgLease {
+// What both leases share: one connection for one check, taken from `cache` when one is kept (a
+// null cache: always new), given back at the end if nothing went wrong on it, and replaced once
+// when a kept one turns out to have died while idle. `Conn` is PgSession or RedisLink.
+template <class Conn>
+class Lease {
 public:
-  // --- Interface ---
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
 
-  // A lease of a session to `target`; nothing is opened yet.
-  PgLease(ConnectionCache* cache, PgTarget target);
-  PgLease(const PgLease&) = delete;
-  PgLease& operator=(const PgLease&) = delete;
-  // Returns a healthy session to the cache.
-  ~PgLease();
+  // True when the connection came from the cache (a Redis link is then already authenticated).
+  bool reused() const { return m_reused; }
 
-  // Reuses a kept session, or connects within `deadline`.
-  tl::expected<void, core::ProbeError> open(const Deadline& deadline);
+protected:
+  // Opens a new connection within a deadline.
+  using Connect = std::function<tl::expected<Conn, core::ProbeError>(const Deadline&)>;
 
-  // Runs a query. A kept session that fails at once (the server restarted, an idle timeout
-  // cut it) is replaced by a new connection and the query retried once.
-  tl::expected<std::vector<PgRow>, core::ProbeError>
-  query(const std::string& sql, const std::vector<std::string>& params, const Deadline& deadline);
+  // A lease of a connection under `key`, opened by `connect`; nothing is opened yet.
+  Lease(ConnectionCache* cache, std::string key, Connect connect)
+      : m_cache(cache), m_key(std::move(key)), m_connect(std::move(connect)) {}
+
+  // Returns a healthy connection to the cache; counts a broken one as closed.
+  ~Lease() {
+    if (m_cache == nullptr || !m_conn) {
+      return;
+    }
+    if (m_healthy) {
+      give_back();
+    } else {
+      m_cache->count_close(ConnectionCache::Close::broken);
+    }
+  }
+
+  // Reuses a kept connection, or connects within `deadline`.
+  tl::expected<void, core::ProbeError> open_connection(const Deadline& deadline) {
+    if (m_cache != nullptr) {
+      if (auto kept = take()) {
+        m_conn = std::move(kept->conn);
+        m_born = kept->born;
+        m_reused = true;
+        return {};
+      }
+      m_cache->count_connect();
+    }
+    auto c = m_connect(deadline);
+    if (!c) {
+      m_healthy = false;
+      return tl::make_unexpected(c.error());
+    }
+    m_conn = std::move(*c);
+    m_born = Clock::now();
+    m_reused = false;
+    return {};
+  }
+
+  // `call(connection)` under lease_retry's rule: a kept connection that fails at once is
+  // closed (counted broken), replaced and asked once more. A failure that breaks the
+  // connection keeps it from going back to the cache.
+  template <class Call>
+  auto ask(const Deadline& deadline, Call call) -> decltype(call(std::declval<Conn&>())) {
+    if (!m_conn) {
+      return tl::make_unexpected(
+          core::ProbeError{core::Failure::network, "no connection (open() failed)", ""});
+    }
+    auto answer = retry_if_stale(
+        m_reused, deadline, [&] { return call(*m_conn); },
+        [&] {
+          m_conn.reset();
+          if (m_cache != nullptr) {
+            m_cache->count_close(ConnectionCache::Close::broken);
+          }
+          return open_connection(deadline);
+        });
+    if (!answer && breaks_connection(answer.error())) {
+      m_healthy = false;
+    }
+    return answer;
+  }
 
 private:
+  std::optional<ConnectionCache::Kept<Conn>> take() {
+    if constexpr (std::is_same_v<Conn, PgSession>) {
+      return m_cache->take_pg(m_key);
+    } else {
+      return m_cache->take_redis(m_key);
+    }
+  }
+  void give_back() {
+    if constexpr (std::is_same_v<Conn, PgSession>) {
+      m_cache->put_pg(m_key, {std::move(*m_conn), m_born});
+    } else {
+      m_cache->put_redis(m_key, {std::move(*m_conn), m_born});
+    }
+  }
+
   ConnectionCache* m_cache;
-  PgTarget m_target;
   std::string m_key;
-  std::optional<PgSession> m_session;
+  Connect m_connect;
+  std::optional<Conn> m_conn;
   Clock::time_point m_born{};
   bool m_reused = false;
   bool m_healthy = true;
 };
 
-// The same for Redis/Sentinel links.
-class RedisLease {
+// A PostgreSQL session for one check (see Lease).
+class PgLease : public Lease<PgSession> {
+public:
+  // --- Interface ---
+
+  // A lease of a session to `target`; nothing is opened yet.
+  PgLease(ConnectionCache* cache, PgTarget target);
+
+  // Reuses a kept session, or connects within `deadline`.
+  tl::expected<void, core::ProbeError> open(const Deadline& deadline) {
+    return open_connection(deadline);
+  }
+
+  // Runs a query. A kept session that fails at once (the server restarted, an idle timeout
+  // cut it) is replaced by a new connection and the query retried once.
+  tl::expected<std::vector<PgRow>, core::ProbeError>
+  query(const std::string& sql, const std::vector<std::string>& params, const Deadline& deadline);
+};
+
+// A Redis/Sentinel link for one check (see Lease).
+class RedisLease : public Lease<RedisLink> {
 public:
   // --- Interface ---
 
   // A lease of a link to `address`; nothing is opened yet.
   RedisLease(ConnectionCache* cache, util::HostPort address);
-  RedisLease(const RedisLease&) = delete;
-  RedisLease& operator=(const RedisLease&) = delete;
-  // Returns a healthy link to the cache.
-  ~RedisLease();
 
   // Reuses a kept link, or connects within `deadline`.
-  tl::expected<void, core::ProbeError> open(const Deadline& deadline);
+  tl::expected<void, core::ProbeError> open(const Deadline& deadline) {
+    return open_connection(deadline);
+  }
 
   // Pipelines `commands`; a kept link that fails at once is replaced and the batch retried.
   tl::expected<std::vector<core::RespValue>, core::ProbeError>
   pipeline(const std::vector<RedisCommand>& commands, const Deadline& deadline);
-
-  // True when the link came from the cache (it is already authenticated).
-  bool reused() const { return m_reused; }
-
-private:
-  ConnectionCache* m_cache;
-  util::HostPort m_address;
-  std::string m_key;
-  std::optional<RedisLink> m_link;
-  Clock::time_point m_born{};
-  bool m_reused = false;
-  bool m_healthy = true;
 };
 
 } // namespace dbcheck::probe

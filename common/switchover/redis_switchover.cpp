@@ -4,6 +4,7 @@
 #include "redis_switchover.hpp"
 
 #include <core/redis_replies.hpp>
+#include <core/redis_switchover_plan.hpp>
 #include <probe/async.hpp>
 #include <probe/redis_check.hpp>
 #include <probe/redis_link.hpp>
@@ -219,13 +220,10 @@ private:
         return m_d.fail(why);
       }
     }
-    const util::Duration least = minimum_pause(m_options.timeout);
-    if (m_options.pause && *m_options.pause < least) {
-      return m_d.fail(fmt::format("--pause {} is shorter than {} (the timeout plus the margin "
-                                  "for releasing the old master): the pause must outlive the "
-                                  "switchover",
-                                  util::format_duration(*m_options.pause),
-                                  util::format_duration(least)));
+    if (m_options.pause) {
+      if (auto why = pause_refused(*m_options.pause, m_options.timeout)) {
+        return m_d.fail(*why);
+      }
     }
     auto op_or = operator_of(m_c.operator_user, m_c.operator_password_file);
     if (!op_or) {
@@ -262,52 +260,26 @@ private:
     if (!why_none.empty()) {
       return m_d.fail("no Sentinel listed the replicas: " + why_none);
     }
-    std::vector<std::string> eligible;
-    for (const auto& r : replicas) {
-      if (core::replica_healthy(r)) {
-        eligible.push_back(util::to_string(r.addr));
-      }
+    core::RedisPlanInput in;
+    in.master_name = m_c.master_name;
+    in.old_master = m_old;
+    in.replicas = std::move(replicas);
+    in.to = m_options.to;
+    in.pause = m_options.pause;
+    in.remaining = std::chrono::ceil<util::Duration>(m_d.deadline().remaining());
+    in.pause_margin = k_pause_margin;
+    in.needed = tally.needed;
+    in.configured = tally.configured;
+    auto plan = core::plan_redis_switchover(in);
+    if (!plan) {
+      return m_d.fail(plan.error());
     }
-    if (eligible.empty()) {
-      return m_d.fail("no healthy replica to promote (SENTINEL REPLICAS lists none with link ok)");
-    }
-    if (m_options.to) {
-      const std::string to = util::to_string(*m_options.to);
-      if (std::find(eligible.begin(), eligible.end(), to) == eligible.end()) {
-        return m_d.fail(fmt::format("--to {} is not a healthy replica of {} (healthy: {})", to,
-                                    m_d.result.old_primary, fmt::join(eligible, ", ")));
-      }
-      if (eligible.size() > 1) {
-        return m_d.fail(fmt::format(
-            "--to {}: Sentinel picks the replica itself, and {} are eligible; give the others "
-            "replica-priority 0 first",
-            to, eligible.size()));
-      }
-    }
-    // What is left of the deadline now, plus the margin: the pause cannot end while the run
-    // (or the release after it) still counts on it.
-    m_pause_ms = m_options.pause ? m_options.pause->count()
-                                 : std::chrono::ceil<std::chrono::milliseconds>(
-                                       m_d.deadline().remaining() + k_pause_margin)
-                                       .count();
-    m_d.result.plan = {
-        fmt::format(
-            "pause writes on {} (CLIENT PAUSE {} WRITE: held, not refused; the pause "
-            "outlives the deadline by at least {})",
-            m_d.result.old_primary, m_pause_ms,
-            util::format_duration(std::chrono::duration_cast<util::Duration>(k_pause_margin))),
-        fmt::format("SENTINEL FAILOVER {} to a Sentinel of the majority naming {} (counted again "
-                    "just before; Sentinel promotes one of: {})",
-                    m_c.master_name, m_d.result.old_primary, fmt::join(eligible, ", ")),
-        fmt::format("wait until {} of the {} Sentinels name the new master and it passes the "
-                    "writer check",
-                    tally.needed, tally.configured),
-        fmt::format("make {} a replica of the new master (REPLICAOF)", m_d.result.old_primary),
-        fmt::format("CLIENT UNPAUSE on {}", m_d.result.old_primary)};
+    m_pause_ms = plan->pause_ms;
+    m_d.result.plan = std::move(plan->steps);
     m_d.end(fmt::format("master {} (named by {} of {} Sentinels, passes the writer check); "
                         "healthy replicas: {}",
                         m_d.result.old_primary, tally.majority_votes, tally.configured,
-                        fmt::join(eligible, ", ")));
+                        fmt::join(plan->eligible, ", ")));
     return std::nullopt;
   }
 
@@ -417,22 +389,25 @@ private:
     const Deadline by{Clock::now() + k_release_budget};
     std::optional<util::HostPort> target;
     std::string seen;
-    if (!m_failover_sent) {
+    bool unpause_as_is = false;
+    wait_for(by, nullptr, [&] {
       const auto t = sentinel_majority(m_c, step_within(by));
-      if (!t.majority || util::same_endpoint(*t.majority, m_old)) {
-        return fail_unpaused(error, "still the master (SENTINEL FAILOVER was not sent)");
-      }
-      target = t.majority; // a failover not ours moved the majority meanwhile
-    } else {
-      wait_for(by, nullptr, [&] {
-        const auto t = sentinel_majority(m_c, step_within(by));
-        seen = t.detail;
-        if (t.majority && !util::same_endpoint(*t.majority, m_old)) {
-          target = t.majority;
-          return true;
-        }
+      seen = t.detail;
+      const core::Release r = core::release_for(m_failover_sent, t.majority, m_old);
+      switch (r.action) {
+      case core::ReleaseAction::unpause:
+        unpause_as_is = true;
+        return true;
+      case core::ReleaseAction::demote:
+        target = r.target;
+        return true;
+      case core::ReleaseAction::keep_looking:
         return false;
-      });
+      }
+      return false;
+    });
+    if (unpause_as_is) {
+      return fail_unpaused(error, "still the master (SENTINEL FAILOVER was not sent)");
     }
     if (!target) {
       return leave_paused(error, "no Sentinel majority names a new master yet (" + seen + ")");

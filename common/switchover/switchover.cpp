@@ -4,6 +4,8 @@
 #include "pg_switchover.hpp"
 #include "redis_switchover.hpp"
 
+#include <fmt/format.h>
+
 namespace dbcheck::switchover {
 
 std::string_view to_string(SwitchoverPhase phase) {
@@ -26,6 +28,18 @@ std::string_view to_string(SwitchoverPhase phase) {
 
 util::Duration minimum_pause(util::Duration timeout) {
   return timeout + std::chrono::duration_cast<util::Duration>(k_pause_margin);
+}
+
+std::optional<std::string> pause_refused(util::Duration pause, util::Duration timeout) {
+  const util::Duration least = minimum_pause(timeout);
+  if (pause >= least) {
+    return std::nullopt;
+  }
+  return fmt::format("--pause {} is shorter than --timeout {} plus the {} margin for releasing "
+                     "the old master: the pause must outlive the switchover (give --pause {} or "
+                     "more, or leave it out)",
+                     util::format_duration(pause), util::format_duration(timeout),
+                     util::format_duration(least - timeout), util::format_duration(least));
 }
 
 SwitchoverResult run_switchover(const config::Cluster& cluster, const SwitchoverOptions& options,

@@ -90,6 +90,10 @@ std::string_view to_string(SwitchoverPhase phase);
 // the margin in which a run that missed its deadline releases the old master.
 util::Duration minimum_pause(util::Duration timeout);
 
+// Why `pause` cannot hold writes for a switchover bounded by `timeout` (shorter than
+// minimum_pause), with what to give instead; nullopt when it can.
+std::optional<std::string> pause_refused(util::Duration pause, util::Duration timeout);
+
 // Runs (or with dry_run, plans) a switchover of `cluster`, reporting through `progress`.
 // Every wait is bounded by options.timeout from the start (the release after a failure by a
 // few seconds more). Redis: on a failure or an interruption after the pause, the old master

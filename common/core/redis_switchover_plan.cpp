@@ -1,0 +1,63 @@
+#include "redis_switchover_plan.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace dbcheck::core {
+
+tl::expected<RedisPlan, std::string> plan_redis_switchover(const RedisPlanInput& in) {
+  RedisPlan plan;
+  for (const auto& r : in.replicas) {
+    if (replica_healthy(r)) {
+      plan.eligible.push_back(util::to_string(r.addr));
+    }
+  }
+  const std::string old = util::to_string(in.old_master);
+  if (plan.eligible.empty()) {
+    return tl::make_unexpected(
+        "no healthy replica to promote (SENTINEL REPLICAS lists none with link ok)");
+  }
+  if (in.to) {
+    const std::string to = util::to_string(*in.to);
+    if (std::find(plan.eligible.begin(), plan.eligible.end(), to) == plan.eligible.end()) {
+      return tl::make_unexpected(fmt::format("--to {} is not a healthy replica of {} (healthy: {})",
+                                             to, old, fmt::join(plan.eligible, ", ")));
+    }
+    if (plan.eligible.size() > 1) {
+      return tl::make_unexpected(fmt::format(
+          "--to {}: Sentinel picks the replica itself, and {} are eligible; give the others "
+          "replica-priority 0 first",
+          to, plan.eligible.size()));
+    }
+  }
+  // What is left of the deadline plus the margin: the pause cannot end while the run (or the
+  // release after it) still counts on it.
+  plan.pause_ms = in.pause ? in.pause->count() : (in.remaining + in.pause_margin).count();
+  plan.steps = {
+      fmt::format("pause writes on {} (CLIENT PAUSE {} WRITE: held, not refused; the pause "
+                  "outlives the deadline by at least {})",
+                  old, plan.pause_ms, util::format_duration(in.pause_margin)),
+      fmt::format("SENTINEL FAILOVER {} to a Sentinel of the majority naming {} (counted again "
+                  "just before; Sentinel promotes one of: {})",
+                  in.master_name, old, fmt::join(plan.eligible, ", ")),
+      fmt::format("wait until {} of the {} Sentinels name the new master and it passes the "
+                  "writer check",
+                  in.needed, in.configured),
+      fmt::format("make {} a replica of the new master (REPLICAOF)", old),
+      fmt::format("CLIENT UNPAUSE on {}", old)};
+  return plan;
+}
+
+Release release_for(bool failover_sent, const std::optional<util::HostPort>& majority,
+                    const util::HostPort& old) {
+  const bool moved = majority && !util::same_endpoint(*majority, old);
+  if (moved) {
+    return {ReleaseAction::demote, majority};
+  }
+  // Not moved: the old master is still the only one a majority could name. Unless a FAILOVER
+  // of ours may be under way, in which case the new master may simply not be named yet.
+  return {failover_sent ? ReleaseAction::keep_looking : ReleaseAction::unpause, std::nullopt};
+}
+
+} // namespace dbcheck::core

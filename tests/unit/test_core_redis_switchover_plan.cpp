@@ -1,0 +1,96 @@
+#include <core/redis_switchover_plan.hpp>
+
+#include <catch2/catch.hpp>
+
+using namespace dbcheck::core;
+using dbcheck::util::Duration;
+using dbcheck::util::HostPort;
+
+namespace {
+
+SentinelReplica replica(const char* host, const char* flags = "slave", const char* link = "ok") {
+  return {HostPort{host, 6379}, flags, link};
+}
+
+RedisPlanInput input() {
+  RedisPlanInput in;
+  in.master_name = "cache";
+  in.old_master = HostPort{"10.0.0.1", 6379};
+  in.replicas = {replica("10.0.0.2"), replica("10.0.0.3", "slave,s_down"),
+                 replica("10.0.0.4", "slave", "err")};
+  in.remaining = Duration{59'500};
+  in.pause_margin = Duration{10'000};
+  in.needed = 2;
+  in.configured = 3;
+  return in;
+}
+
+} // namespace
+
+TEST_CASE("only replicas linked and up may be promoted", "[core][switchover]") {
+  auto plan = plan_redis_switchover(input());
+  REQUIRE(plan);
+  CHECK(plan->eligible == std::vector<std::string>{"10.0.0.2:6379"});
+  REQUIRE(plan->steps.size() == 5);
+  CHECK(plan->steps[1].find("Sentinel promotes one of: 10.0.0.2:6379") != std::string::npos);
+  CHECK(plan->steps[2].find("wait until 2 of the 3 Sentinels") != std::string::npos);
+  CHECK(plan->steps[4] == "CLIENT UNPAUSE on 10.0.0.1:6379");
+
+  auto none = input();
+  none.replicas = {replica("10.0.0.3", "slave,disconnected")};
+  const auto refused = plan_redis_switchover(none);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().find("no healthy replica") != std::string::npos);
+}
+
+TEST_CASE("the pause outlives what is left of the deadline by the margin", "[core][switchover]") {
+  auto plan = plan_redis_switchover(input());
+  REQUIRE(plan);
+  CHECK(plan->pause_ms == 69'500);
+  CHECK(plan->steps[0].find("CLIENT PAUSE 69500 WRITE") != std::string::npos);
+  CHECK(plan->steps[0].find("by at least 10s") != std::string::npos);
+
+  auto given = input();
+  given.pause = Duration{120'000};
+  CHECK(plan_redis_switchover(given)->pause_ms == 120'000);
+}
+
+TEST_CASE("a --to replica must be the one healthy replica: Sentinel picks the replica itself",
+          "[core][switchover]") {
+  auto in = input();
+  in.to = HostPort{"10.0.0.3", 6379};
+  const auto unhealthy = plan_redis_switchover(in);
+  REQUIRE_FALSE(unhealthy);
+  CHECK(unhealthy.error() ==
+        "--to 10.0.0.3:6379 is not a healthy replica of 10.0.0.1:6379 (healthy: 10.0.0.2:6379)");
+
+  in.to = HostPort{"10.0.0.2", 6379};
+  CHECK(plan_redis_switchover(in));
+
+  in.replicas.push_back(replica("10.0.0.5"));
+  const auto two = plan_redis_switchover(in);
+  REQUIRE_FALSE(two);
+  CHECK(two.error().find("2 are eligible; give the others replica-priority 0") !=
+        std::string::npos);
+}
+
+TEST_CASE("the paused old master is released only when no second master can exist",
+          "[core][switchover]") {
+  const HostPort old{"10.0.0.1", 6379};
+  const HostPort fresh{"10.0.0.2", 6379};
+  SECTION("FAILOVER not sent") {
+    CHECK(release_for(false, old, old).action == ReleaseAction::unpause);
+    CHECK(release_for(false, std::nullopt, old).action == ReleaseAction::unpause);
+    // A failover not ours moved the majority meanwhile: follow it, never unpause a master.
+    const Release moved = release_for(false, fresh, old);
+    CHECK(moved.action == ReleaseAction::demote);
+    CHECK(moved.target == fresh);
+  }
+  SECTION("FAILOVER accepted or maybe accepted") {
+    CHECK(release_for(true, old, old).action == ReleaseAction::keep_looking);
+    CHECK(release_for(true, std::nullopt, old).action == ReleaseAction::keep_looking);
+    const Release moved = release_for(true, fresh, old);
+    CHECK(moved.action == ReleaseAction::demote);
+    CHECK(moved.target == fresh);
+  }
+}
