@@ -6,6 +6,7 @@ import time
 
 import psycopg2
 
+from fixtures import peers
 from fixtures.haproxy import HAProxy, render_example_for
 from fixtures.heartbeat import Heartbeat
 from fixtures.patroni import HC_PASSWORD, HC_USER, PatroniCluster
@@ -22,9 +23,11 @@ def test_fixture_smoke(servers_installed, workdir):
         print(f"cluster up in {cluster.up_seconds:.1f}s")
         names = [m.name for m in cluster.members()]
 
-        # one leader, the others streaming from it
+        # one leader, the others streaming from it; every member runs the chosen Patroni
         leader = cluster.leader()
         assert leader is not None
+        for m in cluster.members():
+            assert cluster.rest(m, "/patroni")[1]["patroni"]["version"] == peers.patroni_version()
         replicas = [m for m in cluster.members() if m != leader]
         assert cluster.streaming_replicas(leader) == sorted(m.name for m in replicas)
         with cluster.superuser_conn(leader) as conn, conn.cursor() as cur:

@@ -12,6 +12,7 @@ import tomllib
 
 import pytest
 
+from fixtures import peers
 from fixtures.dbcheck import write_redis_config
 from fixtures.haproxy import HAPROXY, REDIS_EXAMPLE_CFG, HAProxy, render_redis_example_for
 from fixtures.procs import pid_alive, processes_matching, wait_until
@@ -44,6 +45,13 @@ def test_redis_fixture_smoke(servers_installed, workdir, figures):
         timings["up"] = cluster.up_seconds
         redis1, redis2 = cluster.nodes()
         s1, s2, s3 = cluster.sentinels()
+
+        # every node and Sentinel runs the chosen server (Redis 7.0, or Valkey 8.0.1)
+        field, version = peers.redis_version_field()
+        for x in (redis1, redis2, s1, s2, s3):
+            ask = cluster.admin if x.kind == "node" else cluster.sentinel_admin
+            info = dict(line.split(":", 1) for line in ask(x, "INFO", "server").splitlines() if ":" in line)
+            assert info.get(field, "").startswith(version), (x.name, field, info.get(field))
 
         # topology: redis1 master, redis2 its connected replica, all Sentinels agree
         assert cluster.master() == redis1
