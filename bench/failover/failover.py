@@ -49,6 +49,7 @@ import results
 import losses as L
 import variants as V
 import watches as W
+from fixtures import peers
 from fixtures import redis as redis_fx
 from fixtures.agent import start_pg_agents, start_redis_agents
 from fixtures.binaries import agent_bin, dbcheck_bin
@@ -57,6 +58,9 @@ from fixtures.haproxy import HAProxy
 from fixtures.patroni import APP_DB, APP_PASSWORD, APP_USER, SUPERUSER, PatroniCluster
 from fixtures.procs import wait_until
 from fixtures.writers import PgWriter, RedisWriter
+
+# --peer: the environment variable fixtures/peers.py reads, its value, and the engine it is for.
+PEERS = {"patroni4": ("DBCHECK_PATRONI", "4", "pg"), "valkey8": ("DBCHECK_REDIS", "valkey", "redis")}
 
 REPO = Path(__file__).resolve().parents[2]
 DBCHECK = dbcheck_bin()
@@ -906,15 +910,29 @@ def main():
                          "failing checks")
     ap.add_argument("--section", help="docs/results.md section to rewrite (default: failover, or partitions "
                                       "with --lab net)")
+    ap.add_argument("--peer", choices=sorted(PEERS),
+                    help="the current peer instead of Debian's: patroni4 (Patroni 4.1.4, PostgreSQL only) or "
+                         "valkey8 (Valkey 8.0.1, Redis only); section <section>-<peer>")
     ap.add_argument("--lab", choices=["loopback", "net"], default="loopback",
                     help="net: every host in a network namespace of its own, the partition scenarios "
                          "(bench/failover/partitions.py)")
     args = ap.parse_args()
+    if args.peer:
+        var, value, engine = PEERS[args.peer]
+        if os.environ.get(var) != value:
+            # The fixtures choose their binaries when imported (fixtures/peers.py): start over
+            # with the peer chosen in the environment.
+            os.environ[var] = value
+            os.execv(sys.executable, [sys.executable, *sys.argv])
+        if args.engine and args.engine != [engine]:
+            ap.error(f"--peer {args.peer} is a {engine} peer")
+        args.engine = [engine]
     labs = (PgLab, RedisLab)
     if args.lab == "net":
         import partitions  # noqa: E402 - needs this module loaded first
         labs = partitions.LABS
-    args.section = args.section or ("partitions" if args.lab == "net" else "failover")
+    args.section = args.section or ("partitions" if args.lab == "net" else "failover") + (
+        f"-{args.peer}" if args.peer else "")
     # SIGTERM (and SIGINT, which a background job ignores) unwind through the finally blocks,
     # so a stopped run still thaws what it froze and stops every process it started.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -973,7 +991,9 @@ def main():
     command = " ".join(["bench/failover/run", *sys.argv[1:]])
     title = {"failover": "Failover proof: writes through HAProxy",
              "partitions": "Partition proof: writes through HAProxy, hosts in network namespaces"}.get(
-        args.section, "Planned switchover proof: writes through HAProxy")
+        args.section.removesuffix(f"-{args.peer}"), "Planned switchover proof: writes through HAProxy")
+    if args.peer:
+        title += f", on {peers.describe_engine(PEERS[args.peer][2])}"
     text = table(rows, args.reps, command, variants, failed, title, labs[0].window_field)
     print(text)
     if not args.no_results:
