@@ -26,7 +26,9 @@ from pathlib import Path
 
 # bench/failover, bench and tests/integration are on PYTHONPATH: scripts/demo sources scripts/pythonpath.
 import failover as F
+import labs
 import partitions as P
+import report
 import watches as W
 
 TICK = 1.0
@@ -66,7 +68,7 @@ class Screen:
             where = ", ".join(f"{n} {c}" for n, c in sorted(by.items())) or "none"
             print(f"  ({v.key:2}) {v.label[:34]:34} UP {str(up):22} writes acknowledged: {where}", flush=True)
         try:
-            res = subprocess.run([*self.lab.place, str(F.DBCHECK), "--config", str(self.lab.check_config),
+            res = subprocess.run([*self.lab.place, str(labs.DBCHECK), "--config", str(self.lab.check_config),
                                   "check", self.lab.write_backend, self.addr],
                                  capture_output=True, text=True, timeout=5)
             said = (res.stdout or res.stderr).strip().splitlines()
@@ -96,7 +98,7 @@ def watch_partition(lab):
         time.sleep(TICK)
         screen.block()
         run = {}
-        what = F.SCENARIO_TEXT[(lab.engine, "partition")]
+        what = report.SCENARIO_TEXT[(lab.engine, "partition")]
         print(f"\n=== {what.split(';')[0]}: cutting {old}'s host now ===", flush=True)
         screen.t_fault = time.monotonic()
         heal = lab.inject("partition", old, run)
@@ -108,7 +110,7 @@ def watch_partition(lab):
                 screen.block(f"   <- the manager moved off {old}")
                 continue
             screen.block()
-            if t_switch and time.monotonic() - t_switch >= F.HOLD:
+            if t_switch and time.monotonic() - t_switch >= labs.HOLD:
                 break
             if time.monotonic() - screen.t_fault > 90:
                 print("the manager did not move within 90 s", flush=True)

@@ -36,11 +36,13 @@ N6, which must fail closed there, its time from the heal to its first kept write
 anchor that asks over the same path (Patroni's GET /primary; the seed check's Sentinel).
 """
 
-import failover as F
+import labs
+import report
 import variants as V
 from fixtures import redis as redis_fx
 from fixtures.netns import NetLab
 from fixtures.patroni import APP_DB, APP_PASSWORD, APP_USER, PatroniCluster
+from fixtures.procs import wait_until
 from fixtures.writers import PgWriter, RedisWriter
 
 PG_HOSTS = ["obs", "proxy", "etcd", "pg1", "pg2", "pg3"]
@@ -49,7 +51,7 @@ PG_MAX_LAG, REDIS_MAX_LAG = 1.0, 2.0  # the readers' max_lag in the configs the 
 LAG_WINDOW = 5.0  # dbcheck-agent's lag_window default: a replica over max_lag stays up this long
 READ_AGENT_INTER = 0.5  # the agent example's read backends: agent-inter 500ms
 
-F.SCENARIO_TEXT.update({
+report.SCENARIO_TEXT.update({
     ("pg", "partition"): "N1: leader host cut from etcd and the other members (HAProxy and clients still "
                          "reach it); healed after the switch",
     ("pg", "partition-in"): "N5: leader host receives nothing from etcd (it still sends); "
@@ -112,15 +114,15 @@ class NetLabMixin:
         for v in self.variants:
             if v.dbcheck:
                 srv = self.server_name(v, name)
-                F.wait_until(lambda v=v, srv=srv: srv in self.haproxies[v.key].servers_up(self.read_backend),
-                             60, f"({v.key}): {name} UP in {self.read_backend}")
+                wait_until(lambda v=v, srv=srv: srv in self.haproxies[v.key].servers_up(self.read_backend),
+                           60, f"({v.key}): {name} UP in {self.read_backend}")
 
     def settle(self, not_master=None):
         """The loopback lab's settle(), then until every replica has caught up with the primary:
         after a long cut the stream's TCP retransmissions back off, so a replica can look
         connected while nothing has flowed yet."""
         new = super().settle(not_master)
-        F.wait_until(lambda: self.caught_up(new), 60, "every replica caught up with the primary")
+        wait_until(lambda: self.caught_up(new), 60, "every replica caught up with the primary")
         return new
 
     def start(self):
@@ -161,7 +163,7 @@ class NetLabMixin:
         run["reader_max_lag_s"] = self.max_lag
 
 
-class NetPgLab(NetLabMixin, F.PgLab):
+class NetPgLab(NetLabMixin, labs.PgLab):
     """PgLab with every host in its own network namespace (see the module docstring)."""
 
     scenarios = ("partition", "partition-in", "replica-cut", "proxy-cut")
@@ -212,7 +214,7 @@ class NetPgLab(NetLabMixin, F.PgLab):
         return super().inject(scenario, old, run)
 
 
-class NetRedisLab(NetLabMixin, F.RedisLab):
+class NetRedisLab(NetLabMixin, labs.RedisLab):
     """RedisLab with every host in its own network namespace (see the module docstring)."""
 
     scenarios = ("partition", "sentinel-minority", "replica-cut", "proxy-cut")

@@ -122,33 +122,33 @@ def _gate_rows(per_variant):
 
 
 def test_routing_gate_fails_an_excess_chance_does_not_explain_and_passes_a_coin_toss():
-    import failover as F  # the gate lives with the harness
+    import gates as G  # the gate: rows in, reasons out (bench/failover/gates.py)
     variants = {"redis": _six_variants()}
     # One write each way (the write in flight at the promotion): a coin toss, not a rule.
-    assert F.routing_gate(_gate_rows({"a": 1, "b": 5, "c": 2, "a1": 2, "b1": 2, "d": 0}),
+    assert G.routing_gate(_gate_rows({"a": 1, "b": 5, "c": 2, "a1": 2, "b1": 2, "d": 0}),
                           variants)[("redis", "failover+fencing")] == []
     # Seven against none is not chance (p = 1/128).
-    why = F.routing_gate(_gate_rows({"a": 0, "b": 3, "c": 7, "a1": 0, "b1": 0, "d": 0}),
+    why = G.routing_gate(_gate_rows({"a": 0, "b": 3, "c": 7, "a1": 0, "b1": 0, "d": 0}),
                          variants)[("redis", "failover+fencing")]
     assert len(why) == 1 and why[0].startswith("(c): routing losses 7 > lowest anchor's 0")
     # Thousands: a real excess fails however large the anchors' own counts.
-    why = F.routing_gate(_gate_rows({"a": 3300, "b": 3000, "c": 3400, "a1": 0, "b1": 0, "d": 0}),
+    why = G.routing_gate(_gate_rows({"a": 3300, "b": 3000, "c": 3400, "a1": 0, "b1": 0, "d": 0}),
                          variants)[("redis", "failover+fencing")]
     assert len(why) == 1
 
 
 def test_excess_p_is_the_one_sided_binomial_tail():
-    import failover as F
-    assert F.excess_p(1, 1) == 1.0
-    assert F.excess_p(1, 0) == 0.5
-    assert F.excess_p(7, 0) == 1 / 128
-    assert abs(F.excess_p(2, 1) - 0.5) < 1e-12
+    import gates as G
+    assert G.excess_p(1, 1) == 1.0
+    assert G.excess_p(1, 0) == 0.5
+    assert G.excess_p(7, 0) == 1 / 128
+    assert abs(G.excess_p(2, 1) - 0.5) < 1e-12
     exact = sum(__import__("math").comb(2200, k) for k in range(1200, 2201)) / 2 ** 2200
-    assert abs(F.excess_p(1200, 1000) - exact) < 0.05 * exact  # the normal approximation branch
+    assert abs(G.excess_p(1200, 1000) - exact) < 0.05 * exact  # the normal approximation branch
 
 
 def test_window_gate_judges_the_median_and_the_run_gate_allows_one_check_interval_of_phase():
-    import failover as F
+    import gates as G
     variants = {"pg": _six_variants()}
 
     def run(rep, **w):
@@ -158,17 +158,17 @@ def test_window_gate_judges_the_median_and_the_run_gate_allows_one_check_interva
     rows = (run(1, a=20.0, b=20.2, c=21.8, a1=20.1, b1=20.3, d=20.5)
             + run(2, a=20.4, b=20.1, c=20.3, a1=20.0, b1=20.2, d=20.9)
             + run(3, a=20.2, b=20.6, c=20.5, a1=20.4, b1=20.1, d=20.4))
-    assert F.window_gate(rows, variants)[("pg", "freeze")] == []
-    assert F.gate_failures(run(1, a=20.0, b=20.2, c=21.8, a1=20.1, b1=20.3, d=20.5), variants["pg"],
+    assert G.window_gate(rows, variants)[("pg", "freeze")] == []
+    assert G.gate_failures(run(1, a=20.0, b=20.2, c=21.8, a1=20.1, b1=20.3, d=20.5), variants["pg"],
                            "c") == []
     # A steady lag of 1.5 s fails on the median; an outage fails in its own run.
     slow = [dict(r, error_window_s=r["error_window_s"] + 1.5) if r["variant"] == "d" else r for r in rows]
-    why = F.window_gate(slow, variants)[("pg", "freeze")]
+    why = G.window_gate(slow, variants)[("pg", "freeze")]
     assert len(why) == 1 and why[0].startswith("(d): median window")
-    assert F.gate_failures(run(1, a=3.0, b=3.1, c=18.1, a1=2.9, b1=3.0, d=3.2), variants["pg"], "c") != []
+    assert G.gate_failures(run(1, a=3.0, b=3.1, c=18.1, a1=2.9, b1=3.0, d=3.2), variants["pg"], "c") != []
     # A window that never closed is infinitely long.
     never = run(1, a=20.0, b=20.2, c=None, a1=20.1, b1=20.3, d=20.5)
-    assert F.window_gate(never, variants)[("pg", "freeze")][0].startswith("(c)")
+    assert G.window_gate(never, variants)[("pg", "freeze")][0].startswith("(c)")
 
 
 def test_a_loss_no_router_had_reacted_to_is_behind_every_router():
@@ -213,7 +213,7 @@ def test_server_names_are_per_configuration():
 
 
 def test_partition_gates_judge_the_kept_window_the_readers_and_a_steady_fault():
-    import failover as F
+    import gates as G
     variants = _six_variants()
 
     def run(field="gate_window_s", **w):
@@ -224,31 +224,31 @@ def test_partition_gates_judge_the_kept_window_the_readers_and_a_steady_fault():
     # Anchors that keep writing into a cut-off master have short windows only if counted by
     # failed writes; by the kept window the check that took it out is not behind.
     rows = run(a=12.0, b=11.0, c=6.0, a1=12.5, b1=11.5, d=5.0)
-    assert F.gate_failures(rows, variants, "d") == []
-    assert F.gate_failures(run(a=2.0, b=2.0, c=6.0, a1=2.0, b1=2.0, d=5.1), variants, "c") != []
+    assert G.gate_failures(rows, variants, "d") == []
+    assert G.gate_failures(run(a=2.0, b=2.0, c=6.0, a1=2.0, b1=2.0, d=5.1), variants, "c") != []
     # No outage: the longest gap without a kept write counts, not the first one.
     steady = [dict(r, window_rule="no_outage") if r["variant"] in ("c", "d") else r
               for r in run(a=0.0, b=0.0, c=0.0, a1=0.0, b1=0.0, d=0.2)]
     steady = [dict(r, max_gap_s=3.1) if r["variant"] == "d" else r for r in steady]
-    why = F.gate_failures(steady, variants, "d")
+    why = G.gate_failures(steady, variants, "d")
     assert len(why) == 1 and "without a writer" in why[0]
-    assert F.gate_failures(steady, variants, "c") == []
+    assert G.gate_failures(steady, variants, "c") == []
     # Failing closed as the rule says: judged by the time back after the heal, against the
     # anchor on the same path, per run and on the median.
     closed = [dict(r, window_rule="recovery", recovery_vs=["a"], gate_window_s=15.0)
               if r["variant"] == "c" else r
               for r in run(a=15.0, b=0.0, c=16.2, a1=15.0, b1=0.0, d=0.0)]
     closed = [dict(r, recovery_s={"a": 2.1, "c": 2.6}.get(r["variant"], 0.0)) for r in closed]
-    assert F.gate_failures(closed, variants, "c") == []
-    assert F.window_gate(closed, {"redis": variants})[("redis", "partition")] == []
+    assert G.gate_failures(closed, variants, "c") == []
+    assert G.window_gate(closed, {"redis": variants})[("redis", "partition")] == []
     slow = [dict(r, recovery_s=6.0) if r["variant"] == "c" else r for r in closed]
-    assert "after the heal" in F.gate_failures(slow, variants, "c")[0]
-    assert "after the heal" in F.window_gate(slow, {"redis": variants})[("redis", "partition")][0]
+    assert "after the heal" in G.gate_failures(slow, variants, "c")[0]
+    assert "after the heal" in G.window_gate(slow, {"redis": variants})[("redis", "partition")][0]
     # The cut replica must leave the read backend within its documented bound.
     readers = [dict(r, reader_bound_s=4.6, reader_out_s=t) for r, t in
                zip(run(a=0.0, b=0.0, c=0.0, a1=0.0, b1=0.0, d=0.0), [None, None, 5.0, None, None, None])]
-    assert "documented bound" in F.gate_failures(readers, variants, "c")[0]
-    assert "never" in F.gate_failures(readers, variants, "d")[0]
+    assert "documented bound" in G.gate_failures(readers, variants, "c")[0]
+    assert "never" in G.gate_failures(readers, variants, "d")[0]
 
 
 def test_behind_every_router_is_judged_within_one_detection_setting():

@@ -1,0 +1,202 @@
+"""The failover proof's gate (bench/failover/failover.py): what a dbcheck configuration must
+achieve against the anchors, per run and over a scenario's runs. Rows in, reasons out: no lab,
+no I/O, so bench/failover/test_losses.py checks every rule on hand-made rows."""
+
+import math
+import statistics
+
+import variants as V
+
+WINDOW_SLACK = 1.0  # seconds a dbcheck median error window may exceed every anchor's median
+# Per run, one check interval more for each end: a window runs from a configuration's own first
+# failed write to its own first write on the new primary, and where each HAProxy's 1 s check
+# schedule falls against the fault moves its start, and against the promotion its end, each by
+# up to an interval. Measured: Patroni's own check (a) held to the bare 1 s against the other
+# anchors failed it in 2 of 34 runs, (b) in 4 of 34; with one interval, over 260 runs (9f28bf8,
+# 4f289a8), the unchanged external check (c) failed it once, by 0.06 s (it took the old leader
+# out 0.8 s before (a) and its first pass fell 0.9 s after the promotion), and the anchors held
+# to it against one another failed 42 of 1,040 times.
+PHASE_SLACK = 2 * V.INTER
+
+
+def windowed(r):
+    """True when the row's window is judged against every anchor's (Lab.window_rule 'window')."""
+    return r.get("window_rule", "window") == "window"
+
+
+def gate_window(r):
+    """The window a row is judged by (the lab's window_field; error_window_s in rows without one)."""
+    return r.get("gate_window_s", r["error_window_s"])
+
+
+def gate_failures(rows, variants, key):
+    """Why variant `key` fails the per-run part of the gate in this run ([] when it passes, and
+    for anchors): a late loss, any time with two writers UP (or a log that disagrees with
+    `show stat`), or an error window more than WINDOW_SLACK + PHASE_SLACK longer than every anchor's in the
+    run (all of them: at the external and at the agent example's settings); in a no-outage scenario
+    (a fault that leaves the primary in place), an error window NO_OUTAGE_SLACK or more longer than
+    the shortest anchor's."""
+    by_key = {r["variant"]: r for r in rows}
+    v = next(x for x in variants if x.key == key)
+    if not v.dbcheck:
+        return []
+    r = by_key[key]
+    anchors = [by_key[a.key] for a in variants if not a.dbcheck]
+    out = []
+    if r["lost_late"]:
+        out.append(f"{r['lost_late']} late")
+    if r["two_up_s"] > 0:
+        out.append(f"two writers UP for {r['two_up_s']:.3f} s")
+    if not r["log_agrees"]:
+        out.append("HAProxy's log and `show stat` disagree at the start")
+    known = [gate_window(a) for a in anchors if gate_window(a) is not None]
+    w = gate_window(r)
+    if r.get("reader_bound_s") is not None and (r["reader_out_s"] is None
+                                                or r["reader_out_s"] > r["reader_bound_s"]):
+        took = "never" if r["reader_out_s"] is None else f"after {r['reader_out_s']:.2f} s"
+        out.append(f"the cut replica left the read backend {took}, over its documented bound of "
+                   f"{r['reader_bound_s']:.2f} s")
+    rule = r.get("window_rule", "window")
+    if rule == "no_outage":
+        best = min((a["max_gap_s"] for a in anchors), default=0.0)
+        if r["max_gap_s"] >= best + NO_OUTAGE_SLACK:
+            out.append(f"a fault that leaves the primary in place: {r['max_gap_s']:.2f} s without a kept "
+                       f"write where the steadiest anchor's longest gap was {best:.2f} s (a second or more "
+                       "without a writer caused by this check)")
+    elif rule == "recovery":
+        theirs = {k: by_key[k]["recovery_s"] for k in r["recovery_vs"]}
+        mine = r["recovery_s"]
+        known_r = [x for x in theirs.values() if x is not None]
+        if known_r and (mine is None or mine > max(known_r) + WINDOW_SLACK + PHASE_SLACK):
+            out.append(f"back {'never' if mine is None else f'{mine:.2f} s'} after the heal, > "
+                       f"{WINDOW_SLACK + PHASE_SLACK:.0f} s after the check on the same path ("
+                       + ", ".join(f"{k}: {x}" for k, x in theirs.items()) + ")")
+    elif known and (w is None or w > max(known) + WINDOW_SLACK + PHASE_SLACK):
+        out.append(f"window {'never closed' if w is None else f'{w:.2f} s'} > "
+                   f"{WINDOW_SLACK + PHASE_SLACK:.0f} s longer than every anchor's "
+                   "(" + ", ".join(f"{a['variant']}: {gate_window(a)}" for a in anchors) + ")")
+    return out
+
+
+NO_OUTAGE_SLACK = 1.0  # in a no-outage scenario, seconds without a writer beyond the best anchor's that fail
+CHANCE_P = 0.01  # a dbcheck excess over the lowest anchor this likely by chance passes
+
+
+def excess_p(mine, lowest):
+    """P(X >= mine) for X ~ Binomial(mine + lowest, 1/2): how likely a split at least this uneven
+    is when both configurations lose writes at the same rate. Exact; small counts only matter
+    (at thousands any real excess is far below CHANCE_P)."""
+    n = mine + lowest
+    if mine <= lowest:
+        return 1.0
+    if n > 1000:  # the normal approximation is exact enough there, and cheap
+        z = (mine - 0.5 - n / 2) / math.sqrt(n / 4)
+        return 0.5 * math.erfc(z / math.sqrt(2))
+    return sum(math.comb(n, k) for k in range(mine, n + 1)) / 2 ** n
+
+
+def routing_gate(rows, variants):
+    """{(engine, scenario): [failure texts]}: a dbcheck variant whose routing losses, summed over
+    the scenario's runs in this invocation, exceed those of the lowest anchor at its own
+    detection settings (summed alike) by more than chance explains. Summed, because per run a
+    handful of writes either way is the phase of the checks against the fault, not the rule;
+    tested, because 2 writes against 1 is a coin toss (the write in flight at the promotion,
+    which every configuration loses in some runs), while 7 against 0 is not (p < 0.01)."""
+    out = {}
+    totals = {}
+    for r in rows:
+        k = (r["engine"], r["scenario"])
+        totals.setdefault(k, {}).setdefault(r["variant"], 0)
+        totals[k][r["variant"]] += r["lost_routing"]
+    for k, per in totals.items():
+        out[k] = []
+        for v in variants.get(k[0], []):
+            if not v.dbcheck or v.key not in per:
+                continue
+            anchors = {a.key: per[a.key] for a in V.anchors_of(variants[k[0]], v) if a.key in per}
+            if not anchors:
+                continue
+            lowest = min(anchors.values())
+            p = excess_p(per[v.key], lowest)
+            if p < CHANCE_P:
+                out[k].append(f"({v.key}): routing losses {per[v.key]} > lowest anchor's {lowest}, "
+                              f"p = {p:.2g} by "
+                              "chance (" + ", ".join(f"{a}: {n}" for a, n in anchors.items()) + ")")
+    return out
+
+
+def fmt_window(values):
+    vals = [x for x in values if x is not None]
+    if not vals:
+        return "never"
+    missing = len(values) - len(vals)
+    text = f"{statistics.median(vals):.1f} / {max(vals):.1f}"
+    return text + (f" ({missing} never)" if missing else "")
+
+
+def keys_of(rows, *fields):
+    """The distinct values of `fields` in rows, in first-seen order."""
+    out = []
+    for r in rows:
+        k = tuple(r[f] for f in fields)
+        if k not in out:
+            out.append(k)
+    return out
+
+
+def window_gate(rows, variants):
+    """{(engine, scenario): [failure texts]}: a dbcheck variant whose median window over the
+    scenario's runs in this invocation is more than WINDOW_SLACK longer than every anchor's
+    median (a window that never closed counts as infinitely long); where its rule is 'recovery'
+    (Lab.window_rule), its median time from the heal to its first kept write against the same
+    path's anchors'. The median, because one run's window is the phase of the checks against the
+    fault as much as the rule (PHASE_SLACK). A 'no_outage' rule is judged per run only."""
+    inf = float("inf")
+    per, rec, rules = {}, {}, {}
+    for r in rows:
+        k = (r["engine"], r["scenario"])
+        w, back = gate_window(r), r.get("recovery_s")
+        per.setdefault(k, {}).setdefault(r["variant"], []).append(inf if w is None else w)
+        rec.setdefault(k, {}).setdefault(r["variant"], []).append(inf if back is None else back)
+        rules[(*k, r["variant"])] = (r.get("window_rule", "window"), r.get("recovery_vs"))
+    out = {}
+    for k, windows in per.items():
+        out[k] = []
+        medians = {v: statistics.median(ws) for v, ws in windows.items()}
+        anchors = {v.key: medians[v.key] for v in variants.get(k[0], [])
+                   if not v.dbcheck and v.key in medians}
+        if not anchors:
+            continue
+        for v in variants.get(k[0], []):
+            if not v.dbcheck or v.key not in medians:
+                continue
+            rule, vs = rules[(*k, v.key)]
+            if rule == "window" and medians[v.key] > max(anchors.values()) + WINDOW_SLACK:
+                out[k].append(f"({v.key}): median window {medians[v.key]:.2f} s > {WINDOW_SLACK:.0f} s "
+                              "longer than every anchor's median ("
+                              + ", ".join(f"{a}: {m:.2f}" for a, m in anchors.items()) + ")")
+            elif rule == "recovery":
+                mine = statistics.median(rec[k][v.key])
+                theirs = {a: statistics.median(rec[k][a]) for a in vs if a in rec[k]}
+                if theirs and mine > max(theirs.values()) + WINDOW_SLACK:
+                    out[k].append(f"({v.key}): median time back after the heal {mine:.2f} s > "
+                                  f"{WINDOW_SLACK:.0f} s longer than the same path's anchors' (" +
+                                  ", ".join(f"{a}: {m:.2f}" for a, m in theirs.items()) + ")")
+    return out
+
+
+def gate_verdicts(rows, failed, variants):
+    """{(engine, scenario): [failure texts]} for every scenario run (empty: it passes): the
+    per-run gate of every run, and the routing gate over the scenario's runs. `variants`:
+    {engine: [Variant]}."""
+    out = {k: [] for k in keys_of(rows, "engine", "scenario")}
+    for r in rows:
+        for why in r.get("gate", []):
+            out[(r["engine"], r["scenario"])].append(f"#{r['rep']} ({r['variant']}): {why}")
+    for k, why in routing_gate(rows, variants).items():
+        out[k] += why
+    for k, why in window_gate(rows, variants).items():
+        out[k] += why
+    for engine, scenario, rep in failed:
+        out.setdefault((engine, scenario), []).append(f"#{rep}: the run itself failed twice")
+    return out

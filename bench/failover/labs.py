@@ -1,0 +1,324 @@
+"""The failover proof's labs (bench/failover/failover.py): one real cluster per engine with the
+six HAProxy configurations in front of it (bench/failover/variants.py), its agents, the faults
+each scenario injects and undoes, and the waits for the cluster to settle. The partition labs
+(bench/failover/partitions.py) place the same on hosts in network namespaces."""
+
+import base64
+import json
+import os
+import signal
+import subprocess
+import urllib.request
+from pathlib import Path
+
+# bench and tests/integration (the fixtures package) are on PYTHONPATH: bench/failover/run and
+# scripts/test source scripts/pythonpath, pytest reads setup.cfg.
+import variants as V
+import watches as W
+from fixtures import redis as redis_fx
+from fixtures.agent import start_pg_agents, start_redis_agents
+from fixtures.binaries import agent_bin, dbcheck_bin
+from fixtures.dbcheck import operator_lines, write_check_wrapper, write_dbcheck_config, write_redis_config
+from fixtures.haproxy import HAProxy
+from fixtures.patroni import APP_DB, APP_PASSWORD, APP_USER, SUPERUSER, PatroniCluster
+from fixtures.procs import wait_until
+from fixtures.writers import PgWriter, RedisWriter
+
+
+REPO = Path(__file__).resolve().parents[2]
+DBCHECK = dbcheck_bin()
+AGENT = agent_bin()
+OUT = REPO / "build" / "failover"
+WARMUP, AFTER = 1.5, 2.0  # seconds of writes before the fault and after everything settled
+HOLD = 4.0  # seconds the old primary stays away after the manager named a new one
+# Seconds a fault that must not move the primary lasts: well past Sentinel's down-after (2 s
+# here) plus a failover's start, and Patroni's retry_timeout (5 s) plus a loop.
+STEADY_HOLD = 15.0
+_http = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def _signal(pid, sig):
+    """os.kill that ignores a process gone meanwhile (a backend that was already exiting)."""
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+# ------------------------------------------------------------------ labs
+class Lab:
+    """What both engines' labs share: one HAProxy per variant, the agents, the cluster.
+    `place`: the argv prefix that runs HAProxy and the clients' tools where the clients are
+    (nothing on loopback; a NetLab host in bench/failover/partitions.py)."""
+
+    place = ()
+    steady = ()  # scenarios whose fault must not move the primary (held STEADY_HOLD s, then healed)
+    # The window the gate compares: error_window_s (first failed write to the first on the new
+    # primary), or kept_window_s, which also starts at the first acknowledged write that was lost
+    # (the partition labs: an old primary that HAProxy can still reach acknowledges writes that
+    # are then lost, which would make the check that keeps routing to it look fastest).
+    window_field = "error_window_s"
+
+    def window_rule(self, scenario, v):
+        """How dbcheck configuration v's time without a writer is judged in `scenario`:
+        ("window", None): its window against every anchor's (the failover scenarios);
+        ("no_outage", None): no second without a kept write beyond the steadiest anchor's;
+        ("recovery", [anchor keys]): the time from the heal to its first kept write, against
+        those anchors' (they ask over the same path the fault cut)."""
+        return ("window", None)
+
+    def heal_all(self):
+        """Undo every fault still in place (nothing here: the partition labs' cuts)."""
+
+    def ready(self, scenario, old):
+        """Wait (bounded) for what `scenario` needs beyond the writers' routing (nothing here)."""
+
+    def reader_figures(self, v, h, ctx, run):
+        """Figures about the read backend for a scenario that cut a replica ({} here: the
+        partition labs measure them)."""
+        return {}
+
+    # The data nodes, through the lab protocol (fixtures/lab.py) of self.cluster.
+    def node_port(self, name):
+        """The database port of node `name`."""
+        return self.cluster.node(name).port
+
+    def node_names(self):
+        """The data nodes' names, in name order."""
+        return [n.name for n in self.cluster.nodes()]
+
+    def node_addrs(self):
+        """{name: 'ip:port'} of every data node, as dbcheck and HAProxy are given it."""
+        return {n.name: n.addr for n in self.cluster.nodes()}
+
+    def start_haproxies(self):
+        """Start one HAProxy per variant, each in its own directory."""
+        for v in self.variants:
+            self.haproxies[v.key] = HAProxy(self.workdir / v.key, v.cfg, place=self.place).start()
+
+    def server_name(self, v, name):
+        """Node `name` as variant v's HAProxy names the server."""
+        return str(self.node_port(name)) if v.names_by_port else name
+
+    def role_watches(self):
+        """One started RoleWatch per data node: {name: RoleWatch}."""
+        return {n: W.RoleWatch(n, self.role_probe(n)).start() for n in self.node_names()}
+
+    def verdict_watch(self):
+        """A started VerdictWatch of dbcheck's write backend over every data node."""
+        return W.VerdictWatch(DBCHECK, self.check_config, self.write_backend, self.node_addrs().values(),
+                              place=self.place).start()
+
+    def stop(self):
+        """Stop the HAProxies, the agents and the cluster (each by its PIDs); one that fails to
+        stop does not keep the others running (the first error is raised after)."""
+        errors = []
+        for thing in [*self.haproxies.values(), *self.agents, self.cluster]:
+            try:
+                thing.stop()
+            except Exception as exc:  # noqa: BLE001 - raised below, after the rest stopped
+                errors.append(exc)
+        if errors:
+            raise errors[0]
+
+
+class PgLab(Lab):
+    """A Patroni cluster with the four PostgreSQL variants in front of it."""
+
+    engine = "pg"
+    write_backend = "pg_write"
+    scenarios = ("switchover", "dbcheck-switchover", "freeze", "patroni-dies")
+
+    def __init__(self, workdir):
+        self.workdir = workdir
+        self.cluster = PatroniCluster(workdir / "cluster")
+        self.haproxies, self.agents, self.variants = {}, [], []
+        self.repairs = []  # members re-initialised by settle()
+
+    def start(self):
+        self.cluster.start()
+        self.check_config = write_dbcheck_config(self.workdir / "dbcheck", self.cluster)
+        wrapper = write_check_wrapper(self.workdir / "dbcheck" / "dbcheck-wrapper", DBCHECK,
+                                      self.check_config)
+        # `dbcheck switchover` runs as the operator (root here), from its own config.
+        self.op_config = write_dbcheck_config(self.workdir / "dbcheck-op", self.cluster, owner=None)
+        self.agents = start_pg_agents(self.workdir / "agents", self.cluster, AGENT)
+        self.variants = V.pg_variants(self.cluster, self.workdir, wrapper, self.agents)
+        self.start_haproxies()
+        with self.cluster.superuser_conn(self.cluster.wait_primary()) as conn, conn.cursor() as cur:
+            for v in self.variants:
+                cur.execute(f"CREATE TABLE IF NOT EXISTS proof_{v.key} (id bigint PRIMARY KEY)")
+                cur.execute(f"ALTER TABLE proof_{v.key} OWNER TO {APP_USER}")
+        return self
+
+    def primary(self):
+        """The leader key in etcd (etcd v3 JSON gateway): the member name, or None."""
+        key = f"/service/{self.cluster.scope}/leader".encode()
+        req = urllib.request.Request(f"http://{self.cluster.etcd_ip}:{self.cluster.etcd_port}/v3/kv/range",
+                                     data=json.dumps({"key": base64.b64encode(key).decode()}).encode())
+        with _http.open(req, timeout=0.5) as resp:
+            kvs = json.loads(resp.read()).get("kvs") or []
+        return base64.b64decode(kvs[0]["value"]).decode() if kvs else None
+
+    def role_probe(self, name):
+        """pg_is_in_recovery() of member `name` over the unix socket, as the superuser."""
+        return W.PgRole(dict(host=str(self.cluster.socket_dir), port=self.node_port(name), user=SUPERUSER,
+                             dbname=APP_DB, application_name="proof-role"))
+
+    def settle(self, not_master=None):
+        """The leader once every member streams from it (`not_master` is not enforced: Patroni
+        may rightly hand leadership back to the old leader, see docs/failover.md). A member left
+        on a timeline the leader does not have (after the manager took the key back from it;
+        Patroni 3.0.2 does not always rewind it) is re-initialised from the leader, as an
+        operator would, and noted in self.repairs."""
+        try:
+            return self.cluster.wait_healthy(60).name
+        except AssertionError:
+            leader = self.cluster.leader()
+            if leader is None:
+                raise
+            stuck = [m.name for m in self.cluster.members()
+                     if m != leader and m.name not in self.cluster.streaming_replicas(leader)]
+            for name in stuck:
+                self.cluster.patronictl("reinit", self.cluster.scope, name, "--force", "--wait", timeout=180)
+            self.repairs += stuck
+            return self.cluster.wait_healthy(120).name
+
+    def make_first_primary(self):
+        """Switch over to pg1 (listed first in every variant) unless it leads already."""
+        first, leader = self.cluster.nodes()[0], self.cluster.node(self.settle())
+        if leader != first:
+            self.cluster.switchover(first.name, leader=leader.name)
+            wait_until(lambda: self.cluster.wait_healthy(120) == first, 120, f"{first.name} leading")
+
+    def prepare(self, v):
+        with self.cluster.superuser_conn(self.cluster.primary()) as conn, conn.cursor() as cur:
+            cur.execute(f"TRUNCATE proof_{v.key}")
+
+    def writer(self, v):
+        return PgWriter(v.key, v.write_port, f"proof_{v.key}", APP_USER, APP_PASSWORD, APP_DB)
+
+    def stored(self, v, primary):
+        with self.cluster.superuser_conn(primary) as conn, conn.cursor() as cur:
+            cur.execute(f"SELECT id FROM proof_{v.key}")
+            return {r[0] for r in cur.fetchall()}
+
+    def inject(self, scenario, old, run):
+        """Start the fault; returns a callable bringing the old primary back (or None)."""
+        m = self.cluster.node(old)
+        if scenario == "switchover":
+            candidate = self.cluster.replicas(m)[0]
+            self.cluster.switchover(candidate.name, leader=old)
+            return None
+        if scenario == "dbcheck-switchover":
+            candidate = self.cluster.replicas(m)[0]
+            run["switchover"] = dbcheck_switchover(self.op_config, "pg", "--to", candidate.pg_addr)
+            return None
+        if scenario == "freeze":
+            pids = self.cluster.member_pids(m)
+            for pid in pids:
+                _signal(pid, signal.SIGSTOP)
+            run["frozen_pids"] = len(pids)
+            return lambda: [_signal(pid, signal.SIGCONT) for pid in reversed(pids)]
+        if scenario == "patroni-dies":
+            self.cluster.kill_patroni(m)
+            return lambda: self.cluster.start_patroni(m)
+        raise ValueError(scenario)
+
+
+class RedisLab(Lab):
+    """Two Redis nodes and three Sentinels with the four Redis variants in front of them."""
+
+    engine = "redis"
+    write_backend = "redis_write"
+    scenarios = ("failover", "dbcheck-switchover", "freeze", "failover+fencing", "freeze+fencing")
+
+    def __init__(self, workdir):
+        self.workdir = workdir
+        self.cluster = redis_fx.RedisSentinelCluster(workdir / "cluster")
+        self.haproxies, self.agents, self.variants = {}, [], []
+        self.repairs = []
+
+    def start(self):
+        self.cluster.start()
+        self.check_config = write_redis_config(self.workdir / "dbcheck", self.cluster)
+        wrapper = write_check_wrapper(self.workdir / "dbcheck" / "dbcheck-wrapper", DBCHECK,
+                                      self.check_config)
+        self.op_config = write_redis_config(self.workdir / "dbcheck-op", self.cluster, owner=None,
+                                            cluster_extra=operator_lines(self.workdir / "operator",
+                                                                         redis_fx.OPERATOR_USER,
+                                                                         redis_fx.OPERATOR_PASSWORD))
+        self.agents = start_redis_agents(self.workdir / "agents", self.cluster, AGENT)
+        self.variants = V.redis_variants(self.cluster, self.workdir, wrapper, self.agents)
+        self.start_haproxies()
+        self.sentinels = W.SentinelManager(self.cluster, redis_fx.MASTER_NAME, redis_fx.redis_pipeline,
+                                           dict(user="default", password=redis_fx.SENTINEL_ADMIN_PASSWORD))
+        return self
+
+    def primary(self):
+        """The master a strict majority of the Sentinels names by dbcheck's own rule, or None."""
+        return self.sentinels()
+
+    def stop(self):
+        if getattr(self, "sentinels", None):
+            self.sentinels.close()
+        super().stop()
+
+    def role_probe(self, name):
+        """ROLE of data node `name` (a new connection each time, as the admin user)."""
+        node = self.cluster.node(name)
+        return lambda: (W.PRIMARY if self.cluster.role(node, timeout=W.ROLE_TIMEOUT)[0] == "master"
+                        else W.REPLICA)
+
+    def settle(self, not_master=None):
+        return self.cluster.wait_stable(60, not_master=not_master).name
+
+    def make_first_primary(self):
+        """Fail over to redis1 (listed first in every variant) unless it is the master; then
+        wait until every Sentinel lists the replica as healthy (a failover needs one)."""
+        first, master = self.cluster.nodes()[0], self.cluster.wait_primary(60)
+        if master != first:
+            self.fencing(False)
+            self.cluster.failover(timeout=45)  # a failover back after fencing can take longer than 15 s
+            self.cluster.wait_stable(60, not_master=master)
+        self.cluster.wait_settled(60)
+
+    def prepare(self, v):
+        self.cluster.admin(self.cluster.wait_primary(), "DEL", f"proof:{v.key}")
+
+    def writer(self, v):
+        return RedisWriter(v.key, v.write_port, f"proof:{v.key}", "default", redis_fx.ADMIN_PASSWORD)
+
+    def stored(self, v, primary):
+        return {int(x) for x in self.cluster.admin(primary, "LRANGE", f"proof:{v.key}", 0, -1, timeout=5)}
+
+    def fencing(self, on):
+        """min-replicas-to-write 1 + min-replicas-max-lag 1 on every node (or back to off)."""
+        for n in self.cluster.nodes():
+            self.cluster.admin(n, "CONFIG", "SET", "min-replicas-to-write", 1 if on else 0,
+                               "min-replicas-max-lag", 1 if on else 10)
+
+    def inject(self, scenario, old, run):
+        self.fencing(scenario.endswith("+fencing"))
+        if scenario == "dbcheck-switchover":
+            run["switchover"] = dbcheck_switchover(self.op_config, "cache")
+            return None
+        if scenario.startswith("failover"):
+            self.cluster.failover(wait=False)
+            return None
+        if scenario.startswith("freeze"):
+            self.cluster.sigstop(old)
+            return lambda: self.cluster.sigcont(old)
+        raise ValueError(scenario)
+
+
+def dbcheck_switchover(config, cluster, *args):
+    """Run `dbcheck switchover` to completion; its summary line, or RuntimeError with its output."""
+    res = subprocess.run([str(DBCHECK), "--config", str(config), "switchover", cluster, *args],
+                         capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin"})
+    if res.returncode != 0:
+        raise RuntimeError(f"dbcheck switchover exited {res.returncode}:\n{res.stdout}{res.stderr}")
+    return res.stdout.strip().splitlines()[-1]
+
+
+# ------------------------------------------------------------------ one run
