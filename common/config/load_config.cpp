@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -407,7 +408,24 @@ const std::vector<KeySpec<RedisCluster>>& redis_keys() {
 
 template <class Target>
 void apply_keys(const toml::table& table, const std::vector<KeySpec<Target>>& specs,
-                const std::string& section, Target& target, Errors& e);
+                const std::string& section, Target& target, Errors& e,
+                std::string_view (*refused)(std::string_view) = nullptr);
+
+// Why a Redis cluster cannot take `key` (empty: it is merely unknown). TLS to Redis and the
+// Sentinels needs hiredis >= 1.0 (its hiredis_ssl library); Debian 12 ships hiredis 0.14, so a
+// TLS setting is refused by name rather than ignored or reported as a typo.
+std::string_view redis_refused(std::string_view key) {
+  static constexpr std::array<std::string_view, 9> k_tls = {
+      "tls",           "ssl",          "sslmode",
+      "sslrootcert",   "tls_cafile",   "tls_ca_cert_file",
+      "tls_cert_file", "tls_key_file", "sentinel_tls"};
+  if (std::find(k_tls.begin(), k_tls.end(), key) == k_tls.end()) {
+    return {};
+  }
+  return "Redis and Sentinel over TLS are not supported: it needs hiredis 1.0 or later "
+         "(hiredis_ssl) and Debian 12 ships 0.14. Reach them over a private network, or "
+         "through a local TLS tunnel (stunnel) whose plain end dbcheck connects to";
+}
 
 std::optional<int> want_count(const toml::node& n, Errors& e, const std::string& key) {
   const auto v = n.value<int64_t>();
@@ -552,15 +570,21 @@ const std::vector<KeySpec<BackendDraft>>& backend_keys() {
   return k;
 }
 
-// Applies each key of `table` through `specs`, reporting keys that are not in the table.
+// Applies each key of `table` through `specs`, reporting keys that are not in the table (with
+// `refused`'s reason when it has one for the key).
 template <class Target>
 void apply_keys(const toml::table& table, const std::vector<KeySpec<Target>>& specs,
-                const std::string& section, Target& target, Errors& e) {
+                const std::string& section, Target& target, Errors& e,
+                std::string_view (*refused)(std::string_view)) {
   for (auto&& [k, node] : table) {
     const std::string key_name{k.str()};
     const std::string full = fmt::format("{}.{}", section, key_name);
     const auto spec =
         std::find_if(specs.begin(), specs.end(), [&](const auto& s) { return s.name == key_name; });
+    if (spec == specs.end() && refused != nullptr && !refused(key_name).empty()) {
+      e.add(k.source(), full, fmt::format("\"{}\": {}", key_name, refused(key_name)));
+      continue;
+    }
     if (spec == specs.end()) {
       e.add(k.source(), full,
             fmt::format("unknown key \"{}\" in [{}] (expected one of: {})", key_name, section,
@@ -632,7 +656,7 @@ void parse_cluster(const std::string& name, const toml::table& t, const toml::so
   }
   RedisCluster c;
   c.name = name;
-  apply_keys(t, redis_keys(), sec, c, e);
+  apply_keys(t, redis_keys(), sec, c, e, redis_refused);
   require_keys(t, {"sentinels", "master_name"}, sec, where, e);
   if (c.sentinel_user && !t.contains("sentinel_password_file")) {
     e.add(where, sec + ".sentinel_user", "needs sentinel_password_file as well");

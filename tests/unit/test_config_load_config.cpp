@@ -260,6 +260,21 @@ max_lag = "2s"
           "(expected one of: engine, sentinels, master_name, user, password_file, sentinel_user, "
           "sentinel_password_file, operator_user, operator_password_file)\n");
   }
+  SECTION("TLS for Redis is refused by name, with why, not reported as a typo") {
+    for (const char* key : {"tls = true", "sslmode = \"require\"", "tls_cafile = \"/ca.pem\""}) {
+      std::string bad = text;
+      bad.replace(bad.find("master_name = \"mymaster\""), 24,
+                  std::string("master_name = \"mymaster\"\n") + key);
+      const auto r = parse_config(bad, "dbcheck.toml");
+      REQUIRE_FALSE(r);
+      const std::string name = std::string(key).substr(0, std::string(key).find(' '));
+      CHECK(errors_of(r) ==
+            "dbcheck.toml:5: cluster.cache." + name + ": \"" + name +
+                "\": Redis and Sentinel over TLS are not supported: it needs hiredis 1.0 or later "
+                "(hiredis_ssl) and Debian 12 ships 0.14. Reach them over a private network, or "
+                "through a local TLS tunnel (stunnel) whose plain end dbcheck connects to\n");
+    }
+  }
   SECTION("a Sentinel listed twice, however spelled, is refused: it would vote twice") {
     std::string bad = text;
     bad.replace(bad.find("\"10.0.0.2:26379\""), 16, "\"10.0.0.1:26379\"");
