@@ -11,7 +11,8 @@ A lost write acknowledged by node X at time t falls in exactly one class, tested
                 re-putting an old leader key): X's history is discarded whatever else accepted
                 writes, and no router following the manager avoids it;
     TWO_WRITER  else, another node may have been a primary at t (see may_be_primary()): e.g.
-                Sentinel's promoted replica before it announces the switch;
+                Sentinel's promoted replica before it announces the switch; BEHIND_ALL
+                instead (below) while no router at these settings had reacted yet;
     MANAGER     else: asynchronous replication at a promotion, no router can help.
   X was named by the manager's last sample answered before t, but not by the first sample
   asked after it: the manager changed its mind between two samples, and t lies in between:
@@ -134,15 +135,21 @@ def classify(node, t, manager, roles, bound, no_router_reacted=None):
     no_router_reacted(node, t): True when every configuration of the run still had node UP at t
     (behind_every_router()), None when that is not known (never BEHIND_ALL)."""
     others = any(may_be_primary(r, t) for name, r in roles.items() if name != node)
+    behind_all = no_router_reacted is not None and no_router_reacted(node, t)
     if manager.primary_at(node, t):
         if manager.reversed_after(node, t):
             return REVERSAL
-        return TWO_WRITER if others else MANAGER
+        if not others:
+            return MANAGER
+        # The promoted replica may be a primary while the manager still names X: a router that
+        # reacts before the manager (a failover in progress) avoids these writes, so they are
+        # routing -- unless no router at these settings had reacted yet.
+        return BEHIND_ALL if behind_all else TWO_WRITER
     if manager.changed_around(node, t):
         return AT_CHANGE
     if t - manager.last_named_before(node, t) > bound:
         return LATE
-    if no_router_reacted is not None and no_router_reacted(node, t):
+    if behind_all:
         return BEHIND_ALL
     return TWO_WRITER if others else WITHIN
 

@@ -196,6 +196,28 @@ def test_a_loss_no_router_had_reacted_to_is_behind_every_router():
     assert L.BEHIND_ALL not in L.ROUTING
 
 
+def test_a_promoted_replica_before_any_router_reacted_is_behind_every_router():
+    # SENTINEL FAILOVER at 0: redis2 may be a primary from 0.1 s, the Sentinel majority names
+    # redis1 until 0.4 s. Writes redis1 acknowledged at 0.15 s, before any HAProxy at these
+    # settings had taken it out (stressed run at c892e59: every loss of every configuration
+    # within 0.156-0.174 s), are the writer's timing; at 0.3 s one router had reacted.
+    m = manager("redis1", "redis1", "redis1", "redis1", "redis2")
+    r = roles(redis1=[PRIMARY] * 5, redis2=[None, PRIMARY, PRIMARY, PRIMARY, PRIMARY])
+    agent = L.UpTimeline([(0.22, "redis1", "DOWN")], ["redis1", "redis2"])
+    seed = L.UpTimeline([(2.79, "redis1", "DOWN")], ["redis1", "redis2"])
+    timelines = {"b1": seed, "d": agent}
+    server_of = {k: {"redis1": "redis1", "redis2": "redis2"} for k in timelines}
+
+    def no_router_reacted(node, t):
+        return L.behind_every_router(node, t, timelines, server_of)
+
+    assert L.classify("redis1", 0.15, m, r, 2.05) == L.TWO_WRITER  # nothing known of routers
+    assert L.classify("redis1", 0.15, m, r, 2.05, no_router_reacted) == L.BEHIND_ALL
+    assert L.classify("redis1", 0.3, m, r, 2.05, no_router_reacted) == L.TWO_WRITER
+    alone = roles(redis1=[PRIMARY] * 5, redis2=[None] * 5)
+    assert L.classify("redis1", 0.15, m, alone, 2.05, no_router_reacted) == L.MANAGER
+
+
 def test_up_timeline_starts_every_server_up_and_follows_the_state_lines():
     tl = L.UpTimeline([(1.0, "s1", "DOWN"), (2.0, "s1", "UP"), (0.5, "s2", "DOWN")], ["s1", "s2", "s3"])
     assert tl.is_up("s1", 0.9) and not tl.is_up("s1", 1.0) and tl.is_up("s1", 2.5)
