@@ -4,6 +4,7 @@
 
 #include <core/sentinel_event.hpp>
 #include <probe/async.hpp>
+#include <probe/name_resolver.hpp>
 #include <probe/run_check.hpp>
 
 #include <fmt/format.h>
@@ -47,13 +48,21 @@ void Prober::start() {
           "info", "sentinel event",
           {{"cluster", m_cluster}, {"sentinel", sentinel}, {"event", event}, {"payload", payload}});
       const auto parsed = core::parse_sentinel_event(event, payload);
-      if (parsed && parsed->failover && util::same_endpoint(parsed->master, m_node)) {
+      if (parsed && parsed->failover && names_node(parsed->master)) {
         hold_writers(sentinel, event, payload);
       }
       wake();
     });
     m_events->start();
   }
+}
+
+bool Prober::names_node(const util::HostPort& named) const {
+  // announce-hostnames: the event names the master by host name. A short lookup: the hold
+  // only has to come before the next check, which resolves it within its own deadline.
+  const auto answers = probe::resolve_names(core::names_to_resolve({named}),
+                                            probe::Deadline::in(util::Duration{200}));
+  return util::same_endpoint(core::canonical_endpoint(named, answers, m_node), m_node);
 }
 
 void Prober::hold_writers(const std::string& sentinel, const std::string& event,

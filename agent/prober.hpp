@@ -50,6 +50,9 @@ private:
   void round();
   // True when a backend of this cluster is up but failing towards down (probe at fastinter).
   bool falling() const;
+  // True when a Sentinel event's master is this node: by address, or by the one address its
+  // host name resolves to within 200 ms (core/endpoint_names.hpp).
+  bool names_node(const util::HostPort& named) const;
   // A Sentinel began failing over this node's master: every writer backend of the cluster
   // goes down now, not at the next round (called on a watcher thread).
   void hold_writers(const std::string& sentinel, const std::string& event,

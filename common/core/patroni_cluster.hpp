@@ -16,9 +16,12 @@ struct PatroniMember {
   std::string name;
   std::string role;       // leader, replica, sync_standby, standby_leader (master/primary accepted)
   std::string state;      // running, streaming, stopped, ...
-  util::HostPort address; // the member's PostgreSQL host:port as Patroni advertises it
+  util::HostPort address; // the member's PostgreSQL host:port as Patroni advertises it, or the
+                          // one address its name resolves to (core/endpoint_names.hpp)
   bool noloadbalance = false;
   std::string api_url; // its own REST API ("http://10.0.0.1:8008/patroni"), "" if not listed
+  std::string advertised; // the name Patroni advertised when `address` is what it resolves to
+  std::string unresolved; // why an advertised name was left unresolved (for the reason), or ""
 };
 
 // The whole answer of GET /cluster: who is in the cluster, in which role.

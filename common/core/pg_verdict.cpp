@@ -8,7 +8,11 @@ namespace dbcheck::core {
 namespace {
 
 std::string member_label(const PatroniMember& m) {
-  return fmt::format("{} ({})", m.name.empty() ? "?" : m.name, util::to_string(m.address));
+  const std::string name = m.name.empty() ? "?" : m.name;
+  if (!m.advertised.empty()) {
+    return fmt::format("{} ({} = {})", name, m.advertised, util::to_string(m.address));
+  }
+  return fmt::format("{} ({})", name, util::to_string(m.address));
 }
 
 bool is_primary_role(std::string_view role) {
@@ -80,16 +84,15 @@ Opinion manager_writer_opinion(const WriterObservation& obs) {
       o.named = obs.quorum ? Named::this_node : Named::unknown;
       return o;
     }
-    // Patroni compares nothing for us: its connect_address and HAProxy's server address must
-    // be spelled alike. Say so when one is a name and the other an IP.
-    const bool spelled_differently =
-        util::is_ip_literal(leader->address.host) != util::is_ip_literal(obs.node.host);
-    Opinion o{false,
-              fmt::format("Patroni names {} leader, not this node{}", member_label(*leader),
-                          spelled_differently
-                              ? " (Patroni advertises host names or IPs unlike HAProxy's server "
-                                "address: write both the same way)"
-                              : ""),
+    if (!leader->unresolved.empty()) {
+      // A name that did not resolve might be this node: neither writer nor "another".
+      return {false,
+              fmt::format("Patroni names {} leader, and whether that is this node is not known: "
+                          "{}",
+                          member_label(*leader), leader->unresolved),
+              Failure::network};
+    }
+    Opinion o{false, fmt::format("Patroni names {} leader, not this node", member_label(*leader)),
               Failure::role};
     o.named = Named::another;
     return o;
@@ -151,9 +154,19 @@ Verdict evaluate_replica(const ReplicaObservation& obs, double max_lag_s) {
   }
   const PatroniMember* self = find_member(*obs.manager, obs.node);
   if (self == nullptr) {
-    return {State::down, Failure::role,
-            fmt::format("Patroni does not list {} as a member of the cluster",
-                        util::to_string(obs.node))};
+    std::string unresolved;
+    for (const auto& m : obs.manager->members) {
+      if (!m.unresolved.empty()) {
+        unresolved += fmt::format("{}{}", unresolved.empty() ? "" : "; ", m.unresolved);
+      }
+    }
+    return {State::down, unresolved.empty() ? Failure::role : Failure::network,
+            fmt::format("Patroni does not list {} as a member of the cluster{}",
+                        util::to_string(obs.node),
+                        unresolved.empty() ? ""
+                                           : fmt::format(" (a member's name did not resolve to "
+                                                         "one address: {})",
+                                                         unresolved))};
   }
   // Two members can share an address (a rebuilt host's stale member key, a copied
   // connect_address): when one of them holds the leader lock, the address is the writer's.

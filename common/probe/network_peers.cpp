@@ -1,6 +1,8 @@
 // The real peers behind the checks' seam (peers.hpp): leases from a ConnectionCache, libcurl,
-// steady_clock.
+// glibc's resolver, steady_clock.
 #include "peers.hpp"
+
+#include "name_resolver.hpp"
 
 #include <thread>
 
@@ -50,6 +52,10 @@ public:
   std::vector<HttpReply> get_all(const std::vector<std::string>& urls, const HttpOptions& options,
                                  const Deadline& deadline, const EnoughFn& enough) override {
     return probe::get_all(urls, options, deadline, enough);
+  }
+  std::vector<core::NameAnswer> resolve(const std::vector<std::string>& names,
+                                        const Deadline& deadline) override {
+    return resolve_names(names, deadline);
   }
   Clock::time_point now() override { return Clock::now(); }
   void sleep_for(Clock::duration d) override { std::this_thread::sleep_for(d); }

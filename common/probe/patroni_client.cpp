@@ -1,5 +1,7 @@
 #include "patroni_client.hpp"
 
+#include "name_book.hpp"
+
 #include <core/patroni_election.hpp>
 #include <util/url.hpp>
 
@@ -22,10 +24,32 @@ std::string summarize(const core::ClusterView& view) {
   return view.paused ? out + "; cluster paused" : out;
 }
 
+// Replaces the host names the view advertises by the one address each resolves to, and
+// returns the step that reports the lookups (none when every member is an IP literal).
+std::optional<core::Step> resolve_members(Peers& peers, core::ClusterView& view,
+                                          const util::HostPort& node, const Deadline& deadline) {
+  NameBook book{peers, node};
+  std::vector<util::HostPort> endpoints;
+  for (const auto& m : view.members) {
+    endpoints.push_back(m.address);
+  }
+  auto step = book.look_up(endpoints, "the members' host names", deadline);
+  for (auto& m : view.members) {
+    const util::HostPort resolved = book.canonical(m.address);
+    m.unresolved = book.unresolved(m.address);
+    if (!(resolved == m.address)) {
+      m.advertised = m.address.host;
+      m.address = resolved;
+    }
+  }
+  return step;
+}
+
 } // namespace
 
 ManagerResult ask_patroni(Peers& peers, const std::vector<std::string>& bases,
-                          const std::optional<std::string>& cafile, const Deadline& deadline) {
+                          const std::optional<std::string>& cafile,
+                          const std::optional<util::HostPort>& node, const Deadline& deadline) {
   std::vector<std::string> urls;
   urls.reserve(bases.size());
   for (const auto& b : bases) {
@@ -70,8 +94,13 @@ ManagerResult ask_patroni(Peers& peers, const std::vector<std::string>& bases,
     }
     steps.push_back(std::move(step));
   }
-  const core::PatroniElection e = core::elect_leader(answers, bases.size());
+  core::PatroniElection e = core::elect_leader(answers, bases.size());
   const bool quorum = e.view.has_value() && 2 * e.agreeing > e.configured;
+  if (e.view && node) {
+    if (auto step = resolve_members(peers, *e.view, *node, deadline)) {
+      steps.push_back(std::move(*step));
+    }
+  }
   return ManagerResult{e.view, std::move(steps), quorum};
 }
 
@@ -170,7 +199,7 @@ WriterManagerResult ask_patroni_for_writer(Peers& peers, const std::vector<std::
                                            const std::optional<std::string>& cafile,
                                            const util::HostPort& node, const Deadline& deadline) {
   WriterManagerResult r{
-      ask_patroni(peers, bases, cafile, deadline.minus(reserve_for_last_step(deadline))),
+      ask_patroni(peers, bases, cafile, node, deadline.minus(reserve_for_last_step(deadline))),
       std::nullopt};
   if (!r.members.view) {
     return r;

@@ -35,9 +35,12 @@ struct WriterManagerResult {
 // --- Interface ---
 
 // GET /cluster of every member (`bases`) at once, until more than half of them agree, all
-// have answered, or `deadline`.
+// have answered, or `deadline`; then, given the `node` checked, the host names the agreed view
+// advertises resolved and replaced by their one address (core/endpoint_names.hpp), so they
+// compare with HAProxy's server address.
 ManagerResult ask_patroni(Peers& peers, const std::vector<std::string>& bases,
-                          const std::optional<std::string>& cafile, const Deadline& deadline);
+                          const std::optional<std::string>& cafile,
+                          const std::optional<util::HostPort>& node, const Deadline& deadline);
 
 // ask_patroni(), then, when the agreed view names `node` leader, GET /primary of its own
 // Patroni. The members get what the confirmation leaves (a quarter at least): a hung member

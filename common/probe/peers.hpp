@@ -10,6 +10,7 @@
 #include "pg_session.hpp"
 #include "redis_link.hpp"
 
+#include <core/endpoint_names.hpp>
 #include <core/probe_error.hpp>
 #include <core/resp.hpp>
 
@@ -56,6 +57,9 @@ public:
   virtual std::vector<HttpReply> get_all(const std::vector<std::string>& urls,
                                          const HttpOptions& options, const Deadline& deadline,
                                          const EnoughFn& enough) = 0;
+  // Resolves host names, one answer per name, by `deadline` (name_resolver.hpp).
+  virtual std::vector<core::NameAnswer> resolve(const std::vector<std::string>& names,
+                                                const Deadline& deadline) = 0;
   // The time now, on the clock the checks' own waits are measured with.
   virtual Clock::time_point now() = 0;
   // Waits `d` (the catch-up poll's pause).

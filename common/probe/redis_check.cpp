@@ -117,11 +117,12 @@ core::Report check_writer(const config::RedisCluster& cluster, const config::Bac
   finish_node_step(nstep, role, t0, peers->now());
 
   core::Report report;
-  const core::RedisObservation obs{node,
-                                   collect_sentinels(sentinels, cluster, deadline, report),
-                                   cluster.sentinels.size(),
-                                   std::move(role),
-                                   {}};
+  std::vector<core::SentinelAnswer> answers =
+      collect_sentinels(sentinels, cluster, deadline, report);
+  NameBook book{*peers, node};
+  resolve_masters(book, answers, deadline, report);
+  const core::RedisObservation obs{node, std::move(answers), cluster.sentinels.size(),
+                                   std::move(role), {}};
   report.steps.push_back(std::move(nstep));
   report.verdict = core::evaluate_redis_writer(obs, backend.on_saturation);
   return report;
@@ -142,6 +143,8 @@ core::Report check_replica(const config::RedisCluster& cluster, const config::Ba
   core::Report report;
   std::vector<core::SentinelAnswer> answers =
       collect_sentinels(sentinels, cluster, deadline, report);
+  NameBook book{*peers, node};
+  resolve_masters(book, answers, deadline.minus(reserve_for_last_step(deadline)), report);
   const core::SentinelTally tally = core::tally_sentinels(answers, cluster.sentinels.size());
 
   // Sample the majority's master first, then read the replica: the order makes the bound sound.
@@ -196,6 +199,14 @@ core::Report check_replica(const config::RedisCluster& cluster, const config::Ba
   }
   finish_node_step(nstep, answer.role, t0, peers->now());
   report.steps.push_back(std::move(nstep));
+  if (answer.role && !answer.role->master) {
+    // Sentinel's REPLICAOF carries the announced name: compare it as the Sentinels' is.
+    if (auto step = book.look_up({answer.role->master_addr}, "the replica's master_host",
+                                 deadline)) {
+      report.steps.push_back(std::move(*step));
+    }
+    answer.role->master_addr = book.canonical(answer.role->master_addr);
+  }
   core::RedisObservation obs{node, std::move(answers), cluster.sentinels.size(),
                              std::move(answer.role), core::estimate_lag(evidence)};
   report.lag = obs.lag;

@@ -118,4 +118,30 @@ std::vector<core::SentinelAnswer> collect_sentinels(std::vector<std::future<Sent
   return answers;
 }
 
+void resolve_masters(NameBook& book, std::vector<core::SentinelAnswer>& answers,
+                     const Deadline& deadline, core::Report& report) {
+  std::vector<util::HostPort> named;
+  for (const auto& a : answers) {
+    if (a.view && a.view->master) {
+      named.push_back(*a.view->master);
+    }
+  }
+  if (auto step = book.look_up(named, "the master's host name", deadline)) {
+    report.steps.push_back(std::move(*step));
+  }
+  for (auto& a : answers) {
+    if (!a.view || !a.view->master) {
+      continue;
+    }
+    const util::HostPort master = *a.view->master;
+    if (const std::string why = book.unresolved(master); !why.empty()) {
+      a.view = tl::make_unexpected(core::ProbeError{
+          core::Failure::network,
+          fmt::format("names master {}, and {}", util::to_string(master), why), ""});
+    } else {
+      a.view->master = book.canonical(master);
+    }
+  }
+}
+
 } // namespace dbcheck::probe

@@ -3,6 +3,7 @@
 // its flags and config epoch (core/sentinel_vote.hpp counts them).
 
 #include "deadline.hpp"
+#include "name_book.hpp"
 #include "peers.hpp"
 
 #include <config/config.hpp>
@@ -33,5 +34,12 @@ std::vector<std::future<SentinelResult>> ask_all_sentinels(const std::shared_ptr
 std::vector<core::SentinelAnswer> collect_sentinels(std::vector<std::future<SentinelResult>>& asked,
                                                     const config::RedisCluster& cluster,
                                                     const Deadline& deadline, core::Report& report);
+
+// Replaces the master host names in `answers` (Sentinel's announce-hostnames) by the one
+// address each resolves to, by `deadline`. An answer whose name does not resolve to one address
+// counts as a Sentinel that did not answer: it may or may not name this node. The lookups'
+// step goes to `report`.
+void resolve_masters(NameBook& book, std::vector<core::SentinelAnswer>& answers,
+                     const Deadline& deadline, core::Report& report);
 
 } // namespace dbcheck::probe

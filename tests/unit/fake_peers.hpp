@@ -40,6 +40,8 @@ public:
   std::map<std::string, PgAnswer> pg_answers;
   std::map<std::string, RedisAnswer> redis_answers;
   HttpAnswer http;
+  // Names and what they resolve to; a name not here answers "no such name".
+  std::map<std::string, std::vector<std::string>> names;
   // Each answer takes this long on the virtual clock.
   Clock::duration answer_takes = std::chrono::milliseconds{1};
 
@@ -89,6 +91,20 @@ public:
       done = enough(i, replies[i]);
     }
     return replies;
+  }
+  std::vector<core::NameAnswer> resolve(const std::vector<std::string>& asked,
+                                        const Deadline& deadline) override {
+    std::vector<core::NameAnswer> out;
+    for (const auto& n : asked) {
+      note("resolve " + n, deadline);
+      const auto it = names.find(n);
+      if (it == names.end()) {
+        out.push_back({n, tl::make_unexpected(std::string{"no such name"})});
+      } else {
+        out.push_back({n, it->second});
+      }
+    }
+    return out;
   }
   Clock::time_point now() override {
     std::lock_guard lock(m_mutex);

@@ -10,14 +10,14 @@ namespace {
 
 ClusterView leading(const char* name, const char* host) {
   ClusterView v;
-  v.members.push_back(PatroniMember{name, "leader", "running", HostPort{host, 5432}, false, ""});
+  v.members.push_back(PatroniMember{name, "leader", "running", HostPort{host, 5432}, false, "", "", ""});
   return v;
 }
 
 ClusterView leaderless() {
   ClusterView v;
   v.members.push_back(
-      PatroniMember{"pg1", "replica", "running", HostPort{"10.0.0.1", 5432}, false, ""});
+      PatroniMember{"pg1", "replica", "running", HostPort{"10.0.0.1", 5432}, false, "", "", ""});
   return v;
 }
 

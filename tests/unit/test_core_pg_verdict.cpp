@@ -17,7 +17,7 @@ const HostPort k_self{"10.0.0.1", 5432};
 PatroniMember member(const char* name, const char* role, const char* host, bool nlb = false) {
   return PatroniMember{name,      role,
                        "running", HostPort{host, 5432},
-                       nlb,       fmt::format("http://{}:8008/patroni", host)};
+                       nlb,       fmt::format("http://{}:8008/patroni", host), "", ""};
 }
 
 ClusterView view_with(std::vector<PatroniMember> members) {

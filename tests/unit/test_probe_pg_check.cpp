@@ -4,6 +4,7 @@
 #include "fake_peers.hpp"
 
 #include <core/pg_rows.hpp>
+#include <core/report.hpp>
 #include <probe/catch_up.hpp>
 #include <probe/pg_check.hpp>
 
@@ -187,4 +188,51 @@ TEST_CASE("Patroni members that never answer are abandoned at the deadline", "[p
   CHECK(r.verdict.state == core::State::down);
   CHECK(r.verdict.failure == core::Failure::timeout);
   CHECK_THAT(r.verdict.reason, Catch::Contains("the Patroni query did not finish by the deadline"));
+}
+
+namespace {
+
+constexpr const char* k_cluster_named = R"({"members": [
+  {"name": "pg1", "role": "leader", "state": "running", "api_url": "http://10.0.0.1:8008/patroni",
+   "host": "pg1.example", "port": 5432, "timeline": 1},
+  {"name": "pg2", "role": "replica", "state": "running", "api_url": "http://10.0.0.2:8008/patroni",
+   "host": "pg2.example", "port": 5432, "timeline": 1}]})";
+
+std::shared_ptr<FakePeers> named_lab() {
+  auto f = lab({"0/3000060"});
+  f->http = [](const std::string& url) {
+    return testing::http_ok(url.ends_with("/primary") ? k_primary : k_cluster_named);
+  };
+  return f;
+}
+
+} // namespace
+
+TEST_CASE("Patroni members advertised by name are compared by the one address each resolves to",
+          "[probe][pg][names]") {
+  auto f = named_lab();
+  f->names = {{"pg1.example", {"10.0.0.1"}}, {"pg2.example", {"10.0.0.2"}}};
+  auto r = check(f, config::Role::primary, k_leader);
+  CHECK(r.verdict.state == core::State::up);
+  CHECK(f->count("get http://10.0.0.1:8008/primary") == 1);
+  CHECK_THAT(core::render_text(r), Catch::Contains("pg1.example -> 10.0.0.1"));
+
+  // The replica: the leader sampled at its resolved address.
+  auto g = named_lab();
+  g->names = f->names;
+  r = check(g, config::Role::replica, k_replica);
+  CHECK(r.verdict.state == core::State::up);
+  CHECK(g->count("sql 10.0.0.1:5432") == 1);
+}
+
+TEST_CASE("a leader name that does not resolve fails the writer closed, saying why",
+          "[probe][pg][names]") {
+  auto f = named_lab();
+  f->names = {{"pg2.example", {"10.0.0.2"}}};
+  const auto r = check(f, config::Role::primary, k_leader);
+  CHECK(r.verdict.state == core::State::down);
+  CHECK(r.verdict.failure == core::Failure::network);
+  CHECK_THAT(r.verdict.reason,
+             Catch::Contains("whether that is this node is not known: pg1.example did not "
+                             "resolve: no such name"));
 }

@@ -33,23 +33,26 @@ config::Backend backend(config::Role role, util::Duration max_lag = util::Durati
   return b;
 }
 
-R sentinel_reply(const std::vector<std::string>& cmd) {
+R sentinel_reply(const std::vector<std::string>& cmd, const std::string& master_host) {
   if (cmd.at(1) == "GET-MASTER-ADDR-BY-NAME") {
-    return R::array({R::string("10.0.0.1"), R::string("6379")});
+    return R::array({R::string(master_host), R::string("6379")});
   }
   return R::array({R::string("name"), R::string("mymaster"), R::string("flags"),
                    R::string("master"), R::string("config-epoch"), R::string("3")});
 }
 
-// Three Sentinels naming 10.0.0.1 master at offset 1000, and a connected replica whose ROLE
-// reads `offsets` in turn (the last one repeats).
-std::shared_ptr<FakePeers> lab(std::vector<long long> offsets) {
+// Three Sentinels naming 10.0.0.1 master at offset 1000 (spelled `master_host`: an IP, or a
+// name as with announce-hostnames), and a connected replica whose ROLE reads `offsets` in turn
+// (the last one repeats).
+std::shared_ptr<FakePeers> lab(std::vector<long long> offsets,
+                               std::string master_host = "10.0.0.1") {
   auto f = std::make_shared<FakePeers>();
   for (const auto& s : cluster().sentinels) {
-    f->redis_answers[util::to_string(s)] = [](const std::vector<probe::RedisCommand>& cmds) {
+    f->redis_answers[util::to_string(s)] = [master_host](
+                                               const std::vector<probe::RedisCommand>& cmds) {
       std::vector<R> out;
       for (const auto& c : cmds) {
-        out.push_back(sentinel_reply(c));
+        out.push_back(sentinel_reply(c, master_host));
       }
       return out;
     };
@@ -64,8 +67,8 @@ std::shared_ptr<FakePeers> lab(std::vector<long long> offsets) {
     return out;
   };
   auto next = std::make_shared<std::size_t>(0);
-  f->redis_answers["10.0.0.2:6379"] = [offsets,
-                                       next](const std::vector<probe::RedisCommand>& cmds) {
+  f->redis_answers["10.0.0.2:6379"] = [offsets, next,
+                                       master_host](const std::vector<probe::RedisCommand>& cmds) {
     std::vector<R> out;
     for (const auto& c : cmds) {
       if (c[0] == "PING") {
@@ -74,7 +77,7 @@ std::shared_ptr<FakePeers> lab(std::vector<long long> offsets) {
       }
       const long long offset = offsets[std::min(*next, offsets.size() - 1)];
       ++*next;
-      out.push_back(R::array({R::string("slave"), R::string("10.0.0.1"), R::number(6379),
+      out.push_back(R::array({R::string("slave"), R::string(master_host), R::number(6379),
                               R::string("connected"), R::number(offset)}));
     }
     return out;
@@ -140,4 +143,34 @@ TEST_CASE("Sentinels that never answer are abandoned at the deadline", "[probe][
   REQUIRE(testing::settled(f));
   CHECK(r.verdict.state == core::State::down);
   CHECK_THAT(r.verdict.reason, Catch::Contains("did not finish by the deadline"));
+}
+
+TEST_CASE("Sentinels that announce host names: the name is compared by its one address",
+          "[probe][redis][names]") {
+  auto f = lab({1000}, "redis1.example");
+  f->names["redis1.example"] = {"10.0.0.1"};
+  auto r = check(f, config::Role::primary, k_master);
+  CHECK(r.verdict.state == core::State::up);
+  CHECK(f->count("resolve redis1.example") == 1);
+
+  // The replica: the majority's master sampled at its address, the replica's master_host
+  // (the same name, from Sentinel's REPLICAOF) compared by address too, looked up once.
+  auto g = lab({1000}, "redis1.example");
+  g->names["redis1.example"] = {"10.0.0.1"};
+  r = check(g, config::Role::replica, k_replica);
+  CHECK(r.verdict.state == core::State::up);
+  CHECK(g->count("resolve redis1.example") == 1);
+  CHECK(g->count("open 10.0.0.1:6379") == 1);
+}
+
+TEST_CASE("a master name that does not resolve counts as Sentinels that did not answer",
+          "[probe][redis][names]") {
+  auto f = lab({1000}, "redis1.example");
+  const auto r = check(f, config::Role::primary, k_master);
+  CHECK(r.verdict.state == core::State::down);
+  CHECK(r.verdict.failure == core::Failure::network);
+  CHECK_THAT(r.verdict.reason,
+             Catch::Contains("names master redis1.example:6379, and redis1.example did not "
+                             "resolve: no such name"));
+  CHECK(f->count("open redis1.example") == 0); // no blocking lookup behind the deadline's back
 }
