@@ -3,6 +3,7 @@
 
 #include "secret.hpp"
 
+#include <core/patroni_cluster.hpp>
 #include <core/writer_opinions.hpp>
 #include <util/duration.hpp>
 #include <util/host_port.hpp>
@@ -61,6 +62,7 @@ struct Backend {
   util::Duration timeout{800};  // deadline for one whole check
   util::Duration max_lag{1000}; // replicas: the most staleness allowed
   core::SaturationPolicy on_saturation = core::SaturationPolicy::up;
+  core::ReaderChoice readers = core::ReaderChoice::any; // PostgreSQL replicas: which ones read
 };
 
 // The [agent] section: how dbcheck-agent listens, probes and damps (ignored by dbcheck).

@@ -182,6 +182,7 @@ struct BackendDraft {
   toml::source_region cluster_where;
   toml::source_region max_lag_where;
   toml::source_region saturation_where;
+  std::optional<toml::source_region> readers_where; // set when `readers` was written
   bool has_cluster = false;
   bool has_role = false;
 };
@@ -566,6 +567,14 @@ const std::vector<KeySpec<BackendDraft>>& backend_keys() {
            b.saturation_where = n.source();
          }
        }},
+      {"readers",
+       [](BackendDraft& b, const toml::node& n, Errors& e, const std::string& key) {
+         b.readers_where = n.source();
+         if (auto v = want_one_of(n, e, key, {"any", "synchronous"})) {
+           b.backend.readers =
+               *v == "synchronous" ? core::ReaderChoice::synchronous : core::ReaderChoice::any;
+         }
+       }},
   };
   return k;
 }
@@ -731,6 +740,14 @@ tl::expected<Config, ConfigError> parse_config(std::string_view text, const std:
     // A role that failed to parse has been reported already; do not pile on.
     if (d.has_role && d.max_lag && b.role == Role::primary) {
       e.add(d.max_lag_where, sec + ".max_lag", "applies only to role = \"replica\"");
+    }
+    if (d.has_role && d.readers_where && b.role == Role::primary) {
+      e.add(*d.readers_where, sec + ".readers", "applies only to role = \"replica\"");
+    }
+    if (const auto c = cfg.clusters.find(b.cluster); d.readers_where && c != cfg.clusters.end() &&
+                                                     !std::holds_alternative<PostgresCluster>(c->second)) {
+      e.add(*d.readers_where, sec + ".readers",
+            "applies only to PostgreSQL clusters (Redis replication is asynchronous)");
     }
     if (d.has_role && d.on_saturation && b.role == Role::replica) {
       e.add(d.saturation_where, sec + ".on_saturation", "applies only to role = \"primary\"");

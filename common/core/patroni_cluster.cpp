@@ -75,6 +75,12 @@ tl::expected<ClusterView, std::string> parse_patroni_cluster(std::string_view bo
     if (tags != m.end() && tags->is_object()) {
       const auto nlb = tags->find("noloadbalance");
       member.noloadbalance = nlb != tags->end() && truthy_tag(*nlb);
+      const auto nfo = tags->find("nofailover");
+      member.nofailover = nfo != tags->end() && truthy_tag(*nfo);
+      if (const auto from = tags->find("replicatefrom");
+          from != tags->end() && from->is_string()) {
+        member.replicatefrom = from->get<std::string>();
+      }
     }
     view.members.push_back(std::move(member));
   }
@@ -83,6 +89,10 @@ tl::expected<ClusterView, std::string> parse_patroni_cluster(std::string_view bo
 
 bool is_leader_role(std::string_view role) {
   return role == "leader" || role == "master" || role == "primary";
+}
+
+bool is_synchronous_role(std::string_view role) {
+  return role == "sync_standby" || role == "quorum_standby";
 }
 
 const PatroniMember* find_leader(const ClusterView& view) {

@@ -18,10 +18,18 @@ struct PatroniMember {
   std::string state;      // running, streaming, stopped, ...
   util::HostPort address; // the member's PostgreSQL host:port as Patroni advertises it, or the
                           // one address its name resolves to (core/endpoint_names.hpp)
-  bool noloadbalance = false;
+  bool noloadbalance = false; // tags.noloadbalance: never a reader (Patroni's /replica: 503)
   std::string api_url; // its own REST API ("http://10.0.0.1:8008/patroni"), "" if not listed
   std::string advertised; // the name Patroni advertised when `address` is what it resolves to
   std::string unresolved; // why an advertised name was left unresolved (for the reason), or ""
+  bool nofailover = false;   // tags.nofailover: never promoted; still a reader
+  std::string replicatefrom; // tags.replicatefrom: the member it cascades from, or ""
+};
+
+// Which replicas a reader backend takes (its `readers` key).
+enum class ReaderChoice {
+  any,         // every streaming replica within max_lag (Patroni's /replica)
+  synchronous, // only synchronous or quorum standbys (Patroni's /read-only-sync, /quorum)
 };
 
 // The whole answer of GET /cluster: who is in the cluster, in which role.
@@ -39,6 +47,10 @@ tl::expected<ClusterView, std::string> parse_patroni_cluster(std::string_view bo
 
 // True for the role spellings that mean "holds the leader lock of a read-write cluster".
 bool is_leader_role(std::string_view role);
+
+// True for the roles of a standby the leader waits for: sync_standby (synchronous_mode, 3.x and
+// 4.x), quorum_standby (synchronous_mode: quorum, 4.x).
+bool is_synchronous_role(std::string_view role);
 
 // The member holding the leader lock, or nullptr when the cluster has none (failover window).
 const PatroniMember* find_leader(const ClusterView& view);

@@ -138,7 +138,7 @@ Verdict evaluate_writer(const WriterObservation& obs, SaturationPolicy saturatio
   return combine_writer_opinions(manager_writer_opinion(obs), node_writer_opinion(obs), saturation);
 }
 
-Verdict evaluate_replica(const ReplicaObservation& obs, double max_lag_s) {
+Verdict evaluate_replica(const ReplicaObservation& obs, double max_lag_s, ReaderChoice readers) {
   if (!obs.node_answer) {
     return {State::down, obs.node_answer.error().kind,
             fmt::format("PostgreSQL: {}", obs.node_answer.error().detail)};
@@ -182,6 +182,12 @@ Verdict evaluate_replica(const ReplicaObservation& obs, double max_lag_s) {
     return {State::down, Failure::policy,
             fmt::format("Patroni member {} is tagged noloadbalance", self->name)};
   }
+  if (readers == ReaderChoice::synchronous && !is_synchronous_role(self->role)) {
+    return {State::down, Failure::policy,
+            fmt::format("Patroni member {} is not a synchronous standby (role {}): this backend "
+                        "takes synchronous and quorum standbys only (readers = \"synchronous\")",
+                        self->name, self->role)};
+  }
   if (!node.receiver_present) {
     return {State::down, Failure::not_ready,
             "no WAL receiver is running (archive-only recovery, or the stream is down)"};
@@ -213,7 +219,8 @@ Verdict evaluate_replica(const ReplicaObservation& obs, double max_lag_s) {
                         obs.lag.derivation, paused)};
   }
   return {State::up, Failure::none,
-          fmt::format("streaming replica {}, lag <= {} (max_lag {}): {}{}", self->name,
+          fmt::format("streaming {} {}, lag <= {} (max_lag {}): {}{}",
+                      is_synchronous_role(self->role) ? self->role : "replica", self->name,
                       util::format_seconds(lag), max_text, obs.lag.derivation, paused)};
 }
 

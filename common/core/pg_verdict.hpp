@@ -75,8 +75,10 @@ struct ReplicaObservation {
 // follows `saturation` (core/writer_opinions.hpp).
 Verdict evaluate_writer(const WriterObservation& obs, SaturationPolicy saturation);
 
-// Reader: up when in recovery, streaming, not Patroni's leader, not tagged noloadbalance, and the
-// lag's upper bound is at most `max_lag_s`. Anything unknown is down.
-Verdict evaluate_replica(const ReplicaObservation& obs, double max_lag_s);
+// Reader: up when in recovery, streaming, not Patroni's leader, not tagged noloadbalance, a
+// synchronous or quorum standby when `readers` asks for one, and the lag's upper bound is at
+// most `max_lag_s`. Anything unknown is down.
+Verdict evaluate_replica(const ReplicaObservation& obs, double max_lag_s,
+                         ReaderChoice readers = ReaderChoice::any);
 
 } // namespace dbcheck::core

@@ -15,8 +15,13 @@ using core::ProbeError;
 std::string summarize(const core::ClusterView& view) {
   std::string out;
   for (const auto& m : view.members) {
+    std::string tags;
+    tags += m.noloadbalance ? ", noloadbalance" : "";
+    tags += m.nofailover ? ", nofailover" : "";
+    tags += m.replicatefrom.empty() ? "" : ", replicatefrom " + m.replicatefrom;
     out += fmt::format("{}{} {} {} at {}{}", out.empty() ? "" : "; ", m.name, m.role, m.state,
-                       util::to_string(m.address), m.noloadbalance ? " (noloadbalance)" : "");
+                       util::to_string(m.address),
+                       tags.empty() ? "" : fmt::format(" ({})", tags.substr(2)));
   }
   if (out.empty()) {
     out = "no members";

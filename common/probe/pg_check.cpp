@@ -219,7 +219,8 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
   obs.lag = core::estimate_lag(evidence);
   report.lag = obs.lag;
   report.verdict =
-      core::evaluate_replica(obs, std::chrono::duration<double>(backend.max_lag).count());
+      core::evaluate_replica(obs, std::chrono::duration<double>(backend.max_lag).count(),
+                             backend.readers);
   return report;
 }
 

@@ -71,8 +71,9 @@ def test_every_documented_key_and_example_is_accepted(dbcheck_bin, tmp_path):
     for section, entries in sections.items():
         text += f"{heading[section]}\n" + "".join(
             local(e) + "\n" for e in entries
-            if not (section == "[backend.NAME]" and e.startswith("max_lag"))) + "\n"
-    # max_lag is for replicas only (and on_saturation for writers): a second backend has them.
+            if not (section == "[backend.NAME]" and e.startswith(("max_lag", "readers")))) + "\n"
+    # max_lag and readers are for replicas only (and on_saturation for writers): a second
+    # backend has them.
     reader = [e for e in sections["[backend.NAME]"] if not e.startswith(("on_saturation", "role"))]
     assert any(e.startswith("max_lag") for e in reader)
     text += "[backend.pg_read]\nrole = \"replica\"\n" + "".join(e + "\n" for e in reader)

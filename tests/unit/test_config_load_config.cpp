@@ -100,7 +100,7 @@ TEST_CASE("errors name the file, line and key, and what was expected", "[config]
     REQUIRE_FALSE(r);
     CHECK(errors_of(r) == "dbcheck.toml:14: backend.pg_write.maxlag: unknown key \"maxlag\" in "
                           "[backend.pg_write] (expected one of: cluster, role, timeout, max_lag, "
-                          "on_saturation)\n");
+                          "on_saturation, readers)\n");
   }
   SECTION("a wrong type, a bad enum and a missing cluster, all at once") {
     std::string text = base;
@@ -124,6 +124,25 @@ TEST_CASE("errors name the file, line and key, and what was expected", "[config]
     REQUIRE_FALSE(r);
     CHECK(errors_of(r) == "dbcheck.toml:14: backend.pg_write.max_lag: applies only to role = "
                           "\"replica\"\n");
+  }
+  SECTION("readers: synchronous replicas only, on a PostgreSQL reader") {
+    std::string text = base;
+    text.replace(text.find("role = \"replica\""), 16, "role = \"replica\"\nreaders = \"synchronous\"");
+    const auto r = parse_config(text, "dbcheck.toml");
+    REQUIRE(r);
+    CHECK(r->backends.at("pg_read").readers == dbcheck::core::ReaderChoice::synchronous);
+    CHECK(r->backends.at("pg_write").readers == dbcheck::core::ReaderChoice::any);
+  }
+  SECTION("readers on a writer, and a value that is not a choice") {
+    std::string text = base;
+    text.replace(text.find("role = \"primary\""), 16, "role = \"primary\"\nreaders = \"synchronous\"");
+    text.replace(text.find("role = \"replica\""), 16, "role = \"replica\"\nreaders = \"sync\"");
+    const auto r = parse_config(text, "dbcheck.toml");
+    REQUIRE_FALSE(r);
+    CHECK(errors_of(r) == "dbcheck.toml:14: backend.pg_write.readers: applies only to role = "
+                          "\"replica\"\n"
+                          "dbcheck.toml:19: backend.pg_read.readers: \"sync\" is not one of "
+                          "\"any\", \"synchronous\"\n");
   }
   SECTION("not TOML at all") {
     const auto r = parse_config("[cluster.pg\nengine = ", "dbcheck.toml");

@@ -69,3 +69,23 @@ TEST_CASE("parse_patroni_cluster refuses garbage with a reason", "[core][patroni
   REQUIRE_FALSE(v);
   CHECK(v.error() == message);
 }
+
+TEST_CASE("Patroni 4 roles and tags: quorum standbys, nofailover, replicatefrom", "[core][patroni]") {
+  // Patroni 4.1 GET /cluster with synchronous_mode: quorum, a cascading replica.
+  const auto v = parse_patroni_cluster(R"({"members": [
+    {"name": "pg1", "role": "leader", "state": "running", "host": "10.0.0.1", "port": 5432},
+    {"name": "pg2", "role": "quorum_standby", "state": "streaming", "host": "10.0.0.2",
+     "port": 5432, "tags": {"nofailover": true}},
+    {"name": "pg3", "role": "replica", "state": "streaming", "host": "10.0.0.3", "port": 5432,
+     "tags": {"replicatefrom": "pg2", "nofailover": "false"}}]})");
+  REQUIRE(v);
+  REQUIRE(v->members.size() == 3);
+  CHECK(v->members[1].nofailover);
+  CHECK(v->members[1].replicatefrom.empty());
+  CHECK_FALSE(v->members[2].nofailover);
+  CHECK(v->members[2].replicatefrom == "pg2");
+  CHECK(is_synchronous_role("quorum_standby"));
+  CHECK(is_synchronous_role("sync_standby"));
+  CHECK_FALSE(is_synchronous_role("replica"));
+  CHECK_FALSE(is_synchronous_role("standby_leader"));
+}

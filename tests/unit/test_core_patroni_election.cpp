@@ -8,16 +8,24 @@ using dbcheck::util::HostPort;
 
 namespace {
 
+PatroniMember member(const char* name, const char* role, const char* host) {
+  PatroniMember m;
+  m.name = name;
+  m.role = role;
+  m.state = "running";
+  m.address = HostPort{host, 5432};
+  return m;
+}
+
 ClusterView leading(const char* name, const char* host) {
   ClusterView v;
-  v.members.push_back(PatroniMember{name, "leader", "running", HostPort{host, 5432}, false, "", "", ""});
+  v.members.push_back(member(name, "leader", host));
   return v;
 }
 
 ClusterView leaderless() {
   ClusterView v;
-  v.members.push_back(
-      PatroniMember{"pg1", "replica", "running", HostPort{"10.0.0.1", 5432}, false, "", "", ""});
+  v.members.push_back(member("pg1", "replica", "10.0.0.1"));
   return v;
 }
 

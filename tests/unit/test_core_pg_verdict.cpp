@@ -15,9 +15,14 @@ namespace {
 const HostPort k_self{"10.0.0.1", 5432};
 
 PatroniMember member(const char* name, const char* role, const char* host, bool nlb = false) {
-  return PatroniMember{name,      role,
-                       "running", HostPort{host, 5432},
-                       nlb,       fmt::format("http://{}:8008/patroni", host), "", ""};
+  PatroniMember m;
+  m.name = name;
+  m.role = role;
+  m.state = "running";
+  m.address = HostPort{host, 5432};
+  m.noloadbalance = nlb;
+  m.api_url = fmt::format("http://{}:8008/patroni", host);
+  return m;
 }
 
 ClusterView view_with(std::vector<PatroniMember> members) {
@@ -407,6 +412,48 @@ TEST_CASE("reader: an address Patroni lists twice, once as leader, is the writer
   CHECK(v.state == State::down);
   CHECK(v.failure == Failure::role);
   CHECK(v.reason == "Patroni names this node (pg2) leader");
+}
+
+TEST_CASE("reader: readers = synchronous takes sync and quorum standbys only",
+          "[core][verdict][replica]") {
+  // Patroni's /read-only-sync and /read-only-quorum, without the primary (the primary as a
+  // reader of last resort is HAProxy's `backup` line tracking the writer backend).
+  for (const char* role : {"sync_standby", "quorum_standby"}) {
+    CAPTURE(role);
+    const Verdict v = evaluate_replica({k_replica, replica_view(false, role), streaming(), lag(0), 3},
+                                       1.0, ReaderChoice::synchronous);
+    CHECK(v.state == State::up);
+    CHECK_THAT(v.reason, Catch::StartsWith(fmt::format("streaming {} pg2, lag <= ", role)));
+    // The default takes them too.
+    CHECK(evaluate_replica({k_replica, replica_view(false, role), streaming(), lag(0), 3}, 1.0)
+              .state == State::up);
+  }
+  const Verdict async = evaluate_replica({k_replica, replica_view(), streaming(), lag(0), 3}, 1.0,
+                                         ReaderChoice::synchronous);
+  CHECK(async.state == State::down);
+  CHECK(async.failure == Failure::policy);
+  CHECK(async.reason == "Patroni member pg2 is not a synchronous standby (role replica): this "
+                        "backend takes synchronous and quorum standbys only (readers = "
+                        "\"synchronous\")");
+  // A synchronous standby still has to be within max_lag (it may be remote_write only).
+  const Verdict behind =
+      evaluate_replica({k_replica, replica_view(false, "sync_standby"), streaming(), lag(2), 3},
+                       1.0, ReaderChoice::synchronous);
+  CHECK(behind.state == State::down);
+  CHECK(behind.failure == Failure::lag);
+}
+
+TEST_CASE("reader: nofailover and replicatefrom do not change who reads",
+          "[core][verdict][replica]") {
+  // nofailover only keeps a member from being promoted; a cascading replica's lag is bounded
+  // against the leader's WAL position like any other (the probe samples the leader).
+  PatroniMember self = member("pg2", "replica", "10.0.0.2");
+  self.nofailover = true;
+  self.replicatefrom = "pg3";
+  const Verdict v = evaluate_replica(
+      {k_replica, view_with({member("pg1", "leader", "10.0.0.1"), self}), streaming(), lag(0), 3},
+      1.0);
+  CHECK(v.state == State::up);
 }
 
 TEST_CASE("writer: the whole table through the agent's tracker", "[core][verdict][writer]") {
