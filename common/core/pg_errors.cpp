@@ -20,6 +20,12 @@ struct Pattern {
 
 // Server texts of PostgreSQL 12-17 (src/backend, checked against the 15.18 binary).
 constexpr std::array k_connect_patterns = {
+    // libpq's own TLS verdicts (sslmode verify-ca / verify-full), first: "root certificate
+    // file ... does not exist" must not read as a missing role. A server whose certificate the
+    // CA does not vouch for, or names another host: a trust problem, not the network.
+    Pattern{"root certificate file", Failure::config, ""},
+    Pattern{"certificate verify failed", Failure::auth, ""},
+    Pattern{"does not match host name", Failure::auth, ""},
     Pattern{"sorry, too many clients already", Failure::saturated, "53300"},
     Pattern{"remaining connection slots are reserved", Failure::saturated, "53300"},
     // The check role's own CONNECTION LIMIT: checks pile up, the server is not full.

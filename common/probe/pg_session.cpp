@@ -58,7 +58,13 @@ tl::expected<PgSession, core::ProbeError> PgSession::connect(const PgTarget& t,
     values.push_back(v);
   };
   // hostaddr (no DNS) keeps PQconnectPoll non-blocking; a name goes through host= instead.
-  set(numeric ? "hostaddr" : "host", t.address.host);
+  // host= is set as well for an address: verify-full checks the server's certificate against
+  // host, and without it libpq refuses ("host name must be specified for a verified SSL
+  // connection"); with hostaddr present, libpq resolves nothing.
+  if (numeric) {
+    set("hostaddr", t.address.host);
+  }
+  set("host", t.address.host);
   set("port", port);
   set("dbname", t.dbname);
   set("user", t.user);

@@ -36,6 +36,16 @@ TEST_CASE("connection failures are classified from libpq's text", "[core][pg_err
       {"connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  too many connections "
        "for database \"app\"\n",
        Failure::saturated, "53300"},
+      {"connection to server at \"127.0.0.1\", port 5432 failed: SSL error: certificate verify "
+       "failed\n",
+       Failure::auth, ""},
+      {"connection to server at \"127.0.0.1\", port 5432 failed: server certificate for "
+       "\"localhost\" does not match host name \"127.0.0.1\"\n",
+       Failure::auth, ""},
+      {"connection to server at \"127.0.0.1\", port 5432 failed: root certificate file "
+       "\"/etc/dbcheck/ca.pem\" does not exist\nEither provide the file or change sslmode to "
+       "disable server certificate verification.\n",
+       Failure::config, ""},
       {"connection to server at \"127.0.0.1\", port 5432 failed: Connection refused\n\tIs the "
        "server running on that host and accepting TCP/IP connections?\n",
        Failure::network, ""},
