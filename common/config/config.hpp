@@ -29,7 +29,9 @@ struct PostgresCluster {
   Secret password; // read from password_file at load time
   std::string sslmode = "prefer";
   std::optional<std::string> sslrootcert;
-  std::optional<std::string> patroni_cafile; // CA bundle for https Patroni URLs
+  std::optional<std::string> patroni_cafile;   // CA bundle for https Patroni URLs
+  std::optional<std::string> patroni_certfile; // client certificate for https (verify_client)
+  std::optional<std::string> patroni_keyfile;  // its private key
   // `dbcheck switchover` only: Patroni REST basic-auth user and the path of its password file
   // (read when a switchover runs, never by checks: the check user cannot read it).
   std::optional<std::string> operator_user;

@@ -326,6 +326,12 @@ const std::vector<KeySpec<PostgresCluster>>& postgres_keys() {
        }},
       {"patroni_cafile", [](PostgresCluster& c, const toml::node& n, Errors& e,
                             const std::string& key) { c.patroni_cafile = want_string(n, e, key); }},
+      {"patroni_certfile",
+       [](PostgresCluster& c, const toml::node& n, Errors& e, const std::string& key) {
+         c.patroni_certfile = want_string(n, e, key);
+       }},
+      {"patroni_keyfile", [](PostgresCluster& c, const toml::node& n, Errors& e,
+                             const std::string& key) { c.patroni_keyfile = want_string(n, e, key); }},
   };
   return k;
 }
@@ -659,6 +665,11 @@ void parse_cluster(const std::string& name, const toml::table& t, const toml::so
             fmt::format("\"{}\" needs sslrootcert (the CA that signed the servers' "
                         "certificates)",
                         c.sslmode));
+    }
+    if (c.patroni_certfile.has_value() != c.patroni_keyfile.has_value()) {
+      e.add(where, sec + (c.patroni_certfile ? ".patroni_certfile" : ".patroni_keyfile"),
+            "needs patroni_certfile and patroni_keyfile together (the client certificate and "
+            "its key)");
     }
     cfg.clusters.emplace(name, std::move(c));
     return;

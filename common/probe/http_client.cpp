@@ -64,6 +64,11 @@ void set_common_options(CURL* h, const std::string& url, long budget_ms, Transfe
   if (options.cafile) {
     curl_easy_setopt(h, CURLOPT_CAINFO, options.cafile->c_str());
   }
+  if (options.certfile && options.keyfile) {
+    // Patroni's restapi.verify_client: the member refuses a TLS client without a certificate.
+    curl_easy_setopt(h, CURLOPT_SSLCERT, options.certfile->c_str());
+    curl_easy_setopt(h, CURLOPT_SSLKEY, options.keyfile->c_str());
+  }
 }
 
 // True when a finished transfer failed as a transport (too big, the deadline, a curl error),

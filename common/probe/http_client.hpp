@@ -22,6 +22,8 @@ struct HttpAttempt {
 // Transport settings shared by all the GETs of one call.
 struct HttpOptions {
   std::optional<std::string> cafile;      // CA bundle for https
+  std::optional<std::string> certfile;    // client certificate (PEM) for https, with keyfile
+  std::optional<std::string> keyfile;     // its private key (PEM)
   std::size_t max_body = 4 * 1024 * 1024; // an answer larger than this is refused, not buffered
 };
 

@@ -53,8 +53,8 @@ std::optional<core::Step> resolve_members(Peers& peers, core::ClusterView& view,
 } // namespace
 
 ManagerResult ask_patroni(Peers& peers, const std::vector<std::string>& bases,
-                          const std::optional<std::string>& cafile,
-                          const std::optional<util::HostPort>& node, const Deadline& deadline) {
+                          const HttpOptions& tls, const std::optional<util::HostPort>& node,
+                          const Deadline& deadline) {
   std::vector<std::string> urls;
   urls.reserve(bases.size());
   for (const auto& b : bases) {
@@ -62,8 +62,7 @@ ManagerResult ask_patroni(Peers& peers, const std::vector<std::string>& bases,
   }
   std::vector<core::MemberAnswer> answered;
   std::vector<std::optional<core::ClusterView>> views(urls.size());
-  HttpOptions options;
-  options.cafile = cafile;
+  const HttpOptions& options = tls;
   const EnoughFn enough = [&](std::size_t i, HttpReply& reply) {
     if (reply.attempt.error.empty()) {
       auto v = core::parse_patroni_cluster(reply.body);
@@ -154,7 +153,7 @@ std::optional<LeaderBase> leader_base(const core::PatroniMember& leader,
 // own clock; its body says whether PostgreSQL runs as primary.
 tl::expected<core::LeaderReport, ProbeError>
 ask_leader(Peers& peers, const core::PatroniMember& leader, const std::vector<std::string>& bases,
-           const std::optional<std::string>& cafile, const Deadline& deadline, core::Step& step) {
+           const HttpOptions& tls, const Deadline& deadline, core::Step& step) {
   step.opinion = "manager";
   step.asked = "GET /primary";
   const auto base = leader_base(leader, bases);
@@ -170,8 +169,7 @@ ask_leader(Peers& peers, const core::PatroniMember& leader, const std::vector<st
         ""});
   }
   step.peer = util::redact_url(base->url);
-  HttpOptions options;
-  options.cafile = cafile;
+  HttpOptions options = tls;
   options.max_body = 256 * 1024;
   std::vector<HttpReply> replies = peers.get_all({base->url + "/primary"}, options, deadline,
                                                  [](std::size_t, HttpReply&) { return false; });
@@ -201,10 +199,10 @@ ask_leader(Peers& peers, const core::PatroniMember& leader, const std::vector<st
 } // namespace
 
 WriterManagerResult ask_patroni_for_writer(Peers& peers, const std::vector<std::string>& bases,
-                                           const std::optional<std::string>& cafile,
-                                           const util::HostPort& node, const Deadline& deadline) {
+                                           const HttpOptions& tls, const util::HostPort& node,
+                                           const Deadline& deadline) {
   WriterManagerResult r{
-      ask_patroni(peers, bases, cafile, node, deadline.minus(reserve_for_last_step(deadline))),
+      ask_patroni(peers, bases, tls, node, deadline.minus(reserve_for_last_step(deadline))),
       std::nullopt};
   if (!r.members.view) {
     return r;
@@ -215,10 +213,18 @@ WriterManagerResult ask_patroni_for_writer(Peers& peers, const std::vector<std::
   }
   core::Step step;
   const auto t0 = peers.now();
-  r.leader_report = ask_leader(peers, *leader, bases, cafile, deadline, step);
+  r.leader_report = ask_leader(peers, *leader, bases, tls, deadline, step);
   step.latency_ms = elapsed_ms(t0, peers.now());
   r.members.steps.push_back(std::move(step));
   return r;
+}
+
+HttpOptions patroni_http(const config::PostgresCluster& cluster) {
+  HttpOptions o;
+  o.cafile = cluster.patroni_cafile;
+  o.certfile = cluster.patroni_certfile;
+  o.keyfile = cluster.patroni_keyfile;
+  return o;
 }
 
 } // namespace dbcheck::probe

@@ -5,6 +5,8 @@
 #include "deadline.hpp"
 #include "peers.hpp"
 
+#include <config/config.hpp>
+
 #include <core/patroni_cluster.hpp>
 #include <core/pg_verdict.hpp>
 #include <core/probe_error.hpp>
@@ -39,14 +41,18 @@ struct WriterManagerResult {
 // advertises resolved and replaced by their one address (core/endpoint_names.hpp), so they
 // compare with HAProxy's server address.
 ManagerResult ask_patroni(Peers& peers, const std::vector<std::string>& bases,
-                          const std::optional<std::string>& cafile,
-                          const std::optional<util::HostPort>& node, const Deadline& deadline);
+                          const HttpOptions& tls, const std::optional<util::HostPort>& node,
+                          const Deadline& deadline);
 
 // ask_patroni(), then, when the agreed view names `node` leader, GET /primary of its own
 // Patroni. The members get what the confirmation leaves (a quarter at least): a hung member
 // must not starve it.
 WriterManagerResult ask_patroni_for_writer(Peers& peers, const std::vector<std::string>& bases,
-                                           const std::optional<std::string>& cafile,
-                                           const util::HostPort& node, const Deadline& deadline);
+                                           const HttpOptions& tls, const util::HostPort& node,
+                                           const Deadline& deadline);
+
+// How the cluster's Patroni REST APIs are reached over https: its CA bundle and client
+// certificate (patroni_cafile, patroni_certfile, patroni_keyfile).
+HttpOptions patroni_http(const config::PostgresCluster& cluster);
 
 } // namespace dbcheck::probe

@@ -51,8 +51,8 @@ core::Report check_writer(const config::PostgresCluster& cluster, const config::
                           const util::HostPort& node, const Deadline& deadline,
                           const std::shared_ptr<Peers>& peers) {
   auto manager =
-      spawn([bases = cluster.patroni, cafile = cluster.patroni_cafile, node, deadline, peers] {
-        return ask_patroni_for_writer(*peers, bases, cafile, node, deadline);
+      spawn([bases = cluster.patroni, tls = patroni_http(cluster), node, deadline, peers] {
+        return ask_patroni_for_writer(*peers, bases, tls, node, deadline);
       });
 
   core::Step nstep = node_step("node", node, core::k_writer_sql);
@@ -134,8 +134,8 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
   // The members get what the replica's own query leaves: a hung member (no majority yet)
   // must not starve the query and take every healthy replica out.
   const Deadline members_by = deadline.minus(reserve_for_last_step(deadline));
-  auto manager = spawn([bases = cluster.patroni, cafile = cluster.patroni_cafile, node, members_by,
-                        peers] { return ask_patroni(*peers, bases, cafile, node, members_by); });
+  auto manager = spawn([bases = cluster.patroni, tls = patroni_http(cluster), node, members_by,
+                        peers] { return ask_patroni(*peers, bases, tls, node, members_by); });
   core::Step nstep = node_step("node", node, core::k_replica_sql);
   const auto t0 = peers->now();
   auto session = peers->pg(target_for(cluster, node));
@@ -236,7 +236,7 @@ core::Report check_postgres(const config::PostgresCluster& cluster, const config
 
 tl::expected<core::ClusterView, core::ProbeError>
 patroni_view(const config::PostgresCluster& cluster, const Deadline& deadline) {
-  return ask_patroni(*network_peers(nullptr), cluster.patroni, cluster.patroni_cafile,
+  return ask_patroni(*network_peers(nullptr), cluster.patroni, patroni_http(cluster),
                      std::nullopt, deadline)
       .view;
 }

@@ -3,6 +3,7 @@
 #include <core/patroni_cluster.hpp>
 #include <probe/async.hpp>
 #include <probe/http_client.hpp>
+#include <probe/patroni_client.hpp>
 #include <probe/pg_check.hpp>
 
 #include <fmt/format.h>
@@ -127,8 +128,7 @@ SwitchoverResult pg_switchover(const config::PostgresCluster& c, const config::C
   if (*op_or) {
     creds = HttpCredentials{(*op_or)->user, (*op_or)->password.reveal()};
   }
-  HttpOptions http;
-  http.cafile = c.patroni_cafile;
+  const HttpOptions http = probe::patroni_http(c);
   std::string errors;
   bool accepted = false;
   for (const auto& base : c.patroni) {

@@ -144,6 +144,14 @@ TEST_CASE("errors name the file, line and key, and what was expected", "[config]
                           "dbcheck.toml:19: backend.pg_read.readers: \"sync\" is not one of "
                           "\"any\", \"synchronous\"\n");
   }
+  SECTION("a Patroni client certificate without its key") {
+    std::string text = base;
+    text.replace(text.find("dbname = "), 9, "patroni_certfile = \"/etc/dbcheck/c.pem\"\ndbname = ");
+    const auto r = parse_config(text, "dbcheck.toml");
+    REQUIRE_FALSE(r);
+    CHECK_THAT(errors_of(r), Catch::Contains("cluster.pg.patroni_certfile: needs patroni_certfile "
+                                             "and patroni_keyfile together"));
+  }
   SECTION("not TOML at all") {
     const auto r = parse_config("[cluster.pg\nengine = ", "dbcheck.toml");
     REQUIRE_FALSE(r);
