@@ -104,6 +104,15 @@ const PatroniMember* find_leader(const ClusterView& view) {
   return nullptr;
 }
 
+const PatroniMember* find_standby_leader(const ClusterView& view) {
+  for (const auto& m : view.members) {
+    if (m.role == "standby_leader") {
+      return &m;
+    }
+  }
+  return nullptr;
+}
+
 const PatroniMember* find_member(const ClusterView& view, const util::HostPort& node) {
   for (const auto& m : view.members) {
     if (util::same_endpoint(m.address, node)) {

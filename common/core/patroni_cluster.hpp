@@ -55,6 +55,10 @@ bool is_synchronous_role(std::string_view role);
 // The member holding the leader lock, or nullptr when the cluster has none (failover window).
 const PatroniMember* find_leader(const ClusterView& view);
 
+// The leader of a standby cluster (role standby_leader: it replicates from a primary outside
+// this cluster), or nullptr.
+const PatroniMember* find_standby_leader(const ClusterView& view);
+
 // The member whose PostgreSQL address is `node`, or nullptr when Patroni does not know it.
 const PatroniMember* find_member(const ClusterView& view, const util::HostPort& node);
 

@@ -95,7 +95,14 @@ SampleResult sample_leader(Peers& peers, const config::PostgresCluster& cluster,
   SampleResult s;
   const core::PatroniMember* leader = core::find_leader(view);
   if (leader == nullptr) {
-    s.problem = "Patroni names no leader";
+    // A standby cluster's source primary is outside Patroni's view: only the age of the last
+    // replayed commit bounds the lag there (docs/lag.md).
+    const core::PatroniMember* standby = core::find_standby_leader(view);
+    s.problem = standby != nullptr
+                    ? fmt::format("a standby cluster: its standby_leader {} replicates from a "
+                                  "primary outside it",
+                                  standby->name)
+                    : "Patroni names no leader";
     return s;
   }
   if (util::same_endpoint(leader->address, node)) {

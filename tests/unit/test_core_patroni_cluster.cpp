@@ -89,3 +89,16 @@ TEST_CASE("Patroni 4 roles and tags: quorum standbys, nofailover, replicatefrom"
   CHECK_FALSE(is_synchronous_role("replica"));
   CHECK_FALSE(is_synchronous_role("standby_leader"));
 }
+
+TEST_CASE("a standby cluster has a standby_leader and no leader", "[core][patroni]") {
+  const auto v = parse_patroni_cluster(R"({"members": [
+    {"name": "pg1", "role": "standby_leader", "state": "streaming", "host": "10.0.1.1", "port": 5432},
+    {"name": "pg2", "role": "replica", "state": "streaming", "host": "10.0.1.2", "port": 5432}]})");
+  REQUIRE(v);
+  CHECK(find_leader(*v) == nullptr);
+  REQUIRE(find_standby_leader(*v) != nullptr);
+  CHECK(find_standby_leader(*v)->name == "pg1");
+  const auto plain = parse_patroni_cluster(k_cluster_302);
+  REQUIRE(plain);
+  CHECK(find_standby_leader(*plain) == nullptr);
+}
