@@ -8,6 +8,8 @@ verdicts for every node, and where HAProxy routes writes and reads. Run through 
   --partition   instead: watch a network partition of the Patroni leader's host, then of the
                 Redis master's host, with dbcheck and the usual checks side by side
                 (scripts/demo_partition.py; every host a network namespace)
+  --peer P      run the current peer instead of Debian's: patroni4 (Patroni 4.1.4), valkey8
+                (Valkey 8.0.1); give it twice for both (tests/integration/fixtures/peers.py)
 """  # noqa: E501 - the --help text, kept as it was
 
 import argparse
@@ -22,7 +24,11 @@ from pathlib import Path
 
 import psycopg2
 
+# --peer: the environment variable fixtures/peers.py reads and its value.
+PEERS = {"patroni4": ("DBCHECK_PATRONI", "4"), "valkey8": ("DBCHECK_REDIS", "valkey")}
+
 # tests/integration (the fixtures package) is on PYTHONPATH: scripts/demo sources scripts/pythonpath.
+from fixtures import peers
 from fixtures.binaries import agent_bin, dbcheck_bin
 from fixtures.dbcheck import write_check_wrapper, write_dbcheck_config, write_redis_config
 from fixtures.haproxy import HAProxy, render_example_for, render_redis_example_for
@@ -129,7 +135,16 @@ def main():
     ap.add_argument("--switchover", action="store_true", help="also demonstrate a switchover")
     ap.add_argument("--partition", action="store_true",
                     help="instead, watch a network partition of the primary's host (N1, N2)")
+    ap.add_argument("--peer", choices=sorted(PEERS), action="append", default=[],
+                    help="the current peer instead of Debian's (patroni4, valkey8; repeatable)")
     args = ap.parse_args()
+    wanted = dict(PEERS[p] for p in args.peer)
+    if any(os.environ.get(var) != value for var, value in wanted.items()):
+        # The fixtures choose their binaries when imported (fixtures/peers.py): start over with
+        # the peers chosen in the environment.
+        os.environ.update(wanted)
+        os.execv(sys.executable, [sys.executable, *sys.argv])
+    print(f"peers: {peers.describe_engine('pg')}; {peers.describe_engine('redis')}")
     if args.partition:
         # scripts/ is on sys.path as this script's own directory.
         import demo_partition  # only this mode needs the partition lab
