@@ -54,7 +54,8 @@ def test_tags_decide_readers_as_patroni_does(workdir, tagged, dbcheck_bin, figur
     assert_in_time(run3, TIMEOUT)
     sample = next(s for s in run3.report["steps"] if s["opinion"] == "primary_sample")
     assert sample["peer"] == leader.pg_addr, sample  # the leader's position, not pg2's
-    manager = next(s for s in run3.report["steps"] if s["asked"] == "GET /cluster")
-    assert "(nofailover, replicatefrom pg2)" in manager["answer"], manager
+    # Any member's answer that was read (a member not waited for says "not needed").
+    answers = [s["answer"] for s in run3.report["steps"] if s["asked"] == "GET /cluster"]
+    assert any("pg3 replica" in a and "(nofailover, replicatefrom pg2)" in a for a in answers), answers
     figures("Patroni tags", f"pg2 noloadbalance: {run2.state} ({run2.failure}), Patroni /replica 503; "
             f"pg3 nofailover+replicatefrom pg2: {run3.state}, lag <= {run3.lag:.3f}s against the leader")
