@@ -24,9 +24,6 @@ from pathlib import Path
 
 import psycopg2
 
-# --peer: the environment variable fixtures/peers.py reads and its value.
-PEERS = {"patroni4": ("DBCHECK_PATRONI", "4"), "valkey8": ("DBCHECK_REDIS", "valkey")}
-
 # tests/integration (the fixtures package) is on PYTHONPATH: scripts/demo sources scripts/pythonpath.
 from fixtures import peers
 from fixtures.binaries import agent_bin, dbcheck_bin
@@ -37,6 +34,9 @@ from fixtures.patroni import APP_DB, APP_PASSWORD, APP_USER, PatroniCluster
 from fixtures.agent import (render_agent_example, render_redis_agent_example,
                             start_pg_agents, start_redis_agents)
 from fixtures.procs import wait_until
+
+# --peer: the environment variable fixtures/peers.py reads and its value.
+PEERS = {"patroni4": ("DBCHECK_PATRONI", "4"), "valkey8": ("DBCHECK_REDIS", "valkey")}
 
 DBCHECK = dbcheck_bin()
 AGENT = agent_bin()

@@ -82,8 +82,8 @@ def _reads_from(port):
             return cur.fetchone()
 
 
-def test_the_primary_reads_when_no_replica_is_in(workdir, pg_cluster, dbcheck_bin, haproxy_factory,
-                                                figures):
+def test_the_primary_reads_when_no_replica_is_in(workdir, pg_cluster, dbcheck_bin,
+                                                 haproxy_factory, figures):
     """The example's `backup track pg_write/…` lines uncommented: with replicas in, reads go to
     replicas; with none in (here: readers = "synchronous" and no synchronous standby), to the
     confirmed writer, and never to a replica that failed its check."""

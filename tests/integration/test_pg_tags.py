@@ -34,6 +34,7 @@ def test_tags_decide_readers_as_patroni_does(workdir, tagged, dbcheck_bin, figur
     leader = tagged.wait_healthy()
     assert leader.name == "pg1", leader  # pg3 cannot lead; pg1 bootstrapped
     pg2, pg3 = tagged.member("pg2"), tagged.member("pg3")
+
     # The setup is real: pg3 streams from pg2 (wait_healthy waits for the leader's direct
     # replicas only), and Patroni's own /replica refuses pg2.
     def sender_port():
