@@ -62,6 +62,9 @@ bool Prober::names_node(const util::HostPort& named) const {
   // only has to come before the next check, which resolves it within its own deadline.
   const auto answers = probe::resolve_names(core::names_to_resolve({named}),
                                             probe::Deadline::in(util::Duration{200}));
+  if (!core::unresolved_because(named, answers, m_node).empty()) {
+    return true; // it cannot be told whether the failover is of this node: hold, the safe side
+  }
   return util::same_endpoint(core::canonical_endpoint(named, answers, m_node), m_node);
 }
 

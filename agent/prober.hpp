@@ -51,7 +51,8 @@ private:
   // True when a backend of this cluster is up but failing towards down (probe at fastinter).
   bool falling() const;
   // True when a Sentinel event's master is this node: by address, or by the one address its
-  // host name resolves to within 200 ms (core/endpoint_names.hpp).
+  // host name resolves to within 200 ms (core/endpoint_names.hpp); also when a name cannot be
+  // told (unresolved, several hosts): holding writers is the safe side.
   bool names_node(const util::HostPort& named) const;
   // A Sentinel began failing over this node's master: every writer backend of the cluster
   // goes down now, not at the next round (called on a watcher thread).

@@ -24,12 +24,11 @@ bool is_v6(const std::string& literal) {
   return inet_pton(AF_INET6, literal.c_str(), buf.data()) == 1;
 }
 
-// The distinct addresses of the answer that could be `node`: of its family when it is a literal.
+// The distinct addresses of the answer of `node`'s family (node: an IP literal).
 std::vector<std::string> candidates(const NameAnswer& answer, const util::HostPort& node) {
   std::vector<std::string> out;
-  const bool literal = util::is_ip_literal(node.host);
   for (const auto& a : *answer.addresses) {
-    if (literal && is_v6(a) != is_v6(node.host)) {
+    if (is_v6(a) != is_v6(node.host)) {
       continue;
     }
     const bool seen = std::any_of(out.begin(), out.end(), [&](const std::string& o) {
@@ -66,7 +65,9 @@ std::vector<std::string> names_to_resolve(const std::vector<util::HostPort>& end
 
 util::HostPort canonical_endpoint(const util::HostPort& named, const std::vector<NameAnswer>& answers,
                                   const util::HostPort& node) {
-  if (util::is_ip_literal(named.host)) {
+  // A node checked by name (by hand, [agent.local]) compares with the manager's spelling as
+  // text: replacing the manager's name by an address would never equal it.
+  if (util::is_ip_literal(named.host) || !util::is_ip_literal(node.host)) {
     return named;
   }
   const NameAnswer* answer = find_answer(named.host, answers);
@@ -81,7 +82,7 @@ util::HostPort canonical_endpoint(const util::HostPort& named, const std::vector
 
 std::string unresolved_because(const util::HostPort& named, const std::vector<NameAnswer>& answers,
                                const util::HostPort& node) {
-  if (util::is_ip_literal(named.host)) {
+  if (util::is_ip_literal(named.host) || !util::is_ip_literal(node.host)) {
     return {};
   }
   const NameAnswer* answer = find_answer(named.host, answers);
@@ -93,10 +94,8 @@ std::string unresolved_because(const util::HostPort& named, const std::vector<Na
   }
   const auto addrs = candidates(*answer, node);
   if (addrs.empty()) {
-    return fmt::format("{} resolves to no {}address", named.host,
-                       !util::is_ip_literal(node.host) ? ""
-                       : is_v6(node.host)              ? "IPv6 "
-                                                       : "IPv4 ");
+    return fmt::format("{} resolves to no {} address", named.host,
+                       is_v6(node.host) ? "IPv6" : "IPv4");
   }
   if (addrs.size() > 1) {
     return fmt::format("{} resolves to {}: several hosts, so it is never taken for this node",

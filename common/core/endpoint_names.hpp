@@ -28,15 +28,16 @@ std::vector<std::string> names_to_resolve(const std::vector<util::HostPort>& end
 const NameAnswer* find_answer(const std::string& name, const std::vector<NameAnswer>& answers);
 
 // The endpoint to compare with `node` and to connect to in place of `named`: `named` itself
-// when it is an IP literal or its name is unresolved; the one address of `node`'s family the
-// name resolves to (any family when `node` is a name itself); `named` unchanged when it
+// when it is an IP literal, its name is unresolved, or `node` is a name (names then compare as
+// text); the one address of `node`'s family the name resolves to; `named` unchanged when it
 // resolves to several such addresses (it cannot be said which host it means, so it is never
 // taken for this node). Never a prefix or substring match.
 util::HostPort canonical_endpoint(const util::HostPort& named, const std::vector<NameAnswer>& answers,
                                   const util::HostPort& node);
 
 // Why `named` was left as it is, for a reason ("no such name", "resolves to 10.0.0.1 and
-// 10.0.0.2"); empty when it is an IP literal or was replaced by its one address.
+// 10.0.0.2"); empty when it is an IP literal, was replaced by its one address, or `node` is
+// a name.
 std::string unresolved_because(const util::HostPort& named, const std::vector<NameAnswer>& answers,
                                const util::HostPort& node);
 

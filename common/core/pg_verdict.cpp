@@ -79,6 +79,19 @@ Opinion manager_writer_opinion(const WriterObservation& obs) {
   const ClusterView& view = *obs.manager;
   if (const PatroniMember* leader = find_leader(view)) {
     if (util::same_endpoint(leader->address, obs.node)) {
+      if (!leader->advertised.empty()) {
+        // A stale /etc/hosts or a spoofed answer can point the leader's name at another
+        // member's host: then the old primary there would pass on Patroni's word.
+        for (const auto& m : view.members) {
+          if (&m != leader && util::same_endpoint(m.address, leader->address)) {
+            return {false,
+                    fmt::format("Patroni names {} leader, but its name resolves to the address "
+                                "of member {} too: which host is the writer cannot be told",
+                                member_label(*leader), member_label(m)),
+                    Failure::config};
+          }
+        }
+      }
       Opinion o = leader_confirms(obs, *leader);
       // A lone stale member must not start the agent's count (core/health_tracker.hpp).
       o.named = obs.quorum ? Named::this_node : Named::unknown;

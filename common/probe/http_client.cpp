@@ -68,6 +68,8 @@ void set_common_options(CURL* h, const std::string& url, long budget_ms, Transfe
     // Patroni's restapi.verify_client: the member refuses a TLS client without a certificate.
     curl_easy_setopt(h, CURLOPT_SSLCERT, options.certfile->c_str());
     curl_easy_setopt(h, CURLOPT_SSLKEY, options.keyfile->c_str());
+    // An encrypted key fails at once instead of OpenSSL asking a terminal for its passphrase.
+    curl_easy_setopt(h, CURLOPT_KEYPASSWD, "");
   }
 }
 

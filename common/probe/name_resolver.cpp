@@ -53,6 +53,14 @@ void reap_orphans() {
   });
 }
 
+// True while an earlier check's lookup of `name` has not been answered.
+bool still_running(const std::string& name) {
+  const std::lock_guard lock{orphans_mutex()};
+  return std::any_of(orphans().begin(), orphans().end(), [&](const std::unique_ptr<Lookup>& l) {
+    return l->name == name && gai_error(&l->cb) == EAI_INPROGRESS;
+  });
+}
+
 std::vector<std::string> addresses_of(const addrinfo* list) {
   std::vector<std::string> out;
   for (const addrinfo* ai = list; ai != nullptr; ai = ai->ai_next) {
@@ -95,34 +103,41 @@ std::vector<core::NameAnswer> resolve_names(const std::vector<std::string>& name
                                             const Deadline& deadline) {
   reap_orphans();
   std::vector<core::NameAnswer> answers;
-  if (names.empty()) {
-    return answers;
-  }
-  std::vector<std::unique_ptr<Lookup>> lookups;
+  std::vector<std::unique_ptr<Lookup>> lookups(names.size()); // by index; null: not started
   std::vector<gaicb*> list;
-  for (const auto& n : names) {
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    answers.push_back({names[i], std::vector<std::string>{}});
+    if (deadline.expired()) {
+      answers[i].addresses = tl::make_unexpected(std::string{"no time left to resolve it"});
+      continue;
+    }
+    if (still_running(names[i])) {
+      // glibc runs few lookup threads: one unanswered lookup per name, not one per check.
+      answers[i].addresses = tl::make_unexpected(
+          std::string{"an earlier lookup of it is still unanswered (a slow or silent name "
+                      "server)"});
+      continue;
+    }
     auto l = std::make_unique<Lookup>();
-    l->name = n;
+    l->name = names[i];
     l->hints.ai_family = AF_UNSPEC;
     l->hints.ai_socktype = SOCK_STREAM;
     l->cb.ar_name = l->name.c_str();
     l->cb.ar_request = &l->hints;
     list.push_back(&l->cb);
-    lookups.push_back(std::move(l));
+    lookups[i] = std::move(l);
   }
-  if (const int rc = getaddrinfo_a(GAI_NOWAIT, list.data(), static_cast<int>(list.size()), nullptr);
-      rc != 0) {
-    // Nothing was queued (EAI_AGAIN: no resources, EAI_MEMORY): every name is unanswered.
-    for (const auto& l : lookups) {
-      answers.push_back({l->name, tl::make_unexpected(fmt::format(
-                                      "the resolver could not start: {}", gai_strerror(rc)))});
-    }
+  if (list.empty()) {
     return answers;
   }
+  // A non-zero answer does not mean nothing was queued: glibc queues each request before it
+  // fails on the next, so every lookup is judged by its own state below. One it did not queue
+  // keeps the zeroed state it was given (finished, no result: "no address").
+  getaddrinfo_a(GAI_NOWAIT, list.data(), static_cast<int>(list.size()), nullptr);
   for (;;) {
     std::vector<const gaicb*> running;
     for (const auto& l : lookups) {
-      if (gai_error(&l->cb) == EAI_INPROGRESS) {
+      if (l && gai_error(&l->cb) == EAI_INPROGRESS) {
         running.push_back(&l->cb);
       }
     }
@@ -137,20 +152,27 @@ std::vector<core::NameAnswer> resolve_names(const std::vector<std::string>& name
     // Returns on a completion, the timeout or a signal; the loop re-reads every state.
     gai_suspend(running.data(), static_cast<int>(running.size()), &ts);
   }
-  for (auto& l : lookups) {
+  for (std::size_t i = 0; i < lookups.size(); ++i) {
+    auto& l = lookups[i];
+    if (!l) {
+      continue;
+    }
     const int rc = gai_error(&l->cb);
     if (rc == EAI_INPROGRESS) {
-      answers.push_back({l->name, tl::make_unexpected(std::string{"no answer before the deadline"})});
-      if (gai_cancel(&l->cb) != EAI_CANCELED) {
+      answers[i].addresses = tl::make_unexpected(std::string{"no answer before the deadline"});
+      // Freed only once glibc is done with it: cancelled, or finished meanwhile.
+      if (gai_cancel(&l->cb) == EAI_CANCELED || gai_error(&l->cb) != EAI_INPROGRESS) {
+        release(*l);
+      } else {
         const std::lock_guard lock{orphans_mutex()};
         orphans().push_back(std::move(l));
       }
       continue;
     }
     if (rc == 0) {
-      answers.push_back({l->name, addresses_of(l->cb.ar_result)});
+      answers[i].addresses = addresses_of(l->cb.ar_result);
     } else {
-      answers.push_back({l->name, tl::make_unexpected(lookup_error(rc))});
+      answers[i].addresses = tl::make_unexpected(lookup_error(rc));
     }
     release(*l);
   }

@@ -137,7 +137,9 @@ std::optional<LeaderBase> leader_base(const core::PatroniMember& leader,
       if (host.size() > 2 && host.front() == '[') {
         host = host.substr(1, host.size() - 2);
       }
-      if (util::same_endpoint(util::HostPort{host, 1}, util::HostPort{leader.address.host, 1})) {
+      if (util::same_endpoint(util::HostPort{host, 1}, util::HostPort{leader.address.host, 1}) ||
+          (!leader.advertised.empty() &&
+           util::same_endpoint(util::HostPort{host, 1}, util::HostPort{leader.advertised, 1}))) {
         return LeaderBase{b, fmt::format("the configured URL on its host, not its api_url \"{}\"",
                                          util::redact_url(leader.api_url))};
       }

@@ -109,6 +109,15 @@ SampleResult sample_leader(Peers& peers, const config::PostgresCluster& cluster,
     s.problem = "this node is the leader";
     return s;
   }
+  if (!util::is_ip_literal(leader->address.host)) {
+    // libpq would resolve the name itself, with no deadline of ours.
+    s.problem = fmt::format("leader {}: {}", leader->name,
+                            leader->unresolved.empty()
+                                ? fmt::format("its address {} is a host name, not sampled",
+                                              util::to_string(leader->address))
+                                : leader->unresolved);
+    return s;
+  }
   core::Step step = node_step("primary_sample", leader->address, core::k_sample_sql);
   const auto t0 = peers.now();
   auto session = peers.pg(target_for(cluster, leader->address));

@@ -160,19 +160,29 @@ def test_a_silent_name_server_costs_the_check_its_deadline_not_more(workdir, nam
     hosts.write_text(hosts_text_without_marks())
     resolv = workdir / "resolv.conf"
     resolv.write_text(f"nameserver {SILENT_DNS}\noptions timeout:5 attempts:2\n")
-    dns = SilentDns(SILENT_DNS)
-    try:
-        script = ('mount --bind "$1" /etc/hosts && mount --bind "$2" /etc/resolv.conf && shift 2 '
-                  '&& exec "$@"')
+    replica = next(m for m in named_pg.members() if m.name != leader.name)
+    script = ('mount --bind "$1" /etc/hosts && mount --bind "$2" /etc/resolv.conf && shift 2 '
+              '&& exec "$@"')
+
+    def explain_there(backend, addr):
         argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
                 str(hosts), str(resolv), str(dbcheck_bin), "--config", str(cfg), "explain",
-                "pg_write", leader.pg_addr, "--json"]
+                backend, addr, "--json"]
         t0 = time.monotonic()
         p = subprocess.run(argv, capture_output=True, text=True, timeout=10 + OUTER_SLACK,
                            env={"PATH": "/usr/bin:/bin:/usr/sbin:/sbin"})
-        run = DbcheckRun(p.returncode, p.stdout, p.stderr, time.monotonic() - t0)
+        return DbcheckRun(p.returncode, p.stdout, p.stderr, time.monotonic() - t0)
+
+    dns = SilentDns(SILENT_DNS)
+    try:
+        run = explain_there("pg_write", leader.pg_addr)
+        # The reader: its own member unresolved, and the leader's name never handed to libpq
+        # (which would resolve it with no deadline of ours).
+        reader = explain_there("pg_read", replica.pg_addr)
     finally:
         dns.close()
+    assert reader.rc == 1, reader
+    assert_in_time(reader, TIMEOUT)
     assert run.rc == 1, run
     assert run.failure == "network", run
     assert (f"{leader.name}{SUFFIX} did not resolve: no answer before the deadline"
@@ -182,7 +192,8 @@ def test_a_silent_name_server_costs_the_check_its_deadline_not_more(workdir, nam
     assert_in_time(run, TIMEOUT)
     figures("silent name server",
             f"writer DOWN ({run.failure}) in {run.report['elapsed_ms']:.0f} ms of an 800 ms "
-            f"deadline; {dns.questions} question(s) unanswered")
+            f"deadline, reader DOWN in {reader.report['elapsed_ms']:.0f} ms; {dns.questions} "
+            "question(s) unanswered")
 
 
 def test_sentinel_failover_between_named_nodes(workdir, named_redis, dbcheck_bin, figures):

@@ -95,3 +95,10 @@ TEST_CASE("the lookups read as one line", "[core][names]") {
                         failed("pg2.example", "no such name")}) ==
         "pg1.example -> 10.0.0.1, fd00::1; pg2.example: no such name");
 }
+
+TEST_CASE("a node checked by name compares with the manager's spelling as text", "[core][names]") {
+  const std::vector<NameAnswer> answers{resolved("pg1.example", {"10.0.0.1"})};
+  const HostPort by_name{"pg1.example", 5432};
+  CHECK(core::canonical_endpoint({"pg1.example", 5432}, answers, by_name) == by_name);
+  CHECK(core::unresolved_because({"pg1.example", 5432}, answers, by_name).empty());
+}

@@ -456,6 +456,23 @@ TEST_CASE("reader: nofailover and replicatefrom do not change who reads",
   CHECK(v.state == State::up);
 }
 
+TEST_CASE("writer: a leader name resolving to another member's address is not a writer",
+          "[core][verdict][writer]") {
+  // A stale /etc/hosts entry points pg1's name at pg2's host; pg2, an old primary still
+  // read-write there, must not pass on Patroni's word.
+  PatroniMember leader = member("pg1", "leader", "10.0.0.2");
+  leader.advertised = "pg1.example";
+  const Manager view = view_with({leader, member("pg2", "replica", "10.0.0.2")});
+  const Verdict v = evaluate_writer(
+      WriterObservation{HostPort{"10.0.0.2", 5432}, view,
+                        tl::make_unexpected(ProbeError{Failure::network, "refused", ""}),
+                        std::nullopt, true},
+      SaturationPolicy::up);
+  CHECK(v.state == State::down);
+  CHECK_THAT(v.reason, Catch::Contains("Patroni names pg1 (pg1.example = 10.0.0.2:5432) leader, "
+                                       "but its name resolves to the address of member pg2"));
+}
+
 TEST_CASE("writer: the whole table through the agent's tracker", "[core][verdict][writer]") {
   // An old primary must leave at the first round that says "not this node", whatever the
   // other opinion did; only uncertainty is damped by fall.

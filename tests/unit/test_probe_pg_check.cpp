@@ -236,3 +236,14 @@ TEST_CASE("a leader name that does not resolve fails the writer closed, saying w
              Catch::Contains("whether that is this node is not known: pg1.example did not "
                              "resolve: no such name"));
 }
+
+TEST_CASE("a leader name that does not resolve is not sampled: libpq would resolve it unbounded",
+          "[probe][pg][names]") {
+  auto f = named_lab();
+  f->names = {{"pg2.example", {"10.0.0.2"}}};
+  const auto r = check(f, config::Role::replica, k_replica);
+  CHECK(f->count("open pg1.example") == 0);
+  CHECK(f->count("sql pg1.example") == 0);
+  REQUIRE(r.lag);
+  CHECK_THAT(r.lag->derivation, Catch::Contains("pg1.example did not resolve: no such name"));
+}
