@@ -91,15 +91,16 @@ def workdir(request):
     finish_workdir(request.config, path, _test_failed(request.node))
 
 
-def _session_cluster(request, cluster_class, prefix, label):
-    """Body of a session cluster fixture: require_servers(), then cluster_class(workdir)
-    in a new /tmp/<prefix>XXXXXX, started and reported as "<label> up in ..." before it is
-    yielded; stopped afterwards. The workdir is kept if starting fails or any test of
-    the session failed, removed otherwise."""
+def started_cluster(request, make, prefix, label):
+    """Body of a cluster fixture (session or module): require_servers(), then make(workdir)
+    (a cluster class, or a function that prepares the directory and returns the cluster) in a
+    new /tmp/<prefix>XXXXXX, started and reported as "<label> up in ..." before it is
+    yielded; stopped afterwards. The workdir is kept if preparing or starting fails or any
+    test of the session failed, removed otherwise."""
     require_servers()
     path = make_workdir(prefix)
-    cluster = cluster_class(path)
     try:
+        cluster = make(path)
         cluster.start()
     except BaseException:
         finish_workdir(request.config, path, failed=True)
@@ -114,7 +115,7 @@ def _session_cluster(request, cluster_class, prefix, label):
 def pg_cluster(request):
     """Session-wide PatroniCluster (etcd + 3 members), healthy when handed out.
     Stopped at the end of the session; its workdir is kept if any test failed."""
-    yield from _session_cluster(request, PatroniCluster, "dbcheck-it-pg.", "Patroni cluster")
+    yield from started_cluster(request, PatroniCluster, "dbcheck-it-pg.", "Patroni cluster")
 
 
 @pytest.fixture(scope="session")
@@ -123,7 +124,7 @@ def redis_cluster(request):
     settled when handed out (the master may move: tests that fail over should end
     with redis_cluster.wait_stable()). Stopped at the end of the session; its
     workdir is kept if any test failed."""
-    yield from _session_cluster(request, RedisSentinelCluster, "dbcheck-it-redis.", "Redis Sentinel cluster")
+    yield from started_cluster(request, RedisSentinelCluster, "dbcheck-it-redis.", "Redis Sentinel cluster")
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import finish_workdir, make_workdir, require_servers
+from conftest import require_servers, started_cluster
 from fixtures.dbcheck import (OUTER_SLACK, DbcheckRun, assert_in_time, explain,
                               write_dbcheck_config, write_redis_config)
 from fixtures.hosts_file import etc_hosts, hosts_text_without_marks
@@ -33,29 +33,18 @@ def names():
         yield
 
 
-def _cluster(request, cls, prefix):
-    path = make_workdir(prefix)
-    cluster = cls(path, name_suffix=SUFFIX)
-    try:
-        cluster.start()
-    except BaseException:
-        finish_workdir(request.config, path, failed=True)
-        raise
-    yield cluster
-    cluster.stop()
-    finish_workdir(request.config, path, failed=request.session.testsfailed > 0)
-
-
 @pytest.fixture(scope="module")
 def named_pg(request, names):
     """A Patroni cluster whose members advertise PostgreSQL by host name."""
-    yield from _cluster(request, PatroniCluster, "dbcheck-it-names-pg.")
+    yield from started_cluster(request, lambda p: PatroniCluster(p, name_suffix=SUFFIX),
+                               "dbcheck-it-names-pg.", "Patroni cluster (host names)")
 
 
 @pytest.fixture(scope="module")
 def named_redis(request, names):
     """Redis + Sentinel where Sentinel monitors and announces the data nodes by host name."""
-    yield from _cluster(request, RedisSentinelCluster, "dbcheck-it-names-redis.")
+    yield from started_cluster(request, lambda p: RedisSentinelCluster(p, name_suffix=SUFFIX),
+                               "dbcheck-it-names-redis.", "Redis Sentinel cluster (host names)")
 
 
 def _resolve_step(run):

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from conftest import finish_workdir, make_workdir, require_servers
+from conftest import started_cluster
 from fixtures.dbcheck import assert_in_time, explain, operator_lines, write_dbcheck_config
 from fixtures.patroni import PatroniCluster, RestTls
 from fixtures.procs import wait_until
@@ -21,25 +21,18 @@ TIMEOUT = 0.8
 
 @pytest.fixture(scope="module")
 def tls_cluster(request):
-    require_servers()
-    path = make_workdir("dbcheck-it-patroni-tls.")
-    certs = path / "certs"
-    ca = make_ca(certs, "patroni")
-    rest = RestTls(ca=ca, server=issue(ca, certs, "rest-server", ["IP:127.0.0.1", "DNS:localhost"]),
-                   client=issue(ca, certs, "rest-client", ["DNS:dbcheck"], client=True))
-    certs.chmod(0o755)
-    for issued in (rest.server, rest.client):
-        shutil.chown(issued.cert, "postgres", "postgres")
-        shutil.chown(issued.key, "postgres", "postgres")
-    cluster = PatroniCluster(path, rest_tls=rest)
-    try:
-        cluster.start()
-    except BaseException:
-        finish_workdir(request.config, path, failed=True)
-        raise
-    yield cluster
-    cluster.stop()
-    finish_workdir(request.config, path, failed=request.session.testsfailed > 0)
+    def make(path):
+        certs = path / "certs"
+        ca = make_ca(certs, "patroni")
+        rest = RestTls(ca=ca,
+                       server=issue(ca, certs, "rest-server", ["IP:127.0.0.1", "DNS:localhost"]),
+                       client=issue(ca, certs, "rest-client", ["DNS:dbcheck"], client=True))
+        certs.chmod(0o755)
+        for issued in (rest.server, rest.client):
+            shutil.chown(issued.cert, "postgres", "postgres")
+            shutil.chown(issued.key, "postgres", "postgres")
+        return PatroniCluster(path, rest_tls=rest)
+    yield from started_cluster(request, make, "dbcheck-it-patroni-tls.", "Patroni cluster (https)")
 
 
 def _tls_lines(rest, client=True):

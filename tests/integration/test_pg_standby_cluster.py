@@ -6,7 +6,7 @@ and the reason says why no sample was taken."""
 
 import pytest
 
-from conftest import finish_workdir, make_workdir
+from conftest import started_cluster
 from fixtures.dbcheck import assert_in_time, explain, write_dbcheck_config
 from fixtures.heartbeat import Heartbeat
 from fixtures.patroni import PatroniCluster
@@ -18,16 +18,9 @@ TIMEOUT = 0.8
 @pytest.fixture(scope="module")
 def standby(request, pg_cluster):
     source = pg_cluster.wait_healthy()
-    path = make_workdir("dbcheck-it-pg-standby.")
-    cluster = PatroniCluster(path, members=2, standby_of=source.pg_addr)
-    try:
-        cluster.start()
-    except BaseException:
-        finish_workdir(request.config, path, failed=True)
-        raise
-    yield cluster
-    cluster.stop()
-    finish_workdir(request.config, path, failed=request.session.testsfailed > 0)
+    yield from started_cluster(request,
+                               lambda p: PatroniCluster(p, members=2, standby_of=source.pg_addr),
+                               "dbcheck-it-pg-standby.", "Patroni standby cluster")
 
 
 def test_a_standby_cluster_has_no_writer_and_bounded_readers(workdir, pg_cluster, standby,

@@ -5,7 +5,7 @@ the leader's WAL position, not pg2's)."""
 
 import pytest
 
-from conftest import finish_workdir, make_workdir, require_servers
+from conftest import started_cluster
 from fixtures.dbcheck import assert_in_time, explain, write_dbcheck_config
 from fixtures.patroni import PatroniCluster
 from fixtures.procs import wait_until
@@ -15,19 +15,9 @@ TIMEOUT = 0.8
 
 @pytest.fixture(scope="module")
 def tagged(request):
-    require_servers()
-    path = make_workdir("dbcheck-it-pg-tags.")
-    cluster = PatroniCluster(path, member_tags={
-        "pg2": {"noloadbalance": True},
-        "pg3": {"nofailover": True, "replicatefrom": "pg2"}})
-    try:
-        cluster.start()
-    except BaseException:
-        finish_workdir(request.config, path, failed=True)
-        raise
-    yield cluster
-    cluster.stop()
-    finish_workdir(request.config, path, failed=request.session.testsfailed > 0)
+    tags = {"pg2": {"noloadbalance": True}, "pg3": {"nofailover": True, "replicatefrom": "pg2"}}
+    yield from started_cluster(request, lambda p: PatroniCluster(p, member_tags=tags),
+                               "dbcheck-it-pg-tags.", "Patroni cluster (tags)")
 
 
 def test_tags_decide_readers_as_patroni_does(workdir, tagged, dbcheck_bin, figures):

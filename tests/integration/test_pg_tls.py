@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from conftest import finish_workdir, make_workdir, require_servers
+from conftest import started_cluster
 from fixtures.dbcheck import assert_in_time, explain, write_dbcheck_config
 from fixtures.patroni import PatroniCluster
 from fixtures.test_ca import issue, make_ca
@@ -19,23 +19,18 @@ TIMEOUT = 0.8
 def tls(request):
     """(cluster, good CA, other CA): PostgreSQL serving a certificate for 127.0.0.1 and
     localhost, signed by the good CA."""
-    require_servers()
-    path = make_workdir("dbcheck-it-pg-tls.")
-    certs = path / "certs"
-    good, other = make_ca(certs, "good"), make_ca(certs, "other")
-    server = issue(good, certs, "server", ["IP:127.0.0.1", "DNS:localhost"])
-    certs.chmod(0o755)
-    for f in (server.cert, server.key):
-        shutil.chown(f, "postgres", "postgres")
-    cluster = PatroniCluster(path, pg_tls=server)
-    try:
-        cluster.start()
-    except BaseException:
-        finish_workdir(request.config, path, failed=True)
-        raise
-    yield cluster, good, other
-    cluster.stop()
-    finish_workdir(request.config, path, failed=request.session.testsfailed > 0)
+    cas = {}
+
+    def make(path):
+        certs = path / "certs"
+        cas["good"], cas["other"] = make_ca(certs, "good"), make_ca(certs, "other")
+        server = issue(cas["good"], certs, "server", ["IP:127.0.0.1", "DNS:localhost"])
+        certs.chmod(0o755)
+        for f in (server.cert, server.key):
+            shutil.chown(f, "postgres", "postgres")
+        return PatroniCluster(path, pg_tls=server)
+    for cluster in started_cluster(request, make, "dbcheck-it-pg-tls.", "Patroni cluster (TLS)"):
+        yield cluster, cas["good"], cas["other"]
 
 
 def _config(workdir, cluster, name, extra):
