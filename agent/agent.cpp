@@ -2,6 +2,7 @@
 
 #include "agent_reply.hpp"
 #include "agent_server.hpp"
+#include "http_server.hpp"
 #include "log_line.hpp"
 
 #include <config/load_config.hpp>
@@ -168,12 +169,16 @@ AgentStatus Agent::status(Clock::time_point now, bool draining, std::string why)
   s.drain_reason = std::move(why);
   s.uptime_s = std::chrono::duration<double>(now - m_started).count();
   s.stale_after_s = std::chrono::duration<double>(config()->agent->stale_after).count();
+  s.expose_reasons = config()->agent->expose_reasons;
   s.reloads = m_reloads;
   s.reload_failures = m_reload_failures;
   if (AgentServer* server = m_agent_server.load()) {
     s.agent_connections_open = server->open_connections();
     s.agent_connections_refused = server->refused_connections();
     s.agent_connections_dropped = server->dropped_connections();
+  }
+  if (HttpServer* server = m_http_server.load()) {
+    s.http_connections_dropped = server->dropped_connections();
   }
   std::lock_guard lock(m_probers_mutex);
   for (const auto& p : m_probers) {
@@ -195,6 +200,7 @@ std::string Agent::respond(std::string_view requested) {
     in.drain_reason = m_drain.reason();
     in.send_ready = m_drain.send_ready(now);
   }
+  in.reasons = cfg->agent->expose_reasons;
   const std::string name =
       requested.empty() ? cfg->agent->default_backend.value_or("") : std::string{requested};
   in.backend = name.empty() ? "(none sent, no default_backend)" : name;

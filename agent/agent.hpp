@@ -23,6 +23,7 @@
 namespace dbcheck::agent {
 
 class AgentServer;
+class HttpServer;
 
 // Everything the probers, the two servers and the signal loop share.
 class Agent {
@@ -81,6 +82,8 @@ public:
 
   // The agent-check server, for its connection counters.
   void set_agent_server(AgentServer* s) { m_agent_server = s; }
+  // The HTTP server whose counters /metrics shows (not owned; null: none).
+  void set_http_server(HttpServer* s) { m_http_server = s; }
 
 private:
   mutable std::mutex m_mutex;
@@ -94,6 +97,7 @@ private:
   std::atomic<std::uint64_t> m_reloads{0};
   std::atomic<std::uint64_t> m_reload_failures{0};
   std::atomic<AgentServer*> m_agent_server{nullptr};
+  std::atomic<HttpServer*> m_http_server{nullptr};
 };
 
 } // namespace dbcheck::agent

@@ -6,6 +6,7 @@
 #include "log_line.hpp"
 
 #include <config/load_config.hpp>
+#include <config/password_file.hpp>
 #include <probe/library_versions.hpp>
 
 #include <CLI/CLI.hpp>
@@ -22,6 +23,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -111,9 +114,26 @@ int run(int argc, char** argv) {
               {{"max_connections", std::to_string(max_connections)},
                {"nofile", std::to_string(fd_limit)}});
   }
-  AgentServer agent_server(cfg->agent->listen, max_connections,
+  AgentServer agent_server(cfg->agent->listen, cfg->agent->allow, max_connections,
                            [&agent](std::string_view b) { return agent.respond(b); });
-  HttpServer http_server(cfg->agent->http_listen,
+  HttpServerOptions http_options{cfg->agent->http_listen, cfg->agent->allow, {}, {}};
+  if (cfg->agent->http_certfile && cfg->agent->http_keyfile) {
+    // The key is a secret (read_private_file's rules); the certificate chain is public.
+    auto key = config::read_private_file(*cfg->agent->http_keyfile, "HTTPS key file", 64 * 1024);
+    std::ifstream cert_in(*cfg->agent->http_certfile);
+    std::string cert((std::istreambuf_iterator<char>(cert_in)), std::istreambuf_iterator<char>());
+    if (!key || !cert_in || cert.empty()) {
+      std::cerr << "configuration error: " << path << ": "
+                << (key ? fmt::format("cannot read HTTPS certificate file {}",
+                                      *cfg->agent->http_certfile)
+                        : key.error())
+                << '\n';
+      return 2;
+    }
+    http_options.cert_pem = std::move(cert);
+    http_options.key_pem = std::move(*key);
+  }
+  HttpServer http_server(std::move(http_options),
                          [&agent](std::string_view p) { return agent.http(p); });
   agent.start_probers();
   // Open the ports only once every backend has a verdict (at most two intervals): before that
@@ -126,6 +146,7 @@ int run(int argc, char** argv) {
   agent.resume_after_restart(Clock::now());
   agent.update_drain(Clock::now());
   agent.set_agent_server(&agent_server);
+  agent.set_http_server(&http_server);
   if (auto r = agent_server.start(); !r) {
     std::cerr << "dbcheck-agent: " << r.error() << '\n';
     return 1;

@@ -20,9 +20,24 @@ std::string reason_text(const std::string& reason) {
   return out;
 }
 
+// The reply with its " #reason", built below.
+std::string agent_reply_with_reason(const ReplyInput& in);
+
 } // namespace
 
 std::string agent_reply(const ReplyInput& in) {
+  std::string line = agent_reply_with_reason(in);
+  if (!in.reasons) {
+    if (const auto hash = line.find(" #"); hash != std::string::npos) {
+      line.erase(hash, line.size() - hash - 1); // keep the newline
+    }
+  }
+  return line;
+}
+
+namespace {
+
+std::string agent_reply_with_reason(const ReplyInput& in) {
   if (!in.known) {
     return fmt::format("down #unknown backend {}\n", reason_text(in.backend));
   }
@@ -50,5 +65,7 @@ std::string agent_reply(const ReplyInput& in) {
   }
   return fmt::format("{}down #{}\n", ready, reason_text(v.reason));
 }
+
+} // namespace
 
 } // namespace dbcheck::agent

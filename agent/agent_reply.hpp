@@ -19,12 +19,14 @@ struct ReplyInput {
   bool draining = false;    // drain file present, or shutting down
   std::string drain_reason; // why draining
   bool send_ready = false;  // undo a drain this agent set itself (never an operator's)
+  bool reasons = true;      // false (expose_reasons = false): no "#reason" on any line
 };
 
 // --- Interface ---
 
 // "up 100%\n", "up 50% #lag ...\n", "down #reason\n", "drain up|down #reason\n", optionally led by
-// "ready". Reasons are cut to keep the line far below HAProxy's buffer and contain no newline.
+// "ready". Reasons are cut to keep the line far below HAProxy's buffer and contain no newline;
+// without in.reasons, every line ends at its state and weight.
 std::string agent_reply(const ReplyInput& in);
 
 } // namespace dbcheck::agent

@@ -20,22 +20,25 @@ using namespace std::chrono_literals;
 // A poller that sends nothing (no agent-send) is answered after this; one that trickles its
 // line is answered (or dropped) then too, so a slow client holds a socket, never an answer.
 constexpr auto k_read_window = 100ms;
-constexpr auto k_write_timeout = 1s;
+// Every connection is closed this long after it was accepted, answered or not: a client that
+// does not read its answer holds a socket for a second at most.
+constexpr auto k_deadline = 1s;
 constexpr std::size_t k_max_line = 512;
 
 // Why a connection ended without a delivered answer.
-enum class Drop { limit, write_timeout, accept_error };
-constexpr std::array<std::string_view, 3> k_drop_names = {"limit", "write_timeout", "accept_error"};
+enum class Drop { limit, write_timeout, accept_error, not_allowed };
+constexpr std::array<std::string_view, 4> k_drop_names = {"limit", "write_timeout", "accept_error",
+                                                          "not_allowed"};
 // A burst of drops is logged once per this, with the count since the last line: under a flood
 // every drop still counts (/metrics), and the log stays readable.
 constexpr auto k_drop_log_every = 10s;
 
 struct Counters {
   std::atomic<std::size_t> open{0};
-  std::array<std::atomic<std::uint64_t>, 3> dropped{}; // by Drop
+  std::array<std::atomic<std::uint64_t>, k_drop_names.size()> dropped{}; // by Drop
   // Touched on the io thread only.
-  std::array<std::chrono::steady_clock::time_point, 3> logged_at{};
-  std::array<std::uint64_t, 3> unlogged{};
+  std::array<std::chrono::steady_clock::time_point, k_drop_names.size()> logged_at{};
+  std::array<std::uint64_t, k_drop_names.size()> unlogged{};
 
   // Counts one drop, and logs it with its reason unless one was logged less than
   // k_drop_log_every ago (then it is counted in the next line).
@@ -109,7 +112,7 @@ private:
     m_answered = true;
     m_reply = std::move(line);
     m_timer.cancel();
-    m_timer.expires_after(k_write_timeout);
+    m_timer.expires_at(m_accepted + k_deadline);
     m_timer.async_wait([self = shared_from_this()](const asio::error_code& ec) {
       if (!ec) {
         self->m_counters.drop(Drop::write_timeout);
@@ -135,6 +138,7 @@ private:
   asio::steady_timer m_timer;
   const Responder& m_respond;
   Counters& m_counters;
+  std::chrono::steady_clock::time_point m_accepted = std::chrono::steady_clock::now();
   std::array<char, k_max_line> m_buf{};
   std::size_t m_used = 0;
   bool m_answered = false;
@@ -145,6 +149,7 @@ private:
 
 struct AgentServer::Impl {
   util::HostPort listen;
+  std::vector<util::Cidr> allow;
   std::size_t max_connections;
   Responder respond;
   Counters counters; // before io: sessions destroyed with io still count down into it
@@ -170,7 +175,15 @@ struct AgentServer::Impl {
         });
         return;
       }
-      if (counters.open.load() >= max_connections) {
+      asio::error_code peer_ec;
+      const auto peer = socket.remote_endpoint(peer_ec);
+      if (peer_ec || !util::address_allowed(allow, peer.data())) {
+        // Not on the allow list: reset at once, before a byte is read or written.
+        counters.drop(Drop::not_allowed);
+        asio::error_code ignored;
+        socket.set_option(asio::socket_base::linger(true, 0), ignored);
+        socket.close(ignored);
+      } else if (counters.open.load() >= max_connections) {
         counters.drop(Drop::limit);
         asio::error_code ignored;
         socket.close(ignored);
@@ -182,9 +195,11 @@ struct AgentServer::Impl {
   }
 };
 
-AgentServer::AgentServer(util::HostPort listen, std::size_t max_connections, Responder respond)
+AgentServer::AgentServer(util::HostPort listen, std::vector<util::Cidr> allow,
+                         std::size_t max_connections, Responder respond)
     : m_impl(std::make_unique<Impl>()) {
   m_impl->listen = std::move(listen);
+  m_impl->allow = std::move(allow);
   m_impl->max_connections = max_connections;
   m_impl->respond = std::move(respond);
 }

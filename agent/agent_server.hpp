@@ -2,6 +2,7 @@
 // The agent-check port (asio stays inside agent_server.cpp): read the optional agent-send
 // line, answer one line, close.
 
+#include <util/cidr.hpp>
 #include <util/host_port.hpp>
 
 #include <tl/expected.hpp>
@@ -12,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dbcheck::agent {
 
@@ -22,8 +24,10 @@ class AgentServer {
 public:
   // --- Interface ---
 
-  // A server for `listen`, answering with `respond`; at most `max_connections` open at once.
-  AgentServer(util::HostPort listen, std::size_t max_connections, Responder respond);
+  // A server for `listen`, answering clients in `allow` (others are reset at accept) with
+  // `respond`; at most `max_connections` open at once, each for at most one second.
+  AgentServer(util::HostPort listen, std::vector<util::Cidr> allow, std::size_t max_connections,
+              Responder respond);
   AgentServer(const AgentServer&) = delete;
   AgentServer& operator=(const AgentServer&) = delete;
   // Stops the server.
@@ -39,7 +43,8 @@ public:
   std::size_t open_connections() const;
   std::uint64_t refused_connections() const;
   // Connections ended without a delivered answer since start, by reason ("limit",
-  // "write_timeout", "accept_error"); each is also logged (a burst as one line per 10 s).
+  // "write_timeout", "accept_error", "not_allowed"); each is also logged (a burst as one line
+  // per 10 s).
   std::map<std::string, std::uint64_t> dropped_connections() const;
 
 private:

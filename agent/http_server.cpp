@@ -1,16 +1,40 @@
 // The only file that includes microhttpd.h.
 #include "http_server.hpp"
 
+#include "log_line.hpp"
+
 #include <fmt/format.h>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
 
 namespace dbcheck::agent {
 namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+// A connection still open this long after accept is shut down, whatever it is doing:
+// libmicrohttpd's own timeout only measures inactivity, which a client sending one byte a
+// second never reaches.
+constexpr auto k_deadline = 1s;
+constexpr auto k_sweep_every = 100ms;
+// One address cannot hold more than this many connections, so the httpchk of every HAProxy
+// keeps a slot whatever a neighbour does: 1000 / 16 addresses' worth.
+constexpr unsigned k_per_address = 16;
+constexpr unsigned k_max_connections = 1000;
 
 MHD_Result handle(void* cls, MHD_Connection* connection, const char* url, const char* method,
                   const char* /*version*/, const char* /*upload_data*/,
@@ -38,49 +62,151 @@ MHD_Result handle(void* cls, MHD_Connection* connection, const char* url, const 
 
 } // namespace
 
-HttpServer::HttpServer(util::HostPort listen, HttpHandler handler)
-    : m_listen(std::move(listen)), m_handler(std::move(handler)) {}
+struct HttpServer::Impl {
+  HttpServerOptions options;
+  HttpHandler handler;
+  MHD_Daemon* daemon = nullptr;
+
+  // Open connections by libmicrohttpd's handle: our own duplicate of the socket (so shutting it
+  // down can never hit a descriptor number reused after libmicrohttpd closed its own) and when
+  // it was accepted.
+  struct Open {
+    int fd = -1;
+    Clock::time_point accepted;
+    bool cut = false;
+  };
+  std::mutex mutex;
+  std::unordered_map<MHD_Connection*, Open> open;
+  std::condition_variable wake;
+  bool stopping = false;
+  std::thread sweeper;
+  std::atomic<std::uint64_t> not_allowed{0};
+  std::atomic<std::uint64_t> cut{0};
+
+  static MHD_Result admit(void* cls, const sockaddr* addr, socklen_t /*len*/) {
+    auto& self = *static_cast<Impl*>(cls);
+    if (util::address_allowed(self.options.allow, addr)) {
+      return MHD_YES;
+    }
+    if (self.not_allowed.fetch_add(1) % 1000 == 0) {
+      // One line per thousand refusals: a scan is visible, a flood cannot drown the log.
+      log_event("warn", "HTTP connection refused: client not in agent.allow",
+                {{"refused_so_far", std::to_string(self.not_allowed.load())}});
+    }
+    return MHD_NO;
+  }
+
+  static void notify(void* cls, MHD_Connection* c, void** /*socket_context*/,
+                     MHD_ConnectionNotificationCode code) {
+    auto& self = *static_cast<Impl*>(cls);
+    std::lock_guard lock(self.mutex);
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+      const MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+      const int fd = info != nullptr ? fcntl(info->connect_fd, F_DUPFD_CLOEXEC, 0) : -1;
+      self.open[c] = Open{fd, Clock::now(), false};
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+      if (const auto it = self.open.find(c); it != self.open.end()) {
+        if (it->second.fd >= 0) {
+          ::close(it->second.fd);
+        }
+        self.open.erase(it);
+      }
+    }
+  }
+
+  // Shuts down every connection older than k_deadline, every k_sweep_every, until stopped.
+  void sweep() {
+    std::unique_lock lock(mutex);
+    while (!wake.wait_for(lock, k_sweep_every, [this] { return stopping; })) {
+      const auto now = Clock::now();
+      for (auto& [c, o] : open) {
+        if (!o.cut && o.fd >= 0 && now - o.accepted >= k_deadline) {
+          // libmicrohttpd sees the end of the stream on its next poll and closes the connection.
+          ::shutdown(o.fd, SHUT_RDWR);
+          o.cut = true;
+          ++cut;
+        }
+      }
+    }
+  }
+};
+
+HttpServer::HttpServer(HttpServerOptions options, HttpHandler handler)
+    : m_impl(std::make_unique<Impl>()) {
+  m_impl->options = std::move(options);
+  m_impl->handler = std::move(handler);
+}
 
 HttpServer::~HttpServer() {
   stop();
 }
 
 tl::expected<void, std::string> HttpServer::start() {
+  Impl& s = *m_impl;
+  const util::HostPort& listen = s.options.listen;
   sockaddr_in v4{};
   sockaddr_in6 v6{};
   const sockaddr* addr = nullptr;
   unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
-  if (inet_pton(AF_INET, m_listen.host.c_str(), &v4.sin_addr) == 1) {
+  if (inet_pton(AF_INET, listen.host.c_str(), &v4.sin_addr) == 1) {
     v4.sin_family = AF_INET;
-    v4.sin_port = htons(m_listen.port);
+    v4.sin_port = htons(listen.port);
     addr = reinterpret_cast<const sockaddr*>(&v4);
-  } else if (inet_pton(AF_INET6, m_listen.host.c_str(), &v6.sin6_addr) == 1) {
+  } else if (inet_pton(AF_INET6, listen.host.c_str(), &v6.sin6_addr) == 1) {
     v6.sin6_family = AF_INET6;
-    v6.sin6_port = htons(m_listen.port);
+    v6.sin6_port = htons(listen.port);
     addr = reinterpret_cast<const sockaddr*>(&v6);
     flags |= MHD_USE_IPv6;
   } else {
     return tl::make_unexpected(
-        fmt::format("http_listen {}: not an IP address", util::to_string(m_listen)));
+        fmt::format("http_listen {}: not an IP address", util::to_string(listen)));
   }
-  m_daemon =
-      MHD_start_daemon(flags, m_listen.port, nullptr, nullptr, &handle, &m_handler,
-                       MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_CONNECTION_LIMIT, 1000U,
-                       // One client cannot hold every slot and fail the httpchk backstop.
-                       MHD_OPTION_PER_IP_CONNECTION_LIMIT, 64U, MHD_OPTION_CONNECTION_TIMEOUT, 2U,
-                       MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024U, MHD_OPTION_END);
-  if (m_daemon == nullptr) {
-    return tl::make_unexpected(fmt::format("cannot serve HTTP on {}: {}", util::to_string(m_listen),
-                                           std::strerror(errno)));
+  const bool tls = s.options.cert_pem && !s.options.key_pem.empty();
+  if (tls) {
+    if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+      return tl::make_unexpected("this libmicrohttpd was built without TLS: cannot serve HTTPS");
+    }
+    flags |= MHD_USE_TLS;
   }
+  // The TLS options are passed only when set: libmicrohttpd reads them as a pair.
+  const MHD_OptionItem tls_options[] = {
+      {tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0,
+       tls ? const_cast<char*>(s.options.cert_pem->c_str()) : nullptr},
+      {tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0,
+       tls ? const_cast<char*>(s.options.key_pem.reveal().c_str()) : nullptr},
+      {MHD_OPTION_END, 0, nullptr},
+  };
+  s.daemon = MHD_start_daemon(
+      flags, listen.port, &Impl::admit, &s, &handle, &s.handler, MHD_OPTION_SOCK_ADDR, addr,
+      MHD_OPTION_CONNECTION_LIMIT, k_max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+      k_per_address, MHD_OPTION_CONNECTION_TIMEOUT, 1U, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024U,
+      MHD_OPTION_NOTIFY_CONNECTION, &Impl::notify, &s, MHD_OPTION_ARRAY, tls_options,
+      MHD_OPTION_END);
+  if (s.daemon == nullptr) {
+    return tl::make_unexpected(fmt::format("cannot serve {} on {}: {}", tls ? "HTTPS" : "HTTP",
+                                           util::to_string(listen), std::strerror(errno)));
+  }
+  s.stopping = false;
+  s.sweeper = std::thread([&s] { s.sweep(); });
   return {};
 }
 
 void HttpServer::stop() {
-  if (m_daemon != nullptr) {
-    MHD_stop_daemon(m_daemon);
-    m_daemon = nullptr;
+  if (!m_impl || m_impl->daemon == nullptr) {
+    return;
   }
+  {
+    std::lock_guard lock(m_impl->mutex);
+    m_impl->stopping = true;
+  }
+  m_impl->wake.notify_all();
+  m_impl->sweeper.join();
+  MHD_stop_daemon(m_impl->daemon);
+  m_impl->daemon = nullptr;
+}
+
+std::map<std::string, std::uint64_t> HttpServer::dropped_connections() const {
+  return {{"not_allowed", m_impl->not_allowed.load()}, {"deadline", m_impl->cut.load()}};
 }
 
 } // namespace dbcheck::agent

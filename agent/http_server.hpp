@@ -1,16 +1,21 @@
 #pragma once
 // The agent's HTTP port (libmicrohttpd stays inside http_server.cpp): GET, HEAD and OPTIONS
-// routed to one handler.
+// routed to one handler, for allowed clients only, each connection bounded in time.
 
+#include <config/secret.hpp>
+#include <util/cidr.hpp>
 #include <util/host_port.hpp>
 
 #include <tl/expected.hpp>
 
+#include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
-
-struct MHD_Daemon; // libmicrohttpd, kept out of this header
+#include <vector>
 
 namespace dbcheck::agent {
 
@@ -24,12 +29,20 @@ struct HttpAnswer {
 // Answers one request for `path` (method already checked: GET, HEAD or OPTIONS).
 using HttpHandler = std::function<HttpAnswer(std::string_view path)>;
 
+// Where and for whom the HTTP port serves.
+struct HttpServerOptions {
+  util::HostPort listen;
+  std::vector<util::Cidr> allow;       // clients admitted; others are closed at accept
+  std::optional<std::string> cert_pem; // with key_pem: serve HTTPS
+  config::Secret key_pem;
+};
+
 class HttpServer {
 public:
   // --- Interface ---
 
-  // A server for `listen` calling `handler`; not running yet.
-  HttpServer(util::HostPort listen, HttpHandler handler);
+  // A server with `options` calling `handler`; not running yet.
+  HttpServer(HttpServerOptions options, HttpHandler handler);
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
   // Stops the server.
@@ -41,10 +54,13 @@ public:
   // Stops serving.
   void stop();
 
+  // Connections closed unanswered since start, by reason ("not_allowed", "deadline": still
+  // open a second after accept, e.g. a client trickling its request).
+  std::map<std::string, std::uint64_t> dropped_connections() const;
+
 private:
-  util::HostPort m_listen;
-  HttpHandler m_handler;
-  MHD_Daemon* m_daemon = nullptr;
+  struct Impl;
+  std::unique_ptr<Impl> m_impl;
 };
 
 } // namespace dbcheck::agent

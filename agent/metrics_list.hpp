@@ -33,11 +33,12 @@ enum class Metric : std::size_t {
   agent_connections_open,
   agent_connections_refused,
   agent_connections_dropped,
+  http_connections_dropped,
   agent_reloads,
 };
 
 // In the order of Metric.
-inline constexpr std::array<MetricSpec, 14> k_metrics{{
+inline constexpr std::array<MetricSpec, 15> k_metrics{{
     {"dbcheck_backend_up", MetricType::gauge,
      "1 when the agent reports the backend's local node up (damped, fresh), else 0"},
     {"dbcheck_verdict_age_seconds", MetricType::gauge,
@@ -63,7 +64,11 @@ inline constexpr std::array<MetricSpec, 14> k_metrics{{
     {"dbcheck_agent_connections_dropped_total", MetricType::counter,
      "Agent-check connections ended without a delivered answer, by reason (limit: refused at "
      "max_connections; write_timeout: the poller did not read its answer within 1 s; "
-     "accept_error: accept() failed, e.g. out of file descriptors)"},
+     "accept_error: accept() failed, e.g. out of file descriptors; not_allowed: the client is "
+     "not in agent.allow)"},
+    {"dbcheck_agent_http_connections_dropped_total", MetricType::counter,
+     "HTTP connections closed unanswered, by reason (not_allowed: the client is not in "
+     "agent.allow; deadline: still open 1 s after accept)"},
     {"dbcheck_agent_reloads_total", MetricType::counter,
      "Configuration reloads (SIGHUP), by result"},
 }};

@@ -55,6 +55,10 @@ bool fresh(const BackendSnapshot& s, const AgentStatus& agent, probe::Clock::tim
 
 std::string render_backend_line(const BackendSnapshot& s, const AgentStatus& agent,
                                 probe::Clock::time_point now) {
+  if (!agent.expose_reasons) {
+    const bool up = fresh(s, agent, now) && s.reported.state == core::State::up;
+    return fmt::format("{} {}\n", s.backend, up ? "UP" : "DOWN");
+  }
   if (!fresh(s, agent, now)) {
     return fmt::format("{} {} DOWN: stale: no probe result for {:.1f}s\n", s.backend, s.node,
                        age_seconds(s, now));
@@ -67,6 +71,19 @@ std::string render_health(const std::vector<BackendSnapshot>& all, const AgentSt
                           probe::Clock::time_point now) {
   using nlohmann::json;
   json backends = json::object();
+  if (!agent.expose_reasons) {
+    // What HAProxy already learns from the agent port, and no more: no member, address, query,
+    // LSN or connection count for whoever reaches the port.
+    for (const auto& s : all) {
+      const double age = age_seconds(s, now);
+      backends[s.backend] = {
+          {"state", fresh(s, agent, now) ? core::to_string(s.reported.state) : "down"},
+          {"last_round", {{"age_s", std::isfinite(age) ? json(age) : json(nullptr)}}}};
+    }
+    json doc = {{"backends", backends},
+                {"agent", {{"draining", agent.draining}, {"reloads", agent.reloads}}}};
+    return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  }
   for (const auto& s : all) {
     json steps = json::array();
     if (s.last_report) {
@@ -216,6 +233,10 @@ std::string render_metrics(const std::vector<BackendSnapshot>& all, const AgentS
   head(Metric::agent_connections_dropped);
   for (const auto& [reason, n] : agent.agent_connections_dropped) {
     sample(Metric::agent_connections_dropped, "", fmt::format("reason=\"{}\"", reason), n);
+  }
+  head(Metric::http_connections_dropped);
+  for (const auto& [reason, n] : agent.http_connections_dropped) {
+    sample(Metric::http_connections_dropped, "", fmt::format("reason=\"{}\"", reason), n);
   }
   head(Metric::agent_reloads);
   sample(Metric::agent_reloads, "", "result=\"ok\"", agent.reloads);

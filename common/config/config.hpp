@@ -6,6 +6,7 @@
 #include <core/patroni_cluster.hpp>
 #include <core/writer_opinions.hpp>
 #include <util/duration.hpp>
+#include <util/cidr.hpp>
 #include <util/host_port.hpp>
 
 #include <map>
@@ -69,8 +70,14 @@ struct Backend {
 
 // The [agent] section: how dbcheck-agent listens, probes and damps (ignored by dbcheck).
 struct AgentSettings {
-  util::HostPort listen{"0.0.0.0", 5555};      // agent-check port
-  util::HostPort http_listen{"0.0.0.0", 8091}; // HTTP endpoints and /metrics
+  // Both ports must be stated (no wildcard default): the agent's answers can take a host's
+  // servers down, so where it listens is the operator's explicit choice.
+  util::HostPort listen;                       // agent-check port
+  util::HostPort http_listen;                  // HTTP endpoints and /metrics
+  std::vector<util::Cidr> allow;               // clients admitted on both ports (required)
+  bool expose_reasons = true;                  // reasons and /health detail for allowed clients
+  std::optional<std::string> http_certfile;    // with http_keyfile: serve HTTPS instead
+  std::optional<std::string> http_keyfile;
   util::Duration interval{1000};               // one probe round per cluster per interval
   util::Duration fastinter{250};               // rounds this often while failing towards down
   int fall = 2;                                // consecutive failures to go down

@@ -498,6 +498,37 @@ const std::vector<KeySpec<AgentSettings>>& agent_keys() {
          }
          a.max_connections = static_cast<std::size_t>(*v);
        }},
+      {"allow",
+       [](A& a, const toml::node& n, Errors& e, const std::string& key) {
+         const toml::array* arr = n.as_array();
+         if (arr == nullptr || arr->empty()) {
+           e.add(n.source(), key,
+                 "expected a non-empty list of addresses or ranges allowed to ask the agent, "
+                 "e.g. [\"10.0.0.10\", \"10.0.1.0/24\"] (HAProxy's hosts)");
+           return;
+         }
+         for (const toml::node& item : *arr) {
+           if (auto text = want_string(item, e, key)) {
+             if (auto c = util::parse_cidr(*text)) {
+               a.allow.push_back(*c);
+             } else {
+               e.add(item.source(), key, c.error());
+             }
+           }
+         }
+       }},
+      {"expose_reasons",
+       [](A& a, const toml::node& n, Errors& e, const std::string& key) {
+         if (!n.is_boolean()) {
+           e.add(n.source(), key, fmt::format("expected true or false, got {}", describe(n.type())));
+           return;
+         }
+         a.expose_reasons = *n.value<bool>();
+       }},
+      {"http_certfile", [](A& a, const toml::node& n, Errors& e,
+                           const std::string& key) { a.http_certfile = want_string(n, e, key); }},
+      {"http_keyfile", [](A& a, const toml::node& n, Errors& e,
+                          const std::string& key) { a.http_keyfile = want_string(n, e, key); }},
       // [agent.local] is a table of its own, read by parse_agent.
       {"local", [](A&, const toml::node&, Errors&, const std::string&) {}},
   };
@@ -526,6 +557,20 @@ void parse_agent(const toml::node& node, const toml::source_region& where, Confi
         }
       }
     }
+  }
+  // Where the agent listens and who may ask it are stated, never defaulted: its answers can take
+  // every server of the host down.
+  for (const auto& [key, example] :
+       {std::pair{"listen", "\"10.0.0.1:5555\" (this host's address on HAProxy's network)"},
+        std::pair{"http_listen", "\"10.0.0.1:8091\""},
+        std::pair{"allow", "[\"10.0.0.10\", \"10.0.0.11\"] (the HAProxy hosts)"}}) {
+    if (t->get(key) == nullptr) {
+      e.add(where, fmt::format("agent.{}", key), fmt::format("is required, e.g. {}", example));
+    }
+  }
+  if (a.http_certfile.has_value() != a.http_keyfile.has_value()) {
+    e.add(where, a.http_certfile ? "agent.http_keyfile" : "agent.http_certfile",
+          "agent.http_certfile and agent.http_keyfile go together (HTTPS needs both)");
   }
   if (t->get("fastinter") == nullptr) {
     a.fastinter = std::min(a.fastinter, a.interval); // the default follows a short interval

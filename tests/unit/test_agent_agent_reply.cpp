@@ -52,6 +52,24 @@ TEST_CASE("agent replies: health, weight, drain, ready, stale, unknown", "[agent
   CHECK(agent_reply(unknown) == "down #unknown backend nope\n");
 }
 
+TEST_CASE("expose_reasons = false: states and weights only", "[agent][reply]") {
+  const auto hidden = [](ReplyInput in) {
+    in.reasons = false;
+    return agent_reply(in);
+  };
+  CHECK(hidden(with({State::down, Failure::role, "Patroni names pg2 leader"})) == "down\n");
+  CHECK(hidden(with({State::up, Failure::lag, "lagging for 1.000s"})) == "up 50%\n");
+  CHECK(hidden(with({State::up, Failure::none, "ok"})) == "up 100%\n");
+  ReplyInput drain = with({State::up, Failure::none, "ok"});
+  drain.draining = true;
+  drain.drain_reason = "drain file /etc/dbcheck/drain present";
+  CHECK(hidden(drain) == "drain up\n");
+  ReplyInput unknown;
+  unknown.known = false;
+  unknown.backend = "nope";
+  CHECK(hidden(unknown) == "down\n");
+}
+
 TEST_CASE("agent replies stay one short printable line", "[agent][reply]") {
   const std::string reply =
       agent_reply(with({State::down, Failure::protocol, "bad\r\nnews " + std::string(500, 'x')}));

@@ -45,3 +45,23 @@ TEST_CASE("pages answer with the status HAProxy's http-check expects", "[agent][
   CHECK(answer_http(route_http_path("/health"), all, agent, now).content_type ==
         "application/json");
 }
+
+TEST_CASE("expose_reasons = false: pages show states, not topology", "[agent][http]") {
+  const auto now = probe::Clock::now();
+  BackendSnapshot up;
+  up.backend = "pg_write";
+  up.node = "10.0.0.1:5432";
+  up.started = true;
+  up.updated = now;
+  up.reported = {core::State::up, core::Failure::none, "Patroni names 10.0.0.1:5432 leader"};
+  AgentStatus agent;
+  agent.expose_reasons = false;
+  const HttpAnswer w = answer_http(route_http_path("/backend/pg_write"), {up}, agent, now);
+  CHECK(w.status == 200);
+  CHECK(w.body == "pg_write UP\n");
+  const std::string health = answer_http(route_http_path("/health"), {up}, agent, now).body;
+  CHECK(health.find("\"state\": \"up\"") != std::string::npos);
+  CHECK(health.find("10.0.0.1") == std::string::npos);
+  CHECK(health.find("leader") == std::string::npos);
+  CHECK(health.find("steps") == std::string::npos);
+}

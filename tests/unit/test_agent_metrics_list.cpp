@@ -58,6 +58,7 @@ TEST_CASE("every declared metric is exported with its HELP and TYPE, and nothing
   cache.record(r, t0, {3, {{"max_age", 1}}});
   AgentStatus agent;
   agent.agent_connections_dropped = {{"limit", 0}, {"write_timeout", 2}};
+  agent.http_connections_dropped = {{"not_allowed", 1}, {"deadline", 0}};
   agent.sentinel_subscriptions = {{"cache", 3}};
   const std::string text = render_metrics(cache.all(), agent, t0);
 

@@ -330,11 +330,15 @@ max_lag = "2s"
   }
 }
 
+// The keys every [agent] section must state.
+const std::string k_agent_ports =
+    "listen = \"127.0.0.1:5555\"\nhttp_listen = \"127.0.0.1:8091\"\nallow = [\"127.0.0.1\"]\n";
+
 TEST_CASE("agent.fastinter: follows a short interval, bounded by a quarter of it",
           "[config][agent]") {
   TempDir dir;
   const auto pw = dir.write("pg.password", "s3cret\n", 0600);
-  const std::string base = valid_config(pw) + "\n[agent]\n";
+  const std::string base = valid_config(pw) + "\n[agent]\n" + k_agent_ports;
   // Unset: 250 ms, or the interval itself when that is shorter (a valid config stays valid).
   const auto short_interval =
       parse_config(base + "interval = \"200ms\"\nstale_after = \"1s\"\n", "dbcheck.toml");
@@ -362,6 +366,8 @@ TEST_CASE("the [agent] section: defaults, values and references", "[config][agen
 [agent]
 listen = "127.0.0.1:5555"
 http_listen = "127.0.0.1:8091"
+allow = ["10.0.0.10", "10.0.1.0/24", "::1"]
+expose_reasons = false
 interval = "1s"
 fastinter = "300ms"
 fall = 3
@@ -381,6 +387,9 @@ pg = "10.0.0.1:5432"
     REQUIRE(cfg);
     const AgentSettings& a = *cfg->agent;
     CHECK(a.listen == dbcheck::util::HostPort{"127.0.0.1", 5555});
+    REQUIRE(a.allow.size() == 3);
+    CHECK(dbcheck::util::to_string(a.allow[1]) == "10.0.1.0/24");
+    CHECK_FALSE(a.expose_reasons);
     CHECK(a.interval.count() == 1000);
     CHECK(a.fastinter.count() == 300);
     CHECK(a.fall == 3);
@@ -399,6 +408,9 @@ interval = "5s"
 fastinter = "6s"
 default_backend = "nope"
 listen = "5555"
+allow = ["10.0.0.1/24", 7]
+expose_reasons = "no"
+http_certfile = "/etc/dbcheck/agent.crt"
 
 [agent.local]
 cache = "10.0.0.1:6379"
@@ -408,11 +420,18 @@ cache = "10.0.0.1:6379"
     CHECK(errors_of(r) ==
           "dbcheck.toml: agent.local.cache: no [cluster.cache] is defined\n"
           "dbcheck.toml: agent.default_backend: no [backend.nope] is defined\n"
+          "dbcheck.toml:20: agent.http_listen: is required, e.g. \"10.0.0.1:8091\"\n"
+          "dbcheck.toml:20: agent.http_keyfile: agent.http_certfile and agent.http_keyfile go "
+          "together (HTTPS needs both)\n"
           "dbcheck.toml:20: agent.fastinter: must not be longer than agent.interval\n"
           "dbcheck.toml:20: agent.stale_after: must be at least twice agent.interval\n"
           "dbcheck.toml:21: agent.fall: expected a whole number from 1 to 100\n"
           "dbcheck.toml:25: agent.listen: \"5555\" is not HOST:PORT (e.g. 10.0.0.1:5432 or "
-          "[::1]:5432)\n");
+          "[::1]:5432)\n"
+          "dbcheck.toml:26: agent.allow: \"10.0.0.1/24\": host bits are set below /24 (did you "
+          "mean 10.0.0.0/24?)\n"
+          "dbcheck.toml:26: agent.allow: expected a string, got an integer\n"
+          "dbcheck.toml:27: agent.expose_reasons: expected true or false, got a string\n");
   }
 }
 
