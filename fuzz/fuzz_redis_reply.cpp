@@ -1,8 +1,8 @@
-// Raw RESP bytes -> hiredis's reader (the one RedisLink uses) -> probe::to_resp_value ->
+// Raw RESP bytes -> probe::ReplyReader (the reader RedisLink uses: core::ReplyBounds' caps,
+// then hiredis's reader), whole and in small chunks -> probe::to_resp_value ->
 // core's parsers (ROLE, PING, SENTINEL GET-MASTER-ADDR-BY-NAME / MASTER / REPLICAS, error
-// replies) -> the Sentinel tally, the writer/replica verdicts and the switchover's plan. The test
-// harness includes hiredis's header to drive the reader; the project code under test stays in
-// probe/ and core/.
+// replies) -> the Sentinel tally, the writer/replica verdicts and the switchover's plan. The
+// project code under test stays in probe/ and core/.
 #include "fuzz_check.hpp"
 
 #include <core/redis_replies.hpp>
@@ -11,10 +11,9 @@
 #include <core/sentinel_vote.hpp>
 #include <probe/redis_link.hpp>
 
-#include <hiredis/hiredis.h>
-
 #include <algorithm>
 #include <memory>
+#include <string>
 #include <vector>
 
 using dbcheck::fuzz::require;
@@ -76,50 +75,70 @@ void check_parsers(const RespValue& v) {
   }
 }
 
-// hiredis 0.14 callocs an array's element vector from the declared count before any element
-// arrives ("*1111111116\r\n": 8.9 GB). That is the library's allocation policy, not a parser
-// of ours, and it would stop every run at libFuzzer's malloc limit: arrays declaring more
-// elements than any reply we parse are refused the way hiredis refuses a failed allocation.
-constexpr int k_max_array = 4096;
-void* (*g_create_array)(const redisReadTask*, int) = nullptr;
-redisReplyObjectFunctions g_bounded{};
-
-void* bounded_array(const redisReadTask* task, int elements) {
-  return elements > k_max_array ? nullptr : g_create_array(task, elements);
+bool same(const RespValue& a, const RespValue& b) {
+  if (a.type != b.type || a.str != b.str || a.integer != b.integer ||
+      a.elements.size() != b.elements.size()) {
+    return false;
+  }
+  for (std::size_t i = 0; i < a.elements.size(); ++i) {
+    if (!same(a.elements[i], b.elements[i])) {
+      return false;
+    }
+  }
+  return true;
 }
 
-// Decodes every complete reply in `bytes` as RedisLink would read them off a socket.
-std::vector<RespValue> decode(std::string_view bytes) {
-  std::vector<RespValue> out;
-  std::unique_ptr<redisReader, decltype(&redisReaderFree)> reader(redisReaderCreate(),
-                                                                  &redisReaderFree);
-  if (!reader) {
-    return out;
-  }
-  if (g_create_array == nullptr) {
-    g_bounded = *reader->fn; // hiredis's own reply builders, with the array one bounded
-    g_create_array = g_bounded.createArray;
-    g_bounded.createArray = bounded_array;
-  }
-  reader->fn = &g_bounded;
-  if (redisReaderFeed(reader.get(), bytes.data(), bytes.size()) != REDIS_OK) {
-    return out;
-  }
-  for (;;) {
-    void* raw = nullptr;
-    if (redisReaderGetReply(reader.get(), &raw) != REDIS_OK || raw == nullptr) {
-      return out; // a protocol error, or an incomplete reply: RedisLink reports or waits
+// What a link reads from `bytes` arriving `chunk` bytes at a time: the replies, and the error
+// that ended them ("" when the stream simply ran out).
+struct Decoded {
+  std::vector<RespValue> replies;
+  std::string error;
+};
+
+// Decodes `bytes` through the product's reader (probe::ReplyReader: the caps of
+// core::ReplyBounds in front of hiredis's reader), as RedisLink::next reads a socket. No cap of
+// the harness's own: an announced size the product lets through reaches hiredis's calloc, and
+// libFuzzer's malloc limit (-rss_limit_mb) reports it.
+Decoded decode(std::string_view bytes, std::size_t chunk) {
+  Decoded out;
+  probe::ReplyReader reader;
+  for (std::size_t i = 0; i < bytes.size(); i += chunk) {
+    reader.feed(bytes.substr(i, chunk));
+    for (;;) {
+      auto r = reader.next();
+      if (!r) {
+        out.error = r.error().detail;
+        require(r.error().kind == Failure::protocol || r.error().kind == Failure::network,
+                "a reader error is a protocol (or allocation) failure");
+        require(!out.error.empty(), "a reader error says why");
+        return out;
+      }
+      if (!*r) {
+        break;
+      }
+      out.replies.push_back(std::move(**r));
     }
-    std::unique_ptr<redisReply, decltype(&freeReplyObject)> reply(static_cast<redisReply*>(raw),
-                                                                  &freeReplyObject);
-    out.push_back(probe::to_resp_value(*reply));
   }
+  return out;
+}
+
+std::vector<RespValue> decode_checked(std::string_view bytes) {
+  const Decoded whole = decode(bytes, std::max<std::size_t>(bytes.size(), 1));
+  // The caps hold whatever the chunking: the same replies and the same end, read at once or a
+  // few bytes at a time (a socket gives any split).
+  const Decoded split = decode(bytes, 1 + bytes.size() % 5);
+  require(whole.error == split.error, "the same end however the bytes arrive");
+  require(whole.replies.size() == split.replies.size(), "the same replies however they arrive");
+  for (std::size_t i = 0; i < whole.replies.size(); ++i) {
+    require(same(whole.replies[i], split.replies[i]), "the same replies however they arrive");
+  }
+  return whole.replies;
 }
 
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t size) {
-  const std::vector<RespValue> replies = decode(dbcheck::fuzz::as_text(data, size));
+  const std::vector<RespValue> replies = decode_checked(dbcheck::fuzz::as_text(data, size));
   for (const RespValue& v : replies) {
     check_parsers(v);
   }

@@ -1,14 +1,19 @@
-// The only file that includes hiredis.h.
+// The only file that includes hiredis.h (library_versions.cpp reads its version macros).
 #include "redis_link.hpp"
 
+#include "name_resolver.hpp"
 #include "wait_fd.hpp"
 
 #include <fmt/format.h>
 
 #include <hiredis/hiredis.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 
@@ -58,7 +63,73 @@ tl::expected<void, core::ProbeError> write_commands(redisContext* c,
   return {};
 }
 
+// The address to hand hiredis for `address`: itself when its host is an IP literal, else the
+// name resolved within `deadline` (an IPv4 address first, as hiredis would try it first).
+tl::expected<util::HostPort, core::ProbeError> literal_address(const util::HostPort& address,
+                                                               const Deadline& deadline) {
+  if (util::is_ip_literal(address.host)) {
+    return address;
+  }
+  const auto answers = resolve_names({address.host}, deadline);
+  const auto& found = answers.front().addresses;
+  if (!found || found->empty()) {
+    const std::string why = found ? "the name has no address" : found.error();
+    return tl::make_unexpected(core::ProbeError{
+        deadline.expired() ? core::Failure::timeout : core::Failure::network,
+        fmt::format("{} did not resolve: {} (connecting)", address.host, why), ""});
+  }
+  const auto v4 = std::find_if(found->begin(), found->end(), [](const std::string& a) {
+    return a.find(':') == std::string::npos;
+  });
+  return util::HostPort{v4 != found->end() ? *v4 : found->front(), address.port};
+}
+
 } // namespace
+
+void ReplyReader::Free::operator()(redisReader* r) const {
+  redisReaderFree(r);
+}
+
+ReplyReader::ReplyReader(core::ReplyCaps caps) : m_reader(redisReaderCreate()), m_bounds(caps) {}
+
+void ReplyReader::feed(std::string_view bytes) {
+  if (!m_refused.empty() || !m_reader) {
+    return;
+  }
+  std::size_t take = bytes.size();
+  if (auto scanned = m_bounds.scan(bytes); !scanned) {
+    take = scanned.error().accepted; // the replies before the refused one are still read
+    m_refused = scanned.error().reason;
+  }
+  if (take > 0) {
+    // A failure (hiredis already refused the stream, or out of memory) stays in the reader's
+    // error state, which next() reports.
+    redisReaderFeed(m_reader.get(), bytes.data(), take);
+  }
+}
+
+tl::expected<std::optional<core::RespValue>, core::ProbeError> ReplyReader::next() {
+  if (!m_reader) {
+    return tl::make_unexpected(
+        core::ProbeError{core::Failure::network, "cannot allocate a Redis reply reader", ""});
+  }
+  void* raw = nullptr;
+  if (redisReaderGetReply(m_reader.get(), &raw) != REDIS_OK) {
+    const redisReader* r = m_reader.get();
+    return tl::make_unexpected(core::ProbeError{
+        r->err == REDIS_ERR_PROTOCOL ? core::Failure::protocol : core::Failure::network,
+        r->errstr[0] != '\0' ? r->errstr : "reply reader error", ""});
+  }
+  if (raw != nullptr) {
+    std::unique_ptr<redisReply, decltype(&freeReplyObject)> guard(static_cast<redisReply*>(raw),
+                                                                  &freeReplyObject);
+    return std::optional<core::RespValue>{to_resp_value(*guard)};
+  }
+  if (!m_refused.empty()) {
+    return tl::make_unexpected(core::ProbeError{core::Failure::protocol, m_refused, ""});
+  }
+  return std::optional<core::RespValue>{};
+}
 
 core::RespValue to_resp_value(const redisReply& reply) {
   switch (reply.type) {
@@ -92,7 +163,11 @@ RedisLink::~RedisLink() = default;
 
 tl::expected<RedisLink, core::ProbeError> RedisLink::connect(const util::HostPort& address,
                                                              const Deadline& deadline) {
-  redisContext* raw = redisConnectNonBlock(address.host.c_str(), address.port);
+  const auto literal = literal_address(address, deadline);
+  if (!literal) {
+    return tl::make_unexpected(literal.error());
+  }
+  redisContext* raw = redisConnectNonBlock(literal->host.c_str(), literal->port);
   if (raw == nullptr) {
     return tl::make_unexpected(
         core::ProbeError{core::Failure::network, "cannot allocate a Redis connection", ""});
@@ -146,22 +221,37 @@ tl::expected<std::optional<core::RespValue>, core::ProbeError>
 RedisLink::next(const Deadline& deadline) {
   redisContext* c = m_ctx.get();
   for (;;) {
-    void* reply = nullptr;
-    if (redisGetReply(c, &reply) != REDIS_OK) {
-      return tl::make_unexpected(io_error(c, "reading"));
+    auto reply = m_reader.next();
+    if (!reply) {
+      core::ProbeError e = reply.error();
+      e.detail += " (reading)";
+      return tl::make_unexpected(std::move(e));
     }
-    if (reply != nullptr) {
-      std::unique_ptr<redisReply, decltype(&freeReplyObject)> guard(static_cast<redisReply*>(reply),
-                                                                    &freeReplyObject);
-      return std::optional<core::RespValue>{to_resp_value(*guard.get())};
+    if (*reply) {
+      return reply;
     }
     const Wait w = wait_fd(c->fd, POLLIN, deadline);
     if (w == Wait::timeout) {
       return std::optional<core::RespValue>{};
     }
-    if (w == Wait::error || redisBufferRead(c) != REDIS_OK) {
+    if (w == Wait::error) {
       return tl::make_unexpected(io_error(c, "reading"));
     }
+    // Read here rather than by redisBufferRead, so every byte passes ReplyBounds before
+    // hiredis's reader allocates for it. Same outcomes and texts as redisBufferRead.
+    std::array<char, 16 * 1024> buf{};
+    const ssize_t n = ::read(c->fd, buf.data(), buf.size());
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+      continue;
+    }
+    if (n <= 0) {
+      return tl::make_unexpected(core::ProbeError{
+          core::Failure::network,
+          fmt::format("{} (reading)",
+                      n == 0 ? "Server closed the connection" : std::strerror(errno)),
+          ""});
+    }
+    m_reader.feed({buf.data(), static_cast<std::size_t>(n)});
   }
 }
 

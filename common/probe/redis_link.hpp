@@ -8,6 +8,7 @@
 #include "deadline.hpp"
 
 #include <core/probe_error.hpp>
+#include <core/reply_bounds.hpp>
 #include <core/resp.hpp>
 #include <util/host_port.hpp>
 
@@ -16,19 +17,50 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 struct redisContext; // hiredis, kept out of this header
+struct redisReader;
 struct redisReply;
 
 namespace dbcheck::probe {
 
 using RedisCommand = std::vector<std::string>; // argv, binary-safe
 
+// The reading half of a link: the bytes read off the socket go through core::ReplyBounds
+// before hiredis's reader sees them, so no reply can make hiredis allocate more than the caps
+// allow (core/reply_bounds.hpp). Also what the redis_reply fuzz target drives.
+class ReplyReader {
+public:
+  // --- Interface ---
+
+  // A reader at the start of a stream, refusing replies beyond `caps`.
+  explicit ReplyReader(core::ReplyCaps caps = {});
+
+  // Takes the next bytes of the stream. Bytes after a reply that breaks a cap are dropped; the
+  // refusal is reported by next() once the replies before it have been taken.
+  void feed(std::string_view bytes);
+
+  // The next complete reply; nullopt when more bytes are needed. Errors (protocol, kind
+  // protocol): hiredis's own ("Protocol error, got ..."), or the cap a reply broke ("reply
+  // announces 1111111116 elements, more than the 65536 allowed"). Both are final.
+  tl::expected<std::optional<core::RespValue>, core::ProbeError> next();
+
+private:
+  struct Free {
+    void operator()(redisReader* r) const;
+  };
+  std::unique_ptr<redisReader, Free> m_reader;
+  core::ReplyBounds m_bounds;
+  std::string m_refused; // why the stream was cut, once a reply broke a cap
+};
+
 // An open connection (RAII: redisFree on destruction); every call bounded by a Deadline.
 class RedisLink {
 public:
-  // Connects within `deadline`. Use an IP literal: hiredis resolves names without a timeout.
+  // Connects within `deadline`. A host name is resolved first, within `deadline` too
+  // (name_resolver.hpp), and hiredis is handed the address: its own resolver has no timeout.
   static tl::expected<RedisLink, core::ProbeError> connect(const util::HostPort& address,
                                                            const Deadline& deadline);
 
@@ -54,7 +86,8 @@ private:
   struct Closer {
     void operator()(redisContext* c) const;
   };
-  std::unique_ptr<redisContext, Closer> m_ctx;
+  std::unique_ptr<redisContext, Closer> m_ctx; // connects and writes; never reads
+  ReplyReader m_reader;
 };
 
 // The AUTH command for `user` (may be empty: password-only AUTH) and `password`; no command

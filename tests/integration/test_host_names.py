@@ -5,6 +5,8 @@ Redis, Sentinel and dbcheck all resolve them as they would in production. A sile
 (the peer that "resolves slowly") is a UDP and TCP socket that never answers, in a mount
 namespace whose /etc/resolv.conf points at it and whose /etc/hosts lacks the names."""
 
+import functools
+import signal
 import socket
 import subprocess
 import threading
@@ -13,6 +15,7 @@ import time
 import pytest
 
 from conftest import require_servers, started_cluster
+from fixtures.agent import AgentProcess
 from fixtures.dbcheck import (OUTER_SLACK, DbcheckRun, assert_in_time, explain,
                               write_dbcheck_config, write_redis_config)
 from fixtures.hosts_file import etc_hosts, hosts_text_without_marks
@@ -138,6 +141,19 @@ class SilentDns:
         self.tcp.close()
 
 
+def silent_namespace(workdir):
+    """The argv prefix that runs a command (exec'd in place: same PID) in a mount namespace
+    whose /etc/hosts lacks the test names and whose only name server is SILENT_DNS."""
+    hosts = workdir / "hosts"
+    hosts.write_text(hosts_text_without_marks())
+    resolv = workdir / "resolv.conf"
+    resolv.write_text(f"nameserver {SILENT_DNS}\noptions timeout:5 attempts:2\n")
+    script = ('mount --bind "$1" /etc/hosts && mount --bind "$2" /etc/resolv.conf && shift 2 '
+              '&& exec "$@"')
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
+            str(hosts), str(resolv)]
+
+
 def test_a_silent_name_server_costs_the_check_its_deadline_not_more(workdir, named_pg, dbcheck_bin,
                                                                     figures):
     """The members' names are not in this namespace's /etc/hosts and its only name server
@@ -145,18 +161,11 @@ def test_a_silent_name_server_costs_the_check_its_deadline_not_more(workdir, nam
     and says which name did not resolve, within the deadline by the check's own clock."""
     leader = named_pg.wait_healthy()
     cfg = write_dbcheck_config(workdir, named_pg, owner=None, timeout="800ms")
-    hosts = workdir / "hosts"
-    hosts.write_text(hosts_text_without_marks())
-    resolv = workdir / "resolv.conf"
-    resolv.write_text(f"nameserver {SILENT_DNS}\noptions timeout:5 attempts:2\n")
     replica = next(m for m in named_pg.members() if m.name != leader.name)
-    script = ('mount --bind "$1" /etc/hosts && mount --bind "$2" /etc/resolv.conf && shift 2 '
-              '&& exec "$@"')
+    place = silent_namespace(workdir)
 
     def explain_there(backend, addr):
-        argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
-                str(hosts), str(resolv), str(dbcheck_bin), "--config", str(cfg), "explain",
-                backend, addr, "--json"]
+        argv = [*place, str(dbcheck_bin), "--config", str(cfg), "explain", backend, addr, "--json"]
         t0 = time.monotonic()
         p = subprocess.run(argv, capture_output=True, text=True, timeout=10 + OUTER_SLACK,
                            env={"PATH": "/usr/bin:/bin:/usr/sbin:/sbin"})
@@ -202,3 +211,60 @@ def test_sentinel_failover_between_named_nodes(workdir, named_redis, dbcheck_bin
     assert run2.failure == "role", run2
     figures("Sentinel announce-hostnames failover",
             f"new master {new.name} writer UP; old master {old.name} {run2.state} ({run2.failure})")
+
+
+def test_sentinels_named_behind_a_silent_name_server(workdir, redis_cluster, dbcheck_bin, agent_bin,
+                                                     figures):
+    """Sentinels configured by names that never resolve (issue 14): hiredis would resolve them
+    itself, with no timeout (glibc's: 5 s x 2 attempts here). Resolved first within the
+    deadline, the check holds its deadline by its own clock and says which name did not
+    resolve; the agent, whose Sentinel watcher connects to them every second, reloads (SIGHUP)
+    and stops (SIGTERM twice) promptly instead of waiting for glibc to give up."""
+    master = redis_cluster.wait_stable()
+    named = [f"sentinel{i}{SUFFIX}:{s.addr.rsplit(':', 1)[1]}"
+             for i, s in enumerate(redis_cluster.sentinels(), 1)]
+    cfg = write_redis_config(workdir / "check", redis_cluster, owner=None, timeout="800ms",
+                             sentinels=named)
+    place = silent_namespace(workdir)
+    dns = SilentDns(SILENT_DNS)
+    try:
+        t0 = time.monotonic()
+        p = subprocess.run([*place, str(dbcheck_bin), "--config", str(cfg), "explain", "redis_write",
+                            master.addr, "--json"], capture_output=True, text=True,
+                           timeout=10 + OUTER_SLACK, env={"PATH": "/usr/bin:/bin:/usr/sbin:/sbin"})
+        run = DbcheckRun(p.returncode, p.stdout, p.stderr, time.monotonic() - t0)
+
+        writer = functools.partial(write_redis_config, cluster=redis_cluster, owner=None,
+                                   timeout="800ms", sentinels=named)
+        agent = AgentProcess(workdir, "agent-silent", agent_bin, writer, "cache", master.addr,
+                             place=place, interval="1s").start(timeout=30)
+        try:
+            time.sleep(2.5)  # the watcher's threads are now (re)connecting to the names
+            t0 = time.monotonic()
+            agent.reconfigure(master.addr, timeout=15, sentinels=named)
+            reload_s = time.monotonic() - t0
+            time.sleep(1.5)
+            agent.daemon.signal_stop(signal.SIGTERM)  # drain for shutdown_grace...
+            time.sleep(0.3)  # (two signals sent at once would merge into one)
+            t0 = time.monotonic()
+            agent.daemon.signal_stop(signal.SIGTERM)  # ...and the second stops it now
+            rc = agent.daemon.popen.wait(20)
+            stop_s = time.monotonic() - t0
+        finally:
+            agent.stop()
+        log = agent.log_text()
+    finally:
+        dns.close()
+    assert dns.questions > 0, "the lookups never reached the silent name server"
+    assert run.rc == 1 and run.state == "down", run
+    assert run.reason.startswith("not the writer: Sentinels: 0 of 3 name this node master"), run
+    steps = [s for s in run.report["steps"] if s["opinion"] == "manager"]
+    assert any(f"sentinel1{SUFFIX} did not resolve" in s["answer"] for s in steps), steps
+    assert_in_time(run, TIMEOUT)
+    assert f"sentinel1{SUFFIX} did not resolve" in log, log[-3000:]
+    assert reload_s < 3.0, f"reload took {reload_s:.1f}s"
+    assert rc == 0 and stop_s < 3.0, (rc, stop_s)
+    figures("Sentinels named behind a silent name server",
+            f"writer DOWN ({run.failure}) in {run.report['elapsed_ms']:.0f} ms of 800; agent "
+            f"reloaded in {reload_s * 1000:.0f} ms, stopped in {stop_s * 1000:.0f} ms; "
+            f"{dns.questions} question(s) unanswered")
