@@ -155,6 +155,9 @@ int run(int argc, char** argv) {
     std::cerr << "dbcheck-agent: " << r.error() << '\n';
     return 1;
   }
+  for (const auto& w : cfg->warnings) {
+    log_event("warn", "configuration", {{"detail", w}});
+  }
   log_event("info", "started",
             {{"config", path},
              {"agent_listen", util::to_string(cfg->agent->listen)},

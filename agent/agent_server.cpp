@@ -24,6 +24,8 @@ constexpr auto k_read_window = 100ms;
 // does not read its answer holds a socket for a second at most.
 constexpr auto k_deadline = 1s;
 constexpr std::size_t k_max_line = 512;
+// Connections accepted per turn of the event loop, at most.
+constexpr int k_accept_batch = 64;
 
 // Why a connection ended without a delivered answer.
 enum class Drop { limit, write_timeout, accept_error, not_allowed };
@@ -68,6 +70,19 @@ public:
   ~Session() { --m_counters.open; }
 
   void start() {
+    // A poller sends its line right after connecting: when it is already here, answer it now,
+    // within the accept, instead of behind every other connection's queued timers and reads.
+    asio::error_code early;
+    m_socket.non_blocking(true, early);
+    const std::size_t n = early ? 0 : m_socket.read_some(asio::buffer(m_buf), early);
+    if (!early && n > 0) {
+      m_used = n;
+      const std::string_view got{m_buf.data(), m_used};
+      if (got.find('\n') != std::string_view::npos) {
+        answer(got);
+        return;
+      }
+    }
     m_timer.expires_after(k_read_window);
     m_timer.async_wait([self = shared_from_this()](const asio::error_code& ec) {
       if (!ec && !self->m_answered) {
@@ -111,6 +126,17 @@ private:
   void reply(std::string line) {
     m_answered = true;
     m_reply = std::move(line);
+    // A one-line answer fits the socket's send buffer: written now, the connection is done
+    // without a timer or a queued completion.
+    asio::error_code now;
+    const std::size_t sent = m_socket.write_some(asio::buffer(m_reply), now);
+    if (!now && sent == m_reply.size()) {
+      close();
+      return;
+    }
+    if (!now) {
+      m_reply.erase(0, sent);
+    }
     m_timer.cancel();
     m_timer.expires_at(m_accepted + k_deadline);
     m_timer.async_wait([self = shared_from_this()](const asio::error_code& ec) {
@@ -158,6 +184,25 @@ struct AgentServer::Impl {
   asio::steady_timer backoff{io};
   std::thread thread;
 
+  // Admits or refuses one accepted connection.
+  void admit(tcp::socket socket) {
+    asio::error_code peer_ec;
+    const auto peer = socket.remote_endpoint(peer_ec);
+    if (peer_ec || !util::address_allowed(allow, peer.data())) {
+      // Not on the allow list: reset at once, before a byte is read or written.
+      counters.drop(Drop::not_allowed);
+      asio::error_code ignored;
+      socket.set_option(asio::socket_base::linger(true, 0), ignored);
+      socket.close(ignored);
+    } else if (counters.open.load() >= max_connections) {
+      counters.drop(Drop::limit);
+      asio::error_code ignored;
+      socket.close(ignored);
+    } else {
+      std::make_shared<Session>(std::move(socket), respond, counters)->start();
+    }
+  }
+
   void accept() {
     acceptor.async_accept([this](const asio::error_code& ec, tcp::socket socket) {
       if (ec == asio::error::operation_aborted) {
@@ -175,20 +220,18 @@ struct AgentServer::Impl {
         });
         return;
       }
-      asio::error_code peer_ec;
-      const auto peer = socket.remote_endpoint(peer_ec);
-      if (peer_ec || !util::address_allowed(allow, peer.data())) {
-        // Not on the allow list: reset at once, before a byte is read or written.
-        counters.drop(Drop::not_allowed);
-        asio::error_code ignored;
-        socket.set_option(asio::socket_base::linger(true, 0), ignored);
-        socket.close(ignored);
-      } else if (counters.open.load() >= max_connections) {
-        counters.drop(Drop::limit);
-        asio::error_code ignored;
-        socket.close(ignored);
-      } else {
-        std::make_shared<Session>(std::move(socket), respond, counters)->start();
+      admit(std::move(socket));
+      // Drain what else is waiting (the listener is non-blocking): under a flood of idle
+      // connections, one accept per turn of the event loop would leave a real poller's
+      // connection queued behind thousands of others' timers and reads.
+      for (int i = 0; i < k_accept_batch; ++i) {
+        asio::error_code more;
+        tcp::socket next(io);
+        acceptor.accept(next, more);
+        if (more) {
+          break; // would_block: the queue is empty; anything else: the async accept sees it
+        }
+        admit(std::move(next));
       }
       accept();
     });
@@ -226,6 +269,9 @@ tl::expected<void, std::string> AgentServer::start() {
   }
   if (!ec) {
     s.acceptor.listen(4096, ec);
+  }
+  if (!ec) {
+    s.acceptor.non_blocking(true, ec);
   }
   if (ec) {
     return tl::make_unexpected(

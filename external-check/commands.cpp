@@ -255,6 +255,9 @@ int config_check(const std::string& path) {
   }
   std::cout << fmt::format("{}: OK, {} cluster(s), {} backend(s)\n", path, cfg->clusters.size(),
                            cfg->backends.size());
+  for (const auto& w : cfg->warnings) {
+    std::cerr << "warning: " << w << '\n';
+  }
   for (const auto& [name, b] : cfg->backends) {
     std::cout << fmt::format(
         "  backend {}: cluster {}, role {}, timeout {}{}\n", name, b.cluster,

@@ -7,6 +7,7 @@ one) was recorded at t_recv, and the value held at some moment in between. Times
 time.monotonic().
 """
 
+import pwd
 import select
 import subprocess
 import time
@@ -15,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 import psycopg2
 import psycopg2.extensions as ext
 
+from fixtures.dbcheck import password_owner
 from fixtures.periodic import Periodic
 
 ROLE_TIMEOUT = 0.5  # seconds a node has to answer its role; silence is recorded as such
@@ -185,7 +187,12 @@ class VerdictWatch(Periodic):
     def __init__(self, dbcheck, config, backend, nodes, place=()):
         """`place`: an argv prefix running each check where HAProxy runs (a NetLab host)."""
         super().__init__(f"verdicts-{backend}", 1.0, max_seconds=900)
-        self.cmd = [*place, str(dbcheck), "--config", str(config), "check", backend]
+        # As the owner of the check's password files (the user HAProxy runs checks as): dbcheck
+        # reads a password file only as its owner.
+        uid = password_owner(config)
+        as_owner = [] if uid is None else ["setpriv", f"--reuid={uid}", f"--regid={pwd.getpwuid(uid).pw_gid}",
+                                           "--clear-groups"]
+        self.cmd = [*place, *as_owner, str(dbcheck), "--config", str(config), "check", backend]
         self.nodes = list(nodes)
         self.changes = {n: [] for n in self.nodes}
         self.pool = ThreadPoolExecutor(len(self.nodes), thread_name_prefix="verdict")

@@ -30,6 +30,7 @@ struct PostgresCluster {
   Secret password; // read from password_file at load time
   std::string sslmode = "prefer";
   std::optional<std::string> sslrootcert;
+  bool require_tls = false; // sslmode below verify-full, or an http:// Patroni URL: an error
   std::optional<std::string> patroni_cafile;   // CA bundle for https Patroni URLs
   std::optional<std::string> patroni_certfile; // client certificate for https (verify_client)
   std::optional<std::string> patroni_keyfile;  // its private key
@@ -103,6 +104,9 @@ struct Config {
   // messages. Only that cluster is unusable: a check of another one still runs (one bad file
   // must not take every backend of the host down); config-check and the agent refuse them all.
   std::map<std::string, std::vector<std::string>> unreadable;
+  // "FILE:LINE: key: why" for settings that work but leave a writer's opinions open to a man in
+  // the middle; said by config-check and in the agent's start log, not by each check.
+  std::vector<std::string> warnings;
 };
 
 // --- Interface ---

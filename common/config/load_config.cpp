@@ -41,6 +41,25 @@ public:
     m_unreadable.push_back({cluster, where.begin.line,
                             fmt::format("{}:{}: {}: {}", m_path, where.begin.line, key, what)});
   }
+  // A setting of `cluster` that works but is unsafe for a writer: kept until parse_config knows
+  // whether a writer backend uses the cluster.
+  void warn(const std::string& cluster, const toml::source_region& where, std::string_view key,
+            std::string_view what) {
+    m_warnings.push_back({cluster, where.begin.line,
+                          fmt::format("{}:{}: {}: {}", m_path, where.begin.line, key, what)});
+  }
+  // The warnings of the clusters `wanted` says a writer uses, in file order.
+  std::vector<std::string> warnings_for(const std::function<bool(const std::string&)>& wanted) {
+    std::stable_sort(m_warnings.begin(), m_warnings.end(),
+                     [](const auto& a, const auto& b) { return a.line < b.line; });
+    std::vector<std::string> out;
+    for (auto& w : m_warnings) {
+      if (wanted(w.cluster)) {
+        out.push_back(std::move(w.text));
+      }
+    }
+    return out;
+  }
   // True when the file has errors beyond unreadable password files.
   bool any() const { return !m_messages.empty(); }
   // Every message (unreadable password files included) in file order (toml++ iterates keys
@@ -75,6 +94,7 @@ private:
     toml::source_index line;
     std::string text;
   };
+  std::vector<Unreadable> m_warnings; // the same shape: a cluster's message at a line
   std::string m_path;
   std::vector<std::pair<toml::source_index, std::string>> m_messages;
   std::vector<Unreadable> m_unreadable;
@@ -317,6 +337,14 @@ const std::vector<KeySpec<PostgresCluster>>& postgres_keys() {
        }},
       {"sslrootcert", [](PostgresCluster& c, const toml::node& n, Errors& e,
                          const std::string& key) { c.sslrootcert = want_string(n, e, key); }},
+      {"require_tls",
+       [](PostgresCluster& c, const toml::node& n, Errors& e, const std::string& key) {
+         if (!n.is_boolean()) {
+           e.add(n.source(), key, fmt::format("expected true or false, got {}", describe(n.type())));
+           return;
+         }
+         c.require_tls = *n.value<bool>();
+       }},
       {"operator_user", [](PostgresCluster& c, const toml::node& n, Errors& e,
                            const std::string& key) { c.operator_user = want_string(n, e, key); }},
       // Only a path: read when `dbcheck switchover` runs, as the operator, never by a check.
@@ -422,10 +450,9 @@ void apply_keys(const toml::table& table, const std::vector<KeySpec<Target>>& sp
 // Sentinels needs hiredis >= 1.0 (its hiredis_ssl library); Debian 12 ships hiredis 0.14, so a
 // TLS setting is refused by name rather than ignored or reported as a typo.
 std::string_view redis_refused(std::string_view key) {
-  static constexpr std::array<std::string_view, 9> k_tls = {
-      "tls",           "ssl",          "sslmode",
-      "sslrootcert",   "tls_cafile",   "tls_ca_cert_file",
-      "tls_cert_file", "tls_key_file", "sentinel_tls"};
+  static constexpr std::array<std::string_view, 10> k_tls = {
+      "tls",           "ssl",          "sslmode",      "sslrootcert", "tls_cafile",
+      "tls_ca_cert_file", "tls_cert_file", "tls_key_file", "sentinel_tls", "require_tls"};
   if (std::find(k_tls.begin(), k_tls.end(), key) == k_tls.end()) {
     return {};
   }
@@ -711,6 +738,33 @@ void parse_cluster(const std::string& name, const toml::table& t, const toml::so
                         "certificates)",
                         c.sslmode));
     }
+    // What a man in the middle could do to this cluster's writer: an error under require_tls,
+    // else a warning once a writer backend uses the cluster (see parse_config).
+    std::vector<std::pair<std::string, std::string>> exposed; // key, why
+    if (c.sslmode != "verify-full") {
+      exposed.emplace_back(
+          sec + ".sslmode",
+          fmt::format("\"{}\" does not verify the node: a man in the middle can strip TLS or pose "
+                      "as the node, answer \"primary\" and read the check's password; set "
+                      "sslmode = \"verify-full\" with sslrootcert",
+                      c.sslmode));
+    }
+    for (const auto& url : c.patroni) {
+      if (url.rfind("http://", 0) == 0) {
+        exposed.emplace_back(sec + ".patroni",
+                             fmt::format("\"{}\" is plain http: anyone on the path can forge the "
+                                         "manager's opinion; use https:// with patroni_cafile",
+                                         util::redact_url(url)));
+        break;
+      }
+    }
+    for (auto& [key, why] : exposed) {
+      if (c.require_tls) {
+        e.add(where, key, why + " (require_tls = true)");
+      } else {
+        e.warn(name, where, key, why + " (require_tls = true makes this an error)");
+      }
+    }
     if (c.patroni_certfile.has_value() != c.patroni_keyfile.has_value()) {
       e.add(where, sec + (c.patroni_certfile ? ".patroni_certfile" : ".patroni_keyfile"),
             "needs patroni_certfile and patroni_keyfile together (the client certificate and "
@@ -836,6 +890,11 @@ tl::expected<Config, ConfigError> parse_config(std::string_view text, const std:
     return tl::make_unexpected(e.take());
   }
   cfg.unreadable = e.take_unreadable();
+  cfg.warnings = e.warnings_for([&cfg](const std::string& cluster) {
+    return std::any_of(cfg.backends.begin(), cfg.backends.end(), [&](const auto& b) {
+      return b.second.cluster == cluster && b.second.role == Role::primary;
+    });
+  });
   return cfg;
 }
 

@@ -174,6 +174,12 @@ HttpReply post_json(const std::string& url, const std::string& json_body,
   global_init_once();
   HttpReply reply;
   reply.attempt.url = util::redact_url(url);
+  if (credentials && url.rfind("https://", 0) != 0) {
+    // Basic authentication is the password itself, base64-encoded: never in clear text.
+    reply.attempt.error = "refusing to send the operator's credentials over plain http://: use "
+                          "an https:// Patroni URL (Patroni's restapi certfile)";
+    return reply;
+  }
   Transfer t;
   t.max_body = options.max_body;
   t.started = Clock::now();

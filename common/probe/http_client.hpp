@@ -54,7 +54,8 @@ std::vector<HttpReply> get_all(const std::vector<std::string>& urls, const HttpO
                                const Deadline& deadline, const EnoughFn& enough);
 
 // POSTs `json_body` (Content-Type: application/json) to `url`, with basic authentication when
-// `credentials` are given, and returns whatever status and body came back by `deadline`.
+// `credentials` are given (refused, as an error, unless `url` is https://), and returns
+// whatever status and body came back by `deadline`.
 // Never throws; never outlives the deadline by more than libcurl's granularity.
 HttpReply post_json(const std::string& url, const std::string& json_body,
                     const std::optional<HttpCredentials>& credentials, const HttpOptions& options,

@@ -471,3 +471,17 @@ def test_pg_sigterm_stops_waiting_and_leaves_the_switchover_to_patroni(pg_cluste
             and re.search(r"Patroni (still names|now names|names no leader)", out)), stdout
     assert "to do: see where the switchover went" in out, stdout
     pg_cluster.wait_healthy(90)
+
+
+def test_pg_operator_credentials_never_go_to_plain_http(pg_cluster, dbcheck_bin, workdir):
+    """The operator's basic-auth credentials are refused for an http:// Patroni URL before a
+    byte is sent: the request phase fails (exit 5) and the leader stays where it was."""
+    old = pg_cluster.wait_healthy()
+    extra = operator_lines(workdir / "operator", "patroni-operator", "0perator-pw")
+    op_cfg = write_dbcheck_config(workdir / "dbcheck-op-http", pg_cluster, owner=None, cluster_extra=extra)
+    target = next(m for m in pg_cluster.replicas() if m != old)
+    res = switchover(dbcheck_bin, op_cfg, "pg", "--to", target.pg_addr)
+    assert res.returncode == 5, res.stdout + res.stderr
+    assert "refusing to send the operator's credentials over plain http://" in flat(res.stdout), res.stdout
+    assert "0perator-pw" not in res.stdout + res.stderr
+    assert pg_cluster.wait_healthy().name == old.name

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -19,7 +20,10 @@ struct TempDir {
     std::string tmpl = "/tmp/dbcheck-unit-XXXXXX";
     path = ::mkdtemp(tmpl.data());
   }
-  ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
   std::string write(const std::string& name, const std::string& content, mode_t mode) const {
     const std::string file = path + "/" + name;
     std::ofstream(file) << content;
@@ -466,4 +470,43 @@ TEST_CASE("a Patroni member listed twice is refused: it would vote twice", "[con
         "dbcheck.toml:6: cluster.pg.patroni: \"http://10.0.0.1:8008\" is listed twice (also as "
         "\"http://10.0.0.1:8008\"): each member must appear once, or it would count twice towards "
         "the majority\n");
+}
+
+TEST_CASE("a writer reachable by a man in the middle: a warning, or an error under require_tls",
+          "[config][tls]") {
+  TempDir dir;
+  const auto pw = dir.write("pg.password", "s3cret\n", 0600);
+  const auto warned = parse_config(valid_config(pw), "dbcheck.toml");
+  REQUIRE(warned);
+  REQUIRE(warned->warnings.size() == 2);
+  CHECK(warned->warnings[0] ==
+        "dbcheck.toml:4: cluster.pg.sslmode: \"prefer\" does not verify the node: a man in the "
+        "middle can strip TLS or pose as the node, answer \"primary\" and read the check's "
+        "password; set sslmode = \"verify-full\" with sslrootcert (require_tls = true makes this "
+        "an error)");
+  CHECK(warned->warnings[1].find("cluster.pg.patroni: \"http://10.0.0.1:8008\" is plain http") !=
+        std::string::npos);
+
+  // Only clusters a writer uses are warned about.
+  std::string readers_only = valid_config(pw);
+  readers_only.replace(readers_only.find("role = \"primary\""), 16, "role = \"replica\"");
+  CHECK(parse_config(readers_only, "dbcheck.toml")->warnings.empty());
+
+  std::string strict = valid_config(pw);
+  strict.insert(strict.find("dbname"), "require_tls = true\n");
+  const auto refused = parse_config(strict, "dbcheck.toml");
+  REQUIRE_FALSE(refused);
+  CHECK(errors_of(refused).find("cluster.pg.sslmode: \"prefer\" does not verify the node") !=
+        std::string::npos);
+  CHECK(errors_of(refused).find("(require_tls = true)") != std::string::npos);
+
+  std::string safe = valid_config(pw);
+  for (std::size_t at; (at = safe.find("http://")) != std::string::npos;) {
+    safe.replace(at, 7, "https://");
+  }
+  safe.insert(safe.find("dbname"), "require_tls = true\nsslmode = \"verify-full\"\n"
+                                   "sslrootcert = \"/etc/dbcheck/ca.crt\"\n");
+  const auto ok = parse_config(safe, "dbcheck.toml");
+  REQUIRE(ok);
+  CHECK(ok->warnings.empty());
 }

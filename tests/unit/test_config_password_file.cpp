@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -22,7 +23,10 @@ struct Scratch {
     std::string tmpl = "/tmp/dbcheck-secret-XXXXXX";
     path = ::mkdtemp(tmpl.data());
   }
-  ~Scratch() { std::system(("rm -rf '" + path + "'").c_str()); }
+  ~Scratch() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
   std::string file(const std::string& name, const std::string& content, mode_t mode) const {
     const std::string f = path + "/" + name;
     std::ofstream(f) << content;

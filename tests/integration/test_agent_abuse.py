@@ -1,0 +1,151 @@
+"""The agent under abuse from its own network, with a real HAProxy polling it
+(haproxy-examples/postgres-patroni-agent.cfg): an address outside `allow` is refused on both
+ports; 1,000 slowloris clients on the HTTP port and 10,000 idle connections on the agent port,
+from 16 addresses inside `allow`, for 60 s, change nothing HAProxy sees, and a real poller is
+still answered in milliseconds. Each hostile client reconnects a second after the agent closes
+it: a population of slow and idle clients, as the issue names them, not a connection-rate flood
+(SYN floods are the kernel's and the firewall's: SYN cookies, the unit's IPAddressAllow=).
+
+The hostile clients and the poller run as processes of their own (fixtures/abuse.py): the
+attackers at nice 10, standing in for hosts of their own (on a real network the attackers'
+CPU is not the agent's), the poller at the test's priority."""
+
+import json
+import re
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fixtures.agent import http_get, render_agent_example, start_pg_agents
+from fixtures.procs import wait_until
+from fixtures.sampler import Sampler
+
+ABUSE = Path(__file__).resolve().parent / "fixtures" / "abuse.py"
+ATTACK_S = 60
+# HAProxy and the poller ask from 127.0.0.1; the attackers from 127.0.0.16-31, also allowed:
+# the worst case is a hostile neighbour the operator had to admit. 127.0.0.99 is outside.
+ALLOW = ["127.0.0.1", "127.0.0.16/28"]
+OUTSIDER = "127.0.0.99"
+
+
+def _percentile(values, q):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def _refused(port, request):
+    """Bytes the agent sent back to a client at OUTSIDER that sent `request` on `port`
+    (b"" when it closed or reset the connection unanswered)."""
+    with socket.socket() as s:
+        s.settimeout(3)
+        s.bind((OUTSIDER, 0))
+        try:
+            s.connect(("127.0.0.1", port))
+            s.sendall(request)
+            return s.recv(4096)
+        except (ConnectionResetError, BrokenPipeError):
+            return b""
+
+
+def _metric(agent, name, labels):
+    """A counter from the agent's /metrics (0 when absent)."""
+    text = http_get(agent.http_port, "/metrics", host=agent.ip)[1]
+    m = re.search(rf"^{re.escape(name)}\{{{re.escape(labels)}\}} (\d+)", text, re.M)
+    return int(m.group(1)) if m else 0
+
+
+def _flaps(hap):
+    """{(backend, server): (chkdown, UP or DOWN)} from HAProxy's stats: chkdown counts UP->DOWN
+    transitions since start (the status's detail, e.g. "DOWN (agent)", names the check that
+    spoke last, not a change)."""
+    return {(r["pxname"], r["svname"]): (int(r["chkdown"] or 0), r["status"].split()[0])
+            for r in hap.show_stat()
+            if r["pxname"] in ("pg_write", "pg_read") and r["svname"] not in ("BACKEND", "FRONTEND")}
+
+
+def _spawn(workdir, name, args, nice):
+    out = workdir / f"{name}.json"
+    cmd = ["nice", "-n", str(nice), sys.executable, str(ABUSE), *args, "--out", str(out)]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(workdir / f"{name}.err", "w")), out
+
+
+@pytest.fixture
+def guarded_agents(workdir, pg_cluster, agent_bin):
+    pg_cluster.wait_healthy()
+    agents = start_pg_agents(workdir, pg_cluster, agent_bin, interval="1s", shutdown_grace="1s", allow=ALLOW)
+    yield agents
+    for a in agents:
+        if a.daemon is not None:
+            a.daemon.signal_stop()
+    for a in agents:
+        a.stop()
+
+
+def test_agent_refuses_strangers_and_holds_under_abuse(pg_cluster, guarded_agents, haproxy_factory, workdir,
+                                                       figures):
+    leader = pg_cluster.wait_healthy()
+    replicas = sorted(m.name for m in pg_cluster.replicas())
+    a = next(x for x in guarded_agents if x.name == f"agent-{leader.name}")
+
+    # A stranger learns nothing on either port: reset or closed before a byte is answered.
+    assert _refused(a.agent_port, b"pg_write\n") == b""
+    assert _refused(a.http_port, b"GET /health HTTP/1.0\r\n\r\n") == b""
+    wait_until(lambda: _metric(a, "dbcheck_agent_connections_dropped_total", 'reason="not_allowed"') >= 1, 5,
+               "the agent port counted the stranger")
+    assert _metric(a, "dbcheck_agent_http_connections_dropped_total", 'reason="not_allowed"') >= 1
+
+    cfg, _ = render_agent_example(pg_cluster, guarded_agents, workdir / "haproxy" / "admin.sock")
+    hap = haproxy_factory(cfg)
+    hap.wait_until_checked("pg_write", timeout=30)
+    wait_until(lambda: hap.servers_up("pg_write") == [leader.name], 30, f"{leader.name} alone UP")
+    wait_until(lambda: sorted(hap.servers_up("pg_read")) == replicas, 30, "both replicas UP")
+    before = _flaps(hap)
+    cut_before = _metric(a, "dbcheck_agent_http_connections_dropped_total", 'reason="deadline"')
+
+    procs = []
+    try:
+        procs.append(_spawn(workdir, "slowloris", ["slowloris", "127.0.0.1", str(a.http_port),
+                                                   "--clients", "1000", "--pause", "1",
+                                                   "--duration", str(ATTACK_S)], 10))
+        procs.append(_spawn(workdir, "idle", ["idle", "127.0.0.1", str(a.agent_port), "--clients", "10000",
+                                              "--pause", "1", "--duration", str(ATTACK_S)], 10))
+        time.sleep(2)  # the attack at full strength before the poller starts timing
+        procs.append(_spawn(workdir, "poller", ["poll", "127.0.0.1", str(a.agent_port), str(a.http_port),
+                                                "--every", "0.05", "--duration", str(ATTACK_S - 4)], 0))
+        with Sampler(hap, "pg_write") as writers, Sampler(hap, "pg_read") as readers:
+            for p, _ in procs:
+                p.wait(timeout=ATTACK_S + 60)
+    finally:
+        for p, _ in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait(10)
+    loris, idle, poll = (json.loads(out.read_text()) for _, out in procs)
+    after = _flaps(hap)
+    cut = _metric(a, "dbcheck_agent_http_connections_dropped_total", 'reason="deadline"') - cut_before
+
+    # The premise: the attack was at the strength the issue names, and the agent had to cut it.
+    assert loris["opened"] >= 1000 and idle["opened"] >= 10000, (loris, idle)
+    assert cut >= 16 * 16, f"only {cut} slow HTTP connections cut at the deadline"
+    # HAProxy saw nothing: the same servers UP in every sample, no server went down.
+    assert {up for _, up in writers.samples} == {(leader.name,)}, writers.transitions()
+    assert {tuple(sorted(up)) for _, up in readers.samples} == {tuple(replicas)}, readers.transitions()
+    assert after == before, (before, after)
+    # The real poller: every answer right, and fast.
+    assert not poll["errors"], poll["errors"][:5]
+    assert set(poll["replies"]) == {"up 100%"} and set(poll["statuses"]) == {"200"}, poll
+    p99_agent = _percentile(poll["agent_latencies"], 0.99) * 1000
+    p99_http = _percentile(poll["http_latencies"], 0.99) * 1000
+    assert p99_agent <= 5 and p99_http <= 5, (p99_agent, p99_http)
+    assert a.daemon.alive()
+    figures("agent under abuse",
+            f"{ATTACK_S}s of 1,000 slowloris clients (HTTP, {loris['opened']} connections opened, "
+            f"{cut} cut at the 1 s deadline) + 10,000 idle connections (agent port, {idle['opened']} opened, "
+            f"peak {idle['peak_open']} held by the attacker) from 16 allowed addresses: HAProxy's "
+            f"pg_write/pg_read unchanged in {len(writers.samples)}/{len(readers.samples)} samples, 0 flaps; "
+            f"real poller p99 {p99_agent:.2f} ms (agent port, {len(poll['agent_latencies'])} asks), "
+            f"{p99_http:.2f} ms (HTTP, {len(poll['http_latencies'])} GETs); a stranger refused on both ports")
