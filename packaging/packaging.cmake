@@ -36,17 +36,34 @@ install(FILES README.md docs/architecture.md docs/agent.md docs/explain.md docs/
 install(DIRECTORY docs/sql docs/redis DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY haproxy-examples/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
 
+# What Debian policy asks of every binary package, and what lintian checks: the copyright file,
+# a changelog (a native package: changelog.gz), and our lintian overrides, each with its reason.
+set(DBCHECK_PACKAGE_MAINTAINER
+    "dbcheck maintainers <maintainers@users.noreply.a-seed-b0d3dd28.example>"
+    CACHE STRING "Maintainer field of the .deb, and the changelog's signature")
+configure_file(${PROJECT_SOURCE_DIR}/packaging/changelog.in ${PROJECT_BINARY_DIR}/packaging/changelog @ONLY)
+add_custom_command(OUTPUT ${PROJECT_BINARY_DIR}/packaging/changelog.gz
+                   COMMAND gzip -9nc ${PROJECT_BINARY_DIR}/packaging/changelog
+                           > ${PROJECT_BINARY_DIR}/packaging/changelog.gz
+                   DEPENDS ${PROJECT_BINARY_DIR}/packaging/changelog VERBATIM)
+add_custom_target(deb_changelog ALL DEPENDS ${PROJECT_BINARY_DIR}/packaging/changelog.gz)
+install(FILES ${PROJECT_BINARY_DIR}/packaging/changelog.gz packaging/copyright
+        DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES packaging/lintian-overrides DESTINATION ${CMAKE_INSTALL_DATADIR}/lintian/overrides
+        RENAME dbcheck)
+
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME dbcheck)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
-set(CPACK_PACKAGE_CONTACT "dbcheck maintainers <dbcheck@localhost>")
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
-    "HAProxy checks that route writes only to the primary both the cluster manager and the node name")
+set(CPACK_PACKAGE_CONTACT "${DBCHECK_PACKAGE_MAINTAINER}")
+# Debian policy: a synopsis under 80 characters, description lines of at most 80.
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "HAProxy health checks for PostgreSQL/Patroni and Redis/Sentinel")
 set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
-    "dbcheck is an HAProxy external check, and dbcheck-agent an agent-check sidecar, for
-PostgreSQL under Patroni and Redis/Valkey under Sentinel. A writer passes only when the
-cluster manager (Patroni, a Sentinel majority) and the node itself agree that it is the
-primary; a reader passes when its replication lag in seconds is within bounds.")
+    "dbcheck is an HAProxy external check, and dbcheck-agent an agent-check
+sidecar, for PostgreSQL under Patroni and Redis/Valkey under Sentinel.
+A writer passes only when the cluster manager (Patroni, a Sentinel
+majority) and the node itself agree that it is the primary; a reader
+passes when its replication lag in seconds is within bounds.")
 set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_STRIP_FILES ON)  # debug info stays in the build tree

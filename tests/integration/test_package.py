@@ -1,13 +1,20 @@
 """The .deb that `cpack` builds: it installs on this machine, puts every file where the man
-pages and the unit say, its unit passes `systemd-analyze verify`, and the installed binaries
-check a real cluster (the agent run as the package's `dbcheck` user, as the unit would).
-The package is purged again at the end."""
+pages and the unit say, its unit passes `systemd-analyze verify`, the installed binaries
+check a real cluster (the agent run as the package's `dbcheck` user, as the unit would),
+lintian finds no error or warning and hardening-check passes both binaries. Its maintainer
+scripts run under a stand-in for systemd (a private mount namespace where
+/run/systemd/system exists, and `systemctl`/`deb-systemd-invoke` that only log): a fresh
+install starts nothing, an upgrade try-restarts the agent and does not stop it, removal
+stops it. The package is purged at the end, and the purge is checked: user, group and
+state gone, the user's files under /etc/dbcheck handed to root and named."""
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -24,7 +31,9 @@ FILES = [Path("/usr/bin/dbcheck"), Path("/usr/sbin/dbcheck-agent"), UNIT,
          Path("/usr/share/man/man5/dbcheck.toml.5.gz"), Path("/usr/share/doc/dbcheck/README.md"),
          Path("/usr/share/doc/dbcheck/examples/postgres-patroni.cfg"),
          Path("/usr/share/doc/dbcheck/sql/healthcheck-role.sql"),
-         Path("/usr/share/bash-completion/completions/dbcheck")]
+         Path("/usr/share/bash-completion/completions/dbcheck"),
+         Path("/usr/share/doc/dbcheck/copyright"), Path("/usr/share/doc/dbcheck/changelog.gz"),
+         Path("/usr/share/lintian/overrides/dbcheck")]
 
 
 def run(argv, timeout=120, check=True, **kw):
@@ -34,18 +43,46 @@ def run(argv, timeout=120, check=True, **kw):
     return res
 
 
+def build_deb(out, version=None):
+    """cpack's .deb from the build tree into `out` (another version if given)."""
+    extra = ["-D", f"CPACK_PACKAGE_VERSION={version}"] if version else []
+    run(["cpack", "-G", "DEB", "--config", str(BUILD / "CPackConfig.cmake"), "-B", str(out), *extra],
+        timeout=300)
+    debs = list(out.glob("dbcheck_*.deb"))
+    assert len(debs) == 1, list(out.iterdir())
+    return debs[0]
+
+
+def dpkg_under_systemd(argv, workdir):
+    """Run dpkg `argv` as if systemd were the init: in a private mount namespace where
+    /run/systemd/system exists (invisible to the rest of the machine), with `systemctl` and
+    `deb-systemd-invoke` replaced by stand-ins that log their arguments. Returns (result,
+    the logged calls)."""
+    fake = workdir / "fake-systemd"
+    fake.mkdir(exist_ok=True)
+    log = workdir / "systemd-calls.log"
+    log.write_text("")
+    for name in ("systemctl", "deb-systemd-invoke"):
+        (fake / name).write_text(f'#!/bin/sh\necho "{name} $*" >> {log}\n')
+        (fake / name).chmod(0o755)
+    script = 'mount -t tmpfs tmpfs /run/systemd && mkdir /run/systemd/system && exec "$@"'
+    res = run(["unshare", "--mount", "sh", "-c", script, "sh", "dpkg", *argv],
+              env={**os.environ, "PATH": f"{fake}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+                   "DEBIAN_FRONTEND": "noninteractive"})
+    return res, log.read_text().splitlines()
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
-    """Build the .deb from the build tree with cpack, install it with dpkg, purge it after."""
+    """Build the .deb from the build tree with cpack, install it with dpkg (under the systemd
+    stand-in: `install_calls`), purge it after."""
     if run(["dpkg-query", "-W", "-f=${Status}", "dbcheck"], check=False).stdout.startswith("install ok"):
         pytest.fail("a dbcheck package is already installed on this machine: not touching it", pytrace=False)
     out = tmp_path_factory.mktemp("deb")
-    run(["cpack", "-G", "DEB", "--config", str(BUILD / "CPackConfig.cmake"), "-B", str(out)], timeout=300)
-    debs = list(out.glob("dbcheck_*.deb"))
-    assert len(debs) == 1, list(out.iterdir())
-    run(["dpkg", "-i", str(debs[0])], env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    deb = build_deb(out)
+    _, calls = dpkg_under_systemd(["-i", str(deb)], out)
     try:
-        yield debs[0]
+        yield SimpleNamespace(deb=deb, install_calls=calls, workdir=out)
     finally:
         run(["dpkg", "--purge", "dbcheck"], check=False)
 
@@ -64,15 +101,20 @@ def test_package_installs_every_file(installed):
 def test_agent_unit_verifies(installed):
     text = UNIT.read_text()
     assert "ExecStart=/usr/sbin/dbcheck-agent " in text and "Type=notify" in text and "User=dbcheck" in text
-    for hardening in ("NoNewPrivileges=yes", "ProtectSystem=strict", "WatchdogSec="):
+    for hardening in ("NoNewPrivileges=yes", "ProtectSystem=strict", "WatchdogSec=", "UMask=0077",
+                      "LimitCORE=0", "ProtectProc=invisible", "ProcSubset=pid", "IPAddressDeny=any",
+                      "IPAddressAllow=localhost link-local 10.0.0.0/8 172.16.0.0/12 192.168.0.0/16 fc00::/7"):
         assert hardening in text, hardening
+    # the stop outlasts the agent's drain (shutdown_grace, 10 s by default, 50 s at most)
+    assert int(re.search(r"^TimeoutStopSec=(\d+)$", text, re.M).group(1)) >= 50 + 10, text
     res = run(["systemd-analyze", "verify", str(UNIT)], check=False)
     assert res.returncode == 0, res.stdout + res.stderr
 
 
 def test_installed_binaries_check_a_real_cluster(installed, pg_cluster, workdir):
     leader = pg_cluster.wait_healthy()
-    cfg = write_dbcheck_config(workdir / "dbcheck", pg_cluster, owner="dbcheck")
+    # Run here as root: its password file is root's (dbcheck refuses another user's file).
+    cfg = write_dbcheck_config(workdir / "dbcheck", pg_cluster, owner=None)
     res = run(["/usr/bin/dbcheck", "--config", str(cfg), "check", "pg_write", leader.pg_addr], check=False)
     assert res.returncode == 0 and "UP" in res.stdout, res.stdout + res.stderr
     # The agent as the unit runs it: user dbcheck, the same config plus [agent].
@@ -93,3 +135,72 @@ def test_installed_binaries_check_a_real_cluster(installed, pg_cluster, workdir)
         assert health["backends"]["pg_write"]["reported"]["state"] == "up", health
     finally:
         agent.stop(20)
+
+
+def test_fresh_install_starts_nothing(installed):
+    """The unit needs /etc/dbcheck/dbcheck.toml first: installing only reloads systemd."""
+    assert installed.install_calls == ["systemctl --system daemon-reload"], installed.install_calls
+
+
+def test_lintian_finds_no_error_or_warning(installed):
+    if not shutil.which("lintian"):
+        pytest.fail("lintian is not installed: run ./scripts/install-deps", pytrace=False)
+    res = run(["lintian", "--allow-root", "--show-overrides", str(installed.deb)], timeout=300, check=False)
+    print(res.stdout + res.stderr)
+    problems = [line for line in res.stdout.splitlines() if re.match(r"[EW]: ", line)]
+    assert not problems and res.returncode == 0, res.stdout + res.stderr
+
+
+def test_hardening_check_passes_both_binaries(installed):
+    if not shutil.which("hardening-check"):
+        pytest.fail("hardening-check (devscripts) is not installed: run ./scripts/install-deps",
+                    pytrace=False)
+    # --nocfprotection: CET is not among the flags dpkg-buildflags gives on Debian 12 (see the
+    # hardening block of CMakeLists.txt); everything it does give is required.
+    res = run(["hardening-check", "--nocfprotection", "/usr/bin/dbcheck", "/usr/sbin/dbcheck-agent"],
+              check=False)
+    print(res.stdout + res.stderr)
+    assert res.returncode == 0, res.stdout + res.stderr
+    for check in ("Position Independent Executable", "Stack protected", "Fortify Source functions",
+                  "Read-only relocations", "Immediate binding", "Stack clash protection"):
+        assert res.stdout.count(f" {check}: yes") == 2, (check, res.stdout)
+
+
+def test_upgrade_restarts_a_running_agent_without_stopping_it_first(installed, tmp_path):
+    newer = build_deb(tmp_path, version="0.1.1")
+    _, calls = dpkg_under_systemd(["-i", str(newer)], tmp_path)
+    assert run(["dpkg-query", "-W", "-f=${Version}", "dbcheck"]).stdout == "0.1.1"
+    # prerm upgrade leaves the agent answering; postinst restarts it only if it runs, last
+    assert not any("stop" in c or " start" in c for c in calls), calls
+    assert calls[-1] == "deb-systemd-invoke try-restart dbcheck-agent.service", calls
+
+
+def test_purge_stops_the_agent_removes_user_and_state_and_gives_its_files_to_root(installed, tmp_path):
+    """Last: purges the package. The agent's password file (0600, the dbcheck user's) is
+    kept with its mode and given to root, named in a warning; the operator's other files in
+    /etc/dbcheck stay as they are; /var/lib/dbcheck-agent, the user and the group go."""
+    etc, state = Path("/etc/dbcheck"), Path("/var/lib/dbcheck-agent")
+    secret = etc / "test-package-agent.password"
+    config = etc / "test-package.toml"
+    made = [secret, config]
+    try:
+        secret.write_text("agent-secret\n")
+        secret.chmod(0o600)
+        shutil.chown(secret, "dbcheck", "dbcheck")
+        config.write_text("# the operator's\n")
+        state.mkdir(exist_ok=True)
+        shutil.chown(state, "dbcheck", "dbcheck")
+        (state / "drain").write_text("")
+        res, calls = dpkg_under_systemd(["--purge", "dbcheck"], tmp_path)
+        assert "deb-systemd-invoke stop dbcheck-agent.service" in calls, calls
+        assert not any("start" in c for c in calls), calls
+        assert run(["getent", "passwd", "dbcheck"], check=False).returncode != 0
+        assert run(["getent", "group", "dbcheck"], check=False).returncode != 0
+        assert not state.exists()
+        st = secret.stat()
+        assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (0, 0, 0o600), st
+        assert f"{secret} belonged to the removed user dbcheck; now root's" in res.stderr, res.stderr
+        assert config.read_text() == "# the operator's\n" and str(config) not in res.stderr
+    finally:
+        for f in made:
+            f.unlink(missing_ok=True)
