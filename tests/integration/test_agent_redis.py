@@ -1,11 +1,12 @@
 """dbcheck-agent on every Redis data node, behind a real HAProxy 2.6 loading
 haproxy-examples/redis-sentinel-agent.cfg; Sentinel events drive re-probes."""
 
+import threading
 import time
 
 import pytest
 
-from fixtures.agent import render_redis_agent_example, start_redis_agents
+from fixtures.agent import agent_ask, http_get, render_redis_agent_example, start_redis_agents, stop_agents
 from fixtures.procs import wait_until
 from fixtures.sampler import Sampler
 
@@ -15,10 +16,7 @@ def redis_agents(workdir, redis_cluster, agent_bin):
     redis_cluster.wait_stable()
     agents = start_redis_agents(workdir, redis_cluster, agent_bin, interval="1s")
     yield agents
-    for a in agents:  # all at once: each drains for shutdown_grace before it exits
-        a.daemon.signal_stop()
-    for a in agents:
-        a.stop()
+    stop_agents(agents)  # all at once; fails on a sanitizer report in an agent's log
 
 
 def test_failover_through_haproxy_with_agents(redis_cluster, redis_agents, haproxy_factory, workdir, figures):
@@ -63,8 +61,6 @@ def _check_commands(cluster, node):
 
 
 def test_pollers_do_not_multiply_redis_commands(redis_cluster, redis_agents, figures):
-    import threading
-    from fixtures.agent import agent_ask
     master = redis_cluster.wait_stable()
     a = next(x for x in redis_agents if x.name == f"agent-{master.name}")
     rates = {}
@@ -98,3 +94,50 @@ def test_pollers_do_not_multiply_redis_commands(redis_cluster, redis_agents, fig
     figures("agent pollers vs Redis commands",
             f"1 poller ({rates[1][1]:.0f} answers/s): {rates[1][0]:.1f} ROLE/PING/AUTH calls/s on the "
             f"master; 100 pollers ({rates[100][1]:.0f} answers/s): {rates[100][0]:.1f} calls/s")
+
+
+def _sentinel_subscriptions(agent):
+    """dbcheck_sentinel_subscriptions_total of the cluster "cache" from the agent's /metrics."""
+    for line in http_get(agent.http_port, "/metrics")[1].splitlines():
+        if line.startswith('dbcheck_sentinel_subscriptions_total{cluster="cache"}'):
+            return int(float(line.split()[-1]))
+    return 0
+
+
+def test_reloads_while_polled_keep_the_verdict_and_the_subscriptions(redis_cluster, redis_agents):
+    """SIGHUP five times while pollers ask both ports: each reload stops the probers and the
+    Sentinel watchers (subscribed) and starts new ones; the answers never waver and every
+    Sentinel is subscribed again. ./scripts/test also runs this under ThreadSanitizer."""
+    master = redis_cluster.wait_stable()
+    a = next(x for x in redis_agents if x.name == f"agent-{master.name}")
+    sentinels = len(redis_cluster.sentinels())
+    wait_until(lambda: _sentinel_subscriptions(a) >= sentinels, 10, "every Sentinel subscribed")
+    stop, replies, errors = threading.Event(), [], []
+
+    def poll(ask):
+        while not stop.is_set():
+            try:
+                replies.append(ask())
+            except OSError as e:
+                errors.append(repr(e))
+            stop.wait(0.01)
+
+    asks = [lambda: agent_ask(a.agent_port, b"redis_write\n"),
+            lambda: http_get(a.http_port, "/health")[0],
+            lambda: http_get(a.http_port, "/metrics")[0]]
+    threads = [threading.Thread(target=poll, args=(ask,), daemon=True) for ask in asks * 2]
+    for t in threads:
+        t.start()
+    try:
+        for _ in range(5):
+            a.reconfigure(master.addr, timeout=15)
+            time.sleep(0.3)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(5)
+    assert a.health()["agent"]["reloads"] == 5
+    wait_until(lambda: _sentinel_subscriptions(a) >= sentinels, 10, "every Sentinel subscribed again")
+    assert errors == []
+    assert {r for r in replies if isinstance(r, str) and not r.startswith("up")} == set()
+    assert {r for r in replies if isinstance(r, int)} == {200}
