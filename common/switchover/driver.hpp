@@ -155,8 +155,8 @@ long long whole_seconds(probe::Clock::duration d);
 
 // Why an address cannot be used here, or empty. Sentinels and --to must be IP literals: the
 // Sentinel FAILOVER goes to must be the very one that was counted naming the master a moment
-// before, and a name may resolve elsewhere between the two connections (and hiredis resolves
-// names without a timeout); Sentinel itself reports addresses as IPs.
+// before, and a name may resolve elsewhere between the two connections; Sentinel itself
+// reports addresses as IPs.
 std::string not_an_ip(const util::HostPort& addr, const std::string& what);
 
 } // namespace dbcheck::switchover
