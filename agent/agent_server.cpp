@@ -26,11 +26,14 @@ constexpr auto k_deadline = 1s;
 constexpr std::size_t k_max_line = 512;
 // Connections accepted per turn of the event loop, at most.
 constexpr int k_accept_batch = 64;
+// Open connections from one address, at most: a neighbour inside `allow` opening thousands
+// costs the agent a reset each beyond this, not a session (HAProxy holds one per backend).
+constexpr std::size_t k_per_address = 64;
 
 // Why a connection ended without a delivered answer.
-enum class Drop { limit, write_timeout, accept_error, not_allowed };
-constexpr std::array<std::string_view, 4> k_drop_names = {"limit", "write_timeout", "accept_error",
-                                                          "not_allowed"};
+enum class Drop { limit, write_timeout, accept_error, not_allowed, address_limit };
+constexpr std::array<std::string_view, 5> k_drop_names = {
+    "limit", "write_timeout", "accept_error", "not_allowed", "address_limit"};
 // A burst of drops is logged once per this, with the count since the last line: under a flood
 // every drop still counts (/metrics), and the log stays readable.
 constexpr auto k_drop_log_every = 10s;
@@ -41,6 +44,7 @@ struct Counters {
   // Touched on the io thread only.
   std::array<std::chrono::steady_clock::time_point, k_drop_names.size()> logged_at{};
   std::array<std::uint64_t, k_drop_names.size()> unlogged{};
+  std::map<asio::ip::address, std::size_t> by_address; // open sessions; io thread only
 
   // Counts one drop, and logs it with its reason unless one was logged less than
   // k_drop_log_every ago (then it is counted in the next line).
@@ -62,12 +66,19 @@ struct Counters {
 
 class Session : public std::enable_shared_from_this<Session> {
 public:
-  Session(tcp::socket socket, const Responder& respond, Counters& counters)
+  Session(tcp::socket socket, asio::ip::address peer, const Responder& respond, Counters& counters)
       : m_socket(std::move(socket)), m_timer(m_socket.get_executor()), m_respond(respond),
-        m_counters(counters) {
+        m_counters(counters), m_peer(std::move(peer)) {
     ++m_counters.open;
+    ++m_counters.by_address[m_peer];
   }
-  ~Session() { --m_counters.open; }
+  ~Session() {
+    --m_counters.open;
+    if (const auto it = m_counters.by_address.find(m_peer); it != m_counters.by_address.end() &&
+                                                           --it->second == 0) {
+      m_counters.by_address.erase(it);
+    }
+  }
 
   void start() {
     // A poller sends its line right after connecting: when it is already here, answer it now,
@@ -164,6 +175,7 @@ private:
   asio::steady_timer m_timer;
   const Responder& m_respond;
   Counters& m_counters;
+  asio::ip::address m_peer;
   std::chrono::steady_clock::time_point m_accepted = std::chrono::steady_clock::now();
   std::array<char, k_max_line> m_buf{};
   std::size_t m_used = 0;
@@ -198,8 +210,14 @@ struct AgentServer::Impl {
       counters.drop(Drop::limit);
       asio::error_code ignored;
       socket.close(ignored);
+    } else if (const auto it = counters.by_address.find(peer.address());
+               it != counters.by_address.end() && it->second >= k_per_address) {
+      counters.drop(Drop::address_limit);
+      asio::error_code ignored;
+      socket.set_option(asio::socket_base::linger(true, 0), ignored);
+      socket.close(ignored);
     } else {
-      std::make_shared<Session>(std::move(socket), respond, counters)->start();
+      std::make_shared<Session>(std::move(socket), peer.address(), respond, counters)->start();
     }
   }
 

@@ -65,7 +65,7 @@ inline constexpr std::array<MetricSpec, 15> k_metrics{{
      "Agent-check connections ended without a delivered answer, by reason (limit: refused at "
      "max_connections; write_timeout: the poller did not read its answer within 1 s; "
      "accept_error: accept() failed, e.g. out of file descriptors; not_allowed: the client is "
-     "not in agent.allow)"},
+     "not in agent.allow; address_limit: 64 already open from its address)"},
     {"dbcheck_agent_http_connections_dropped_total", MetricType::counter,
      "HTTP connections closed unanswered, by reason (not_allowed: the client is not in "
      "agent.allow; deadline: still open 1 s after accept)"},
