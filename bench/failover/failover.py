@@ -257,7 +257,7 @@ def judge(lab, v, writer, ctx):
 # ------------------------------------------------------------------ main
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--reps", type=int, default=20, help="runs of each scenario (CI: 2)")
+    ap.add_argument("--reps", type=int, default=20, help="runs of each scenario (CI: 1)")
     ap.add_argument("--engine", choices=["pg", "redis"], action="append", help="default: both")
     ap.add_argument("--scenario", action="append", help="only these scenarios (default: all)")
     ap.add_argument("--no-results", action="store_true", help="do not rewrite docs/results.md")

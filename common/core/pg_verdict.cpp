@@ -207,7 +207,8 @@ Verdict evaluate_replica(const ReplicaObservation& obs, double max_lag_s, Reader
   }
   if (!node.receiver_status) {
     return {State::down, Failure::config,
-            "pg_stat_wal_receiver.status is hidden from the check user: GRANT pg_monitor to it"};
+            "pg_stat_wal_receiver.status is hidden from the check user: create its views with "
+            "`dbcheck setup-sql postgres` (docs/sql/healthcheck-role.sql)"};
   }
   if (*node.receiver_status != "streaming") {
     return {State::down, Failure::not_ready,

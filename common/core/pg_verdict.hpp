@@ -52,7 +52,7 @@ struct WriterObservation {
 struct ReplicaStatus {
   bool in_recovery = false;
   bool receiver_present = false;              // pg_stat_wal_receiver has a row
-  std::optional<std::string> receiver_status; // "streaming", ...; nullopt if hidden (no pg_monitor)
+  std::optional<std::string> receiver_status; // "streaming", ...; nullopt if hidden (no dbcheck views)
   bool replay_paused = false;
   std::optional<std::uint32_t> received_timeline; // pg_stat_wal_receiver.received_tli
 };

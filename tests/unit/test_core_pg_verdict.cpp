@@ -344,7 +344,8 @@ TEST_CASE("reader: each condition decides, in order, with its reason", "[core][v
         lag(0), 3},
        State::down,
        Failure::config,
-       "pg_stat_wal_receiver.status is hidden from the check user: GRANT pg_monitor to it"},
+       "pg_stat_wal_receiver.status is hidden from the check user: create its views with "
+       "`dbcheck setup-sql postgres` (docs/sql/healthcheck-role.sql)"},
       {"receiver waiting",
        {k_replica, replica_view(), ReplicaStatus{true, true, "waiting", false, std::nullopt},
         lag(0), 3},
