@@ -1,4 +1,4 @@
-"""The agent under abuse from its own network, with a real HAProxy polling it
+"""Who may talk to the agent, and what it tells them. The agent under abuse from its own network, with a real HAProxy polling it
 (haproxy-examples/postgres-patroni-agent.cfg): an address outside `allow` is refused on both
 ports; 1,000 slowloris clients on the HTTP port and 10,000 idle connections on the agent port,
 from 16 addresses inside `allow`, for 60 s, change nothing HAProxy sees, and a real poller is
@@ -8,7 +8,8 @@ it: a population of slow and idle clients, as the issue names them, not a connec
 
 The hostile clients and the poller run as processes of their own (fixtures/abuse.py): the
 attackers at nice 10, standing in for hosts of their own (on a real network the attackers'
-CPU is not the agent's), the poller at the test's priority."""
+CPU is not the agent's), the poller at the test's priority. Then the agent's HTTP port over TLS
+with reasons hidden, behind the same HAProxy."""
 
 import json
 import re
@@ -20,8 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.agent import http_get, render_agent_example, start_pg_agents
+from fixtures.agent import http_get, render_agent_example, start_pg_agents, stop_agents
 from fixtures.procs import wait_until
+from fixtures.test_ca import issue, make_ca
 from fixtures.periodic import Periodic
 
 ABUSE = Path(__file__).resolve().parent / "fixtures" / "abuse.py"
@@ -188,3 +190,43 @@ def test_agent_refuses_strangers_and_holds_under_abuse(pg_cluster, guarded_agent
             f"{p99_agent:.2f} ms (agent port, {len(poll['agent_latencies'])} asks), "
             f"{p99_http:.2f} ms (HTTP); "
             f"a stranger refused on both ports")
+
+
+def test_https_and_bare_answers_keep_haproxy_working(workdir, pg_cluster, agent_bin, haproxy_factory,
+                                                     figures):
+    """http_certfile/http_keyfile: the HTTP port speaks only TLS, and HAProxy's httpchk verifies it
+    (check-ssl verify required); expose_reasons = false: both ports answer states without
+    reasons, and /health shows no member, address or step. HAProxy routes as before."""
+    leader = pg_cluster.wait_healthy()
+    replicas = sorted(m.name for m in pg_cluster.replicas())
+    ca = make_ca(workdir / "tls", "agent")
+    cert = issue(ca, workdir / "tls", "agent", ["IP:127.0.0.1"])
+    agents = start_pg_agents(workdir, pg_cluster, agent_bin, interval="1s", shutdown_grace="1s", allow=ALLOW,
+                             cafile=ca.cert, http_certfile=str(cert.cert), http_keyfile=str(cert.key),
+                             expose_reasons=False)
+    try:
+        a = next(x for x in agents if x.name == f"agent-{leader.name}")
+        assert http_get(a.http_port, "/backend/pg_write", cafile=ca.cert) == (200, "pg_write UP\n")
+        assert http_get(a.http_port, "/backend/pg_read", cafile=ca.cert) == (503, "pg_read DOWN\n")
+        health = http_get(a.http_port, "/health", cafile=ca.cert)[1]
+        assert json.loads(health)["backends"]["pg_write"]["state"] == "up", health
+        assert "steps" not in health and leader.pg_addr not in health and "leader" not in health, health
+        with pytest.raises(OSError):  # plain HTTP gets no page from the TLS port
+            http_get(a.http_port, "/backend/pg_write")
+        assert a.ask("pg_write") == "up 100%\n"
+        assert a.ask("pg_read") == "down\n"  # the reason stays in the agent's log
+        cfg, _ = render_agent_example(pg_cluster, agents, workdir / "haproxy" / "admin.sock")
+        tls = f"check-ssl verify required ca-file {ca.cert}"
+        cfg = cfg.replace("default-server inter 1s", f"default-server {tls} inter 1s")
+        assert cfg.count("check-ssl") == 2, cfg
+        hap = haproxy_factory(cfg)
+        hap.wait_until_checked("pg_write", timeout=30)
+        wait_until(lambda: hap.servers_up("pg_write") == [leader.name], 30, f"{leader.name} alone UP (TLS)")
+        wait_until(lambda: sorted(hap.servers_up("pg_read")) == replicas, 30, "both replicas UP over TLS")
+        layer = {r["svname"]: r["check_status"] for r in hap.servers("pg_write")}
+        assert layer[leader.name] == "L7OK", layer
+    finally:
+        stop_agents(agents)
+    figures("agent over HTTPS, reasons hidden",
+            f"HAProxy's httpchk with check-ssl verify required: {leader.name} the only writer ({layer}); "
+            "agent port answers 'up 100%' / 'down' without reasons; /health shows states only")
