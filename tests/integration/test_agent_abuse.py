@@ -1,4 +1,6 @@
-"""Who may talk to the agent, and what it tells them. The agent under abuse from its own network, with a real HAProxy polling it
+"""Who may talk to the agent, and what it tells them.
+
+The agent under abuse from its own network, with a real HAProxy polling it
 (haproxy-examples/postgres-patroni-agent.cfg): an address outside `allow` is refused on both
 ports; 1,000 slowloris clients on the HTTP port and 10,000 idle connections on the agent port,
 from 16 addresses inside `allow`, for 60 s, change nothing HAProxy sees, and a real poller is
