@@ -82,7 +82,7 @@ def wrong_password(m, name):
 # Three fake Sentinels replace the real ones in the config: (mode, expected failure, how).
 for _mode, _kind, _how in (("garbage", "protocol", "an HTML line"),
                            ("truncated", "network", "half an answer, then close"),
-                           ("huge", "timeout", "a 500 MB bulk string announced, 8 MB sent"),
+                           ("huge", "protocol", "a 500 MB bulk string announced: refused at its header"),
                            ("slow", "timeout", "the answer after 5 s"),
                            ("trickle", "timeout", "one byte per second")):
     ROWS.add(f"sentinel-fake-{_mode}", lab="redis",
