@@ -148,6 +148,14 @@ std::optional<std::string> want_string(const toml::node& n, Errors& e, const std
   return std::nullopt;
 }
 
+std::optional<bool> want_bool(const toml::node& n, Errors& e, const std::string& key) {
+  if (n.is_boolean()) {
+    return *n.value<bool>();
+  }
+  e.add(n.source(), key, fmt::format("expected true or false, got {}", describe(n.type())));
+  return std::nullopt;
+}
+
 std::optional<util::Duration> want_duration(const toml::node& n, Errors& e,
                                             const std::string& key) {
   auto s = want_string(n, e, key);
@@ -339,11 +347,9 @@ const std::vector<KeySpec<PostgresCluster>>& postgres_keys() {
                          const std::string& key) { c.sslrootcert = want_string(n, e, key); }},
       {"require_tls",
        [](PostgresCluster& c, const toml::node& n, Errors& e, const std::string& key) {
-         if (!n.is_boolean()) {
-           e.add(n.source(), key, fmt::format("expected true or false, got {}", describe(n.type())));
-           return;
+         if (auto v = want_bool(n, e, key)) {
+           c.require_tls = *v;
          }
-         c.require_tls = *n.value<bool>();
        }},
       {"operator_user", [](PostgresCluster& c, const toml::node& n, Errors& e,
                            const std::string& key) { c.operator_user = want_string(n, e, key); }},
@@ -546,11 +552,9 @@ const std::vector<KeySpec<AgentSettings>>& agent_keys() {
        }},
       {"expose_reasons",
        [](A& a, const toml::node& n, Errors& e, const std::string& key) {
-         if (!n.is_boolean()) {
-           e.add(n.source(), key, fmt::format("expected true or false, got {}", describe(n.type())));
-           return;
+         if (auto v = want_bool(n, e, key)) {
+           a.expose_reasons = *v;
          }
-         a.expose_reasons = *n.value<bool>();
        }},
       {"http_certfile", [](A& a, const toml::node& n, Errors& e,
                            const std::string& key) { a.http_certfile = want_string(n, e, key); }},

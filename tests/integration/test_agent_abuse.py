@@ -28,7 +28,7 @@ from fixtures.procs import wait_until
 from fixtures.test_ca import issue, make_ca
 from fixtures.periodic import Periodic
 
-ABUSE = Path(__file__).resolve().parent / "fixtures" / "abuse.py"
+HERE = Path(__file__).resolve().parent  # fixtures.abuse runs as a module from here
 ATTACK_S = 60
 # HAProxy and the poller ask from 127.0.0.1; the attackers from 127.0.0.16-31, also allowed:
 # the worst case is a hostile neighbour the operator had to admit. 127.0.0.99 is outside.
@@ -103,8 +103,9 @@ class HaproxyView(Periodic):
 
 def _spawn(workdir, name, args, nice):
     out = workdir / f"{name}.json"
-    cmd = ["nice", "-n", str(nice), sys.executable, str(ABUSE), *args, "--out", str(out)]
-    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(workdir / f"{name}.err", "w")), out
+    cmd = ["nice", "-n", str(nice), sys.executable, "-m", "fixtures.abuse", *args, "--out", str(out)]
+    return subprocess.Popen(cmd, cwd=HERE, stdout=subprocess.DEVNULL,
+                            stderr=open(workdir / f"{name}.err", "w")), out
 
 
 @pytest.fixture

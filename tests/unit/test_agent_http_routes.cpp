@@ -6,6 +6,21 @@
 using namespace dbcheck;
 using namespace dbcheck::agent;
 
+namespace {
+
+// pg_write on 10.0.0.1:5432, freshly probed at `now` and up for `reason`.
+BackendSnapshot writer_up(probe::Clock::time_point now, std::string reason) {
+  BackendSnapshot s;
+  s.backend = "pg_write";
+  s.node = "10.0.0.1:5432";
+  s.started = true;
+  s.updated = now;
+  s.reported = {core::State::up, core::Failure::none, std::move(reason)};
+  return s;
+}
+
+} // namespace
+
 TEST_CASE("request paths map to pages", "[agent][http]") {
   CHECK(route_http_path("/live").page == HttpRoute::Page::live);
   CHECK(route_http_path("/health").page == HttpRoute::Page::health);
@@ -21,12 +36,7 @@ TEST_CASE("request paths map to pages", "[agent][http]") {
 
 TEST_CASE("pages answer with the status HAProxy's http-check expects", "[agent][http]") {
   const auto now = probe::Clock::now();
-  BackendSnapshot up;
-  up.backend = "pg_write";
-  up.node = "10.0.0.1:5432";
-  up.started = true;
-  up.updated = now;
-  up.reported = {core::State::up, core::Failure::none, "leader"};
+  const BackendSnapshot up = writer_up(now, "leader");
   BackendSnapshot never = up;
   never.backend = "pg_read";
   never.started = false;
@@ -48,12 +58,7 @@ TEST_CASE("pages answer with the status HAProxy's http-check expects", "[agent][
 
 TEST_CASE("expose_reasons = false: pages show states, not topology", "[agent][http]") {
   const auto now = probe::Clock::now();
-  BackendSnapshot up;
-  up.backend = "pg_write";
-  up.node = "10.0.0.1:5432";
-  up.started = true;
-  up.updated = now;
-  up.reported = {core::State::up, core::Failure::none, "Patroni names 10.0.0.1:5432 leader"};
+  const BackendSnapshot up = writer_up(now, "Patroni names 10.0.0.1:5432 leader");
   AgentStatus agent;
   agent.expose_reasons = false;
   const HttpAnswer w = answer_http(route_http_path("/backend/pg_write"), {up}, agent, now);

@@ -1,36 +1,15 @@
 #include <config/load_config.hpp>
 
+#include "temp_dir.hpp"
+
 #include <catch2/catch.hpp>
 
-#include <sys/stat.h>
-
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <string>
 
 using namespace dbcheck::config;
+using dbcheck::testing::TempDir;
 
 namespace {
-
-// A private temporary directory with a password file of the given mode.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string tmpl = "/tmp/dbcheck-unit-XXXXXX";
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path, ignored);
-  }
-  std::string write(const std::string& name, const std::string& content, mode_t mode) const {
-    const std::string file = path + "/" + name;
-    std::ofstream(file) << content;
-    ::chmod(file.c_str(), mode);
-    return file;
-  }
-};
 
 std::string valid_config(const std::string& password_file) {
   return R"([defaults]
