@@ -16,7 +16,7 @@ import pytest
 from fixtures import redis as redis_fx
 from fixtures.dbcheck import operator_lines, write_check_wrapper, write_dbcheck_config, write_redis_config
 from fixtures.haproxy import render_example_for, render_redis_example_for
-from fixtures.patroni import APP_DB, APP_PASSWORD, APP_USER
+from fixtures.patroni import APP_DB, APP_PASSWORD, APP_USER, LOOP_WAIT
 from fixtures.procs import wait_until
 from fixtures.writers import PgWriter, RedisWriter
 
@@ -470,6 +470,10 @@ def test_pg_sigterm_stops_waiting_and_leaves_the_switchover_to_patroni(pg_cluste
     assert ("it is not undone" in out
             and re.search(r"Patroni (still names|now names|names no leader)", out)), stdout
     assert "to do: see where the switchover went" in out, stdout
+    # The request may reach Patroni as dbcheck exits, and Patroni records it in etcd a moment
+    # later; once recorded, wait_healthy waits for the switchover to finish. The CI run of
+    # a4b148d began the next test while pg1 was still being demoted.
+    time.sleep(LOOP_WAIT)
     pg_cluster.wait_healthy(90)
 
 
