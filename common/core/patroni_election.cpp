@@ -52,6 +52,13 @@ bool election_decided(const std::vector<MemberAnswer>& answers, std::size_t conf
   return largest_group(answers).second > configured / 2;
 }
 
+bool election_possible(const std::vector<MemberAnswer>& answers, std::size_t pending,
+                       std::size_t configured) {
+  return largest_group(answers).second + pending > configured / 2;
+}
+
+std::size_t first_round(std::size_t configured) { return configured / 2 + 1; }
+
 PatroniElection elect_leader(const std::vector<MemberAnswer>& answers, std::size_t configured) {
   std::size_t answered = 0;
   std::string detail;

@@ -44,6 +44,17 @@ PatroniElection elect_leader(const std::vector<MemberAnswer>& answers, std::size
 // out cannot change the outcome (the check stops waiting for them).
 bool election_decided(const std::vector<MemberAnswer>& answers, std::size_t configured);
 
+// True while the members asked so far can still decide: the largest group of agreeing answers
+// plus the `pending` answers not yet in could exceed half of `configured`. False means the
+// members not yet asked must be asked (a refusal, a timeout or a disagreement among the first).
+bool election_possible(const std::vector<MemberAnswer>& answers, std::size_t pending,
+                       std::size_t configured);
+
+// How many members to ask first: just enough to make a majority of `configured` if they agree.
+// The others are asked only when these do not decide (probe/patroni_client.cpp), so a healthy
+// cluster answers each check with a majority's requests, not every member's.
+std::size_t first_round(std::size_t configured);
+
 // "pg1 (10.0.0.1:5432)" for the leader a view names, or "no leader".
 std::string leader_label(const ClusterView& view);
 

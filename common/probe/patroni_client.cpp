@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace dbcheck::probe {
 namespace {
 
@@ -52,53 +54,212 @@ std::optional<core::Step> resolve_members(Peers& peers, core::ClusterView& view,
 
 } // namespace
 
+namespace {
+
+// How long the members asked first get before the others are asked too (when the first have
+// not decided by then): a third of the time left, at most this. Patroni answers /cluster from
+// its DCS cache in milliseconds; a member that takes longer is treated as not answering.
+constexpr auto k_first_round_wait = std::chrono::milliseconds{250};
+
+// The host part of a base URL ("" when it has none), IPv6 brackets stripped.
+std::string base_host(const std::string& base) {
+  const auto o = util::url_origin(base);
+  const auto host_start = o ? o->find("://") : std::string::npos;
+  const auto port_colon = o ? o->rfind(':') : std::string::npos;
+  if (host_start == std::string::npos || port_colon == std::string::npos ||
+      port_colon <= host_start + 3) {
+    return "";
+  }
+  std::string host = o->substr(host_start + 3, port_colon - host_start - 3);
+  if (host.size() > 2 && host.front() == '[') {
+    host = host.substr(1, host.size() - 2);
+  }
+  return host;
+}
+
+// The configured Patroni on `node`'s host, when exactly one is: the node's own, asked first.
+// (On a lab where every member shares one host none is told apart, and the order stays.)
+std::optional<std::size_t> own_base(const std::vector<std::string>& bases,
+                                    const util::HostPort& node) {
+  std::optional<std::size_t> own;
+  for (std::size_t i = 0; i < bases.size(); ++i) {
+    if (util::same_endpoint(util::HostPort{base_host(bases[i]), 1},
+                            util::HostPort{node.host, 1})) {
+      if (own) {
+        return std::nullopt;
+      }
+      own = i;
+    }
+  }
+  return own;
+}
+
+core::Failure failure_kind(const HttpAttempt& a) {
+  return a.timed_out ? core::Failure::timeout
+         : a.status != 0 ? core::Failure::protocol
+                         : core::Failure::network;
+}
+
+// True when `view` names a leader that is, once resolved, not `node`.
+bool names_another(Peers& peers, core::ClusterView& view, const util::HostPort& node,
+                   const Deadline& deadline, std::vector<core::Step>& steps) {
+  if (core::find_leader(view) == nullptr) {
+    return false;
+  }
+  if (auto step = resolve_members(peers, view, node, deadline)) {
+    steps.push_back(std::move(*step));
+  }
+  const core::PatroniMember* leader = core::find_leader(view);
+  return leader->unresolved.empty() && !util::same_endpoint(leader->address, node);
+}
+
+} // namespace
+
 ManagerResult ask_patroni(Peers& peers, const std::vector<std::string>& bases,
                           const HttpOptions& tls, const std::optional<util::HostPort>& node,
-                          const Deadline& deadline) {
-  std::vector<std::string> urls;
-  urls.reserve(bases.size());
-  for (const auto& b : bases) {
-    urls.push_back(b + "/cluster");
+                          const Deadline& deadline, bool own_denial_decides) {
+  const std::size_t n = bases.size();
+  std::vector<std::size_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    order[i] = i;
   }
-  std::vector<core::MemberAnswer> answered;
-  std::vector<std::optional<core::ClusterView>> views(urls.size());
-  const HttpOptions& options = tls;
-  const EnoughFn enough = [&](std::size_t i, HttpReply& reply) {
-    if (reply.attempt.error.empty()) {
-      auto v = core::parse_patroni_cluster(reply.body);
-      if (v) {
-        views[i] = std::move(*v);
-        answered.push_back({reply.attempt.url, *views[i]});
-      } else {
-        reply.attempt.error = fmt::format("unusable answer: {}", v.error());
+  const std::optional<std::size_t> own = node ? own_base(bases, *node) : std::nullopt;
+  if (own) {
+    std::rotate(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(*own),
+                order.begin() + static_cast<std::ptrdiff_t>(*own) + 1);
+  }
+  std::vector<std::optional<HttpReply>> replies(n);
+  std::vector<std::optional<core::ClusterView>> views(n);
+  std::vector<bool> finished(n, false); // answered or failed, not cut at a round's end
+  std::vector<core::Step> extra_steps;
+  std::optional<core::ClusterView> denial; // the own Patroni's view naming another leader
+
+  // The usable answers and failures in so far (not the transfers cut at a round's end).
+  const auto answers_in = [&] {
+    std::vector<core::MemberAnswer> out;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (views[i]) {
+        out.push_back({replies[i]->attempt.url, *views[i]});
+      } else if (finished[i]) {
+        const HttpAttempt& a = replies[i]->attempt;
+        out.push_back({a.url, tl::make_unexpected(ProbeError{failure_kind(a), a.error, ""})});
       }
     }
-    return core::election_decided(answered, bases.size());
+    return out;
   };
-  std::vector<HttpReply> replies = peers.get_all(urls, options, deadline, enough);
+  // One round: GET /cluster of `which` at once, until the election is decided, cannot be
+  // decided by the members asked so far (not in the `last` round), all have answered, or `by`.
+  const auto ask = [&](const std::vector<std::size_t>& which, const Deadline& by, bool last) {
+    std::vector<std::string> urls;
+    for (const std::size_t i : which) {
+      urls.push_back(bases[i] + "/cluster");
+    }
+    std::vector<core::MemberAnswer> answered = answers_in();
+    std::size_t pending = which.size();
+    const EnoughFn enough = [&](std::size_t k, HttpReply& reply) {
+      --pending;
+      const std::size_t i = which[k];
+      finished[i] = true;
+      if (reply.attempt.error.empty()) {
+        auto v = core::parse_patroni_cluster(reply.body);
+        if (v) {
+          views[i] = std::move(*v);
+          answered.push_back({reply.attempt.url, *views[i]});
+          return core::election_decided(answered, n) ||
+                 (!last && !core::election_possible(answered, pending, n));
+        }
+        reply.attempt.error = fmt::format("unusable answer: {}", v.error());
+      }
+      answered.push_back({reply.attempt.url, tl::make_unexpected(ProbeError{
+                                                 failure_kind(reply.attempt), reply.attempt.error,
+                                                 ""})});
+      // The last round waits for every member: a majority of those that answer still decides.
+      return core::election_decided(answered, n) ||
+             (!last && !core::election_possible(answered, pending, n));
+    };
+    std::vector<HttpReply> got = peers.get_all(urls, tls, by, enough);
+    for (std::size_t k = 0; k < which.size(); ++k) {
+      replies[which[k]] = std::move(got[k]);
+    }
+  };
+
+  // Rounds: the node's own Patroni alone when its denial decides (a writer check: it names
+  // another leader, so this node is not the writer whatever the others say); then enough
+  // members for a majority; then every member not yet heard (a refusal, a timeout or a
+  // disagreement among the first). Each round but the last gets a short wait.
+  std::size_t asked = 0;
+  const std::size_t majority = core::first_round(n);
+  std::vector<std::size_t> rounds;
+  if (own && own_denial_decides) {
+    rounds.push_back(1);
+  }
+  rounds.push_back(majority);
+  rounds.push_back(n);
+  for (const std::size_t upto : rounds) {
+    std::vector<std::size_t> which;
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::size_t i = order[k];
+      // Not yet asked, or cut at the end of the round before: ask now.
+      if ((k >= asked && k < upto) || (k < asked && !finished[i])) {
+        which.push_back(i);
+      }
+    }
+    asked = std::max(asked, upto);
+    if (which.empty()) {
+      continue;
+    }
+    const bool last = upto >= n;
+    const Deadline by =
+        last ? deadline
+             : Deadline{std::min(deadline.at(),
+                                 Clock::now() + std::min<Clock::duration>(
+                                                    k_first_round_wait, deadline.remaining() / 3))};
+    ask(which, by, last);
+    if (own && own_denial_decides && upto == 1 && views[*own]) {
+      // A copy: the others' views are compared with the own one as advertised.
+      core::ClusterView copy = *views[*own];
+      if (names_another(peers, copy, *node, deadline, extra_steps)) {
+        denial = std::move(copy);
+        break;
+      }
+      extra_steps.clear(); // the agreed view's lookup below reports the names
+    }
+    if (core::election_decided(answers_in(), n) || deadline.expired()) {
+      break;
+    }
+  }
 
   std::vector<core::Step> steps;
   std::vector<core::MemberAnswer> answers;
-  for (std::size_t i = 0; i < replies.size(); ++i) {
-    const HttpAttempt& a = replies[i].attempt;
+  for (const std::size_t i : order) {
     core::Step step;
     step.opinion = "manager";
     step.asked = "GET /cluster";
+    if (!replies[i]) {
+      step.peer = util::redact_url(bases[i] + "/cluster");
+      step.answer = "not needed: the members asked first decided";
+      steps.push_back(std::move(step));
+      continue;
+    }
+    const HttpAttempt& a = replies[i]->attempt;
     step.peer = a.url;
     step.latency_ms = a.latency_ms;
     if (views[i]) {
       step.answer = summarize(*views[i]);
-      answers.push_back({a.url, std::move(*views[i])});
+      answers.push_back({a.url, *views[i]});
     } else {
       step.answer = a.error;
-      const core::Failure kind = a.timed_out     ? core::Failure::timeout
-                                 : a.status != 0 ? core::Failure::protocol
-                                                 : core::Failure::network;
-      answers.push_back({a.url, tl::make_unexpected(ProbeError{kind, a.error, ""})});
+      answers.push_back({a.url, tl::make_unexpected(ProbeError{failure_kind(a), a.error, ""})});
     }
     steps.push_back(std::move(step));
   }
-  core::PatroniElection e = core::elect_leader(answers, bases.size());
+  for (auto& s : extra_steps) {
+    steps.push_back(std::move(s));
+  }
+  if (denial) {
+    return ManagerResult{std::move(*denial), std::move(steps), false};
+  }
+  core::PatroniElection e = core::elect_leader(answers, n);
   const bool quorum = e.view.has_value() && 2 * e.agreeing > e.configured;
   if (e.view && node) {
     if (auto step = resolve_members(peers, *e.view, *node, deadline)) {
@@ -129,14 +290,8 @@ std::optional<LeaderBase> leader_base(const core::PatroniMember& leader,
     }
   }
   for (const auto& b : bases) {
-    const auto o = util::url_origin(b);
-    const auto host_start = o ? o->find("://") : std::string::npos;
-    const auto port_colon = o ? o->rfind(':') : std::string::npos;
-    if (host_start != std::string::npos && port_colon != std::string::npos) {
-      std::string host = o->substr(host_start + 3, port_colon - host_start - 3);
-      if (host.size() > 2 && host.front() == '[') {
-        host = host.substr(1, host.size() - 2);
-      }
+    const std::string host = base_host(b);
+    if (!host.empty()) {
       if (util::same_endpoint(util::HostPort{host, 1}, util::HostPort{leader.address.host, 1}) ||
           (!leader.advertised.empty() &&
            util::same_endpoint(util::HostPort{host, 1}, util::HostPort{leader.advertised, 1}))) {
@@ -203,9 +358,9 @@ ask_leader(Peers& peers, const core::PatroniMember& leader, const std::vector<st
 WriterManagerResult ask_patroni_for_writer(Peers& peers, const std::vector<std::string>& bases,
                                            const HttpOptions& tls, const util::HostPort& node,
                                            const Deadline& deadline) {
-  WriterManagerResult r{
-      ask_patroni(peers, bases, tls, node, deadline.minus(reserve_for_last_step(deadline))),
-      std::nullopt};
+  WriterManagerResult r{ask_patroni(peers, bases, tls, node,
+                                   deadline.minus(reserve_for_last_step(deadline)), true),
+                       std::nullopt};
   if (!r.members.view) {
     return r;
   }

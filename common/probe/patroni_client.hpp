@@ -1,6 +1,7 @@
 #pragma once
-// Patroni's opinion, asked over its REST API: every member's GET /cluster until a majority
-// agrees, and the named leader's own GET /primary (core/patroni_election.hpp decides).
+// Patroni's opinion, asked over its REST API: the members' GET /cluster until a majority
+// agrees (a majority's worth asked first), and the named leader's own GET /primary
+// (core/patroni_election.hpp decides).
 
 #include "deadline.hpp"
 #include "peers.hpp"
@@ -36,13 +37,16 @@ struct WriterManagerResult {
 
 // --- Interface ---
 
-// GET /cluster of every member (`bases`) at once, until more than half of them agree, all
-// have answered, or `deadline`; then, given the `node` checked, the host names the agreed view
-// advertises resolved and replaced by their one address (core/endpoint_names.hpp), so they
-// compare with HAProxy's server address.
+// GET /cluster of the members (`bases`) until more than half of them agree, all have
+// answered, or `deadline`: first a majority's worth (the node's own Patroni first when one
+// base is on its host), the others only when those do not decide (core/patroni_election.hpp:
+// first_round). With `own_denial_decides` (a writer check) the node's own Patroni is asked
+// alone first, and its naming another leader ends the asking: the node is not the writer.
+// Then, given the `node` checked, the host names the agreed view advertises are resolved and
+// replaced by their one address (core/endpoint_names.hpp), to compare with HAProxy's server.
 ManagerResult ask_patroni(Peers& peers, const std::vector<std::string>& bases,
                           const HttpOptions& tls, const std::optional<util::HostPort>& node,
-                          const Deadline& deadline);
+                          const Deadline& deadline, bool own_denial_decides = false);
 
 // ask_patroni(), then, when the agreed view names `node` leader, GET /primary of its own
 // Patroni. The members get what the confirmation leaves (a quarter at least): a hung member

@@ -107,3 +107,22 @@ TEST_CASE("the check stops waiting once a majority of the configured agree",
   CHECK_FALSE(election_decided({said("a", pg1), said("b", pg1)}, 4));
   CHECK(election_decided({said("a", pg1)}, 1));
 }
+
+TEST_CASE("a majority's worth of members is asked first, the rest only when they cannot decide",
+          "[core][patroni][election]") {
+  CHECK(first_round(1) == 1);
+  CHECK(first_round(2) == 2);
+  CHECK(first_round(3) == 2);
+  CHECK(first_round(5) == 3);
+  const ClusterView pg1 = leading("pg1", "10.0.0.1");
+  const ClusterView pg2 = leading("pg2", "10.0.0.2");
+  // Two of three asked: one answer in, one pending: still possible.
+  CHECK(election_possible({said("a", pg1)}, 1, 3));
+  // They disagree, or one refused: the third must be asked.
+  CHECK_FALSE(election_possible({said("a", pg1), said("b", pg2)}, 0, 3));
+  CHECK_FALSE(election_possible({said("a", pg1), failed("b", Failure::network, "refused")}, 0, 3));
+  CHECK_FALSE(election_possible({failed("a", Failure::timeout, "slow")}, 1, 3));
+  // Three of five asked, two agree and one is pending.
+  CHECK(election_possible({said("a", pg1), said("b", pg1)}, 1, 5));
+  CHECK_FALSE(election_possible({said("a", pg1), said("b", pg2)}, 1, 5));
+}

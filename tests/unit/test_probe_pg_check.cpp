@@ -247,3 +247,60 @@ TEST_CASE("a leader name that does not resolve is not sampled: libpq would resol
   REQUIRE(r.lag);
   CHECK_THAT(r.lag->derivation, Catch::Contains("pg1.example did not resolve: no such name"));
 }
+
+namespace {
+
+core::Report check_three(const std::shared_ptr<FakePeers>& f, config::Role role,
+                         const util::HostPort& node) {
+  config::PostgresCluster c = cluster();
+  c.patroni.push_back("http://10.0.0.3:8008");
+  auto r = probe::check_postgres(c, backend(role), node,
+                                 probe::Deadline::in(util::Duration{10000}), f);
+  REQUIRE(testing::settled(f));
+  return r;
+}
+
+} // namespace
+
+TEST_CASE("a writer check asks the node's own Patroni first, and its naming another leader "
+          "decides",
+          "[probe][pg][patroni]") {
+  auto f = lab({"0/3000060"});
+  const auto r = check_three(f, config::Role::primary, k_replica);
+  CHECK(r.verdict.state == core::State::down);
+  CHECK(r.verdict.failure == core::Failure::role);
+  CHECK(f->count("get http://10.0.0.2:8008/cluster") == 1);
+  CHECK(f->count("get http://10.0.0.1:8008/cluster") == 0);
+  CHECK(f->count("get http://10.0.0.3:8008/cluster") == 0);
+  CHECK(f->count("get http://10.0.0.1:8008/primary") == 0);
+}
+
+TEST_CASE("the leader needs a majority's worth of members and its own GET /primary, no more",
+          "[probe][pg][patroni]") {
+  auto f = lab({"0/3000060"});
+  const auto r = check_three(f, config::Role::primary, k_leader);
+  CHECK(r.verdict.state == core::State::up);
+  CHECK(f->count("get http://10.0.0.1:8008/cluster") == 1);
+  CHECK(f->count("get http://10.0.0.2:8008/cluster") == 1);
+  CHECK(f->count("get http://10.0.0.3:8008/cluster") == 0);
+  CHECK(f->count("get http://10.0.0.1:8008/primary") == 1);
+  CHECK_THAT(core::render_text(r), Catch::Contains("not needed"));
+}
+
+TEST_CASE("a member that refuses brings in the members not yet asked", "[probe][pg][patroni]") {
+  auto f = lab({"0/3000060"});
+  f->http = [](const std::string& url) {
+    if (url.starts_with("http://10.0.0.1:")) {
+      probe::HttpReply refused;
+      refused.attempt.error = "Connection refused";
+      return refused;
+    }
+    return testing::http_ok(url.ends_with("/primary") ? k_primary : k_cluster);
+  };
+  const auto r = check_three(f, config::Role::replica, k_replica);
+  CHECK(f->first("get http://10.0.0.2:8008/cluster") <
+        f->first("get http://10.0.0.3:8008/cluster"));
+  CHECK(f->count("get http://10.0.0.3:8008/cluster") == 1);
+  // The own member and the third agree: a majority of three; the replica is judged.
+  CHECK(r.verdict.state == core::State::up);
+}
