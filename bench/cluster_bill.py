@@ -59,8 +59,8 @@ from fixtures.redis import RedisSentinelCluster
 import variants as anchors  # bench/failover/variants.py: the failover proof's anchor configs
 
 MODES = {
-    "full": dict(ms=(1, 3, 10), seconds=20),
-    "smoke": dict(ms=(1,), seconds=3),
+    "full": dict(ms=(1, 3, 10), seconds=20, settle=3),
+    "smoke": dict(ms=(1,), seconds=2, settle=0.5),
 }
 SETTLE_TIMEOUT = 40  # s for M HAProxies to route as the cluster says before a window
 CGROUP_ROOT = Path("/sys/fs/cgroup/unified")  # cgroup v2 (hybrid hierarchy on this machine)
@@ -256,6 +256,7 @@ class Bill:
         self.mode, self.work = mode, Path(work)
         self.ms = tuple(ms or MODES[mode]["ms"])
         self.seconds = seconds or MODES[mode]["seconds"]
+        self.settle = MODES[mode]["settle"]
         self.dbcheck, self.agent = dbcheck or dbcheck_bin(), agent or agent_bin()
         self.rows = []
         self._n = 0
@@ -282,7 +283,7 @@ class Bill:
                 wait_until(lambda: all(sorted(h.servers_up(b)) == s
                                        for h in haproxies for b, s in want.items()),
                            SETTLE_TIMEOUT, f"{tag}: every HAProxy routes as the cluster says {want}")
-                time.sleep(1)  # past the settling checks
+                time.sleep(self.settle)  # past the settling checks (and the agents' first rounds)
             offsets = [h.log_path.stat().st_size for h in haproxies]
             s0 = sample(haproxies, agents, cg)
             time.sleep(self.seconds)
@@ -467,9 +468,9 @@ def redis_sample(cluster, haproxies, agents, cg):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--smoke", action="store_true", help="M = 1 and 3 s windows (CI keeps it working)")
+    ap.add_argument("--smoke", action="store_true", help="M = 1 and 2 s windows (CI keeps it working)")
     ap.add_argument("--m", help="comma-separated HAProxy counts (default: 1,3,10; smoke: 1)")
-    ap.add_argument("--seconds", type=int, help="seconds per window (default 20; smoke 3)")
+    ap.add_argument("--seconds", type=int, help="seconds per window (default 20; smoke 2)")
     ap.add_argument("--engine", choices=("postgres", "redis", "both"), default="both")
     args = ap.parse_args()
     mode = "smoke" if args.smoke else "full"

@@ -6,6 +6,9 @@
    the agent-check port and the HTTP endpoint, beside Patroni's own GET /primary; the check
    statements/commands the databases see; the agent's CPU and RSS.
 
+The cluster's bill (bench/cluster_bill.py) runs in each lab before its agents start: what M
+HAProxies checking it cost Patroni, etcd, PostgreSQL, Redis and Sentinel (section "cluster-bill").
+
 Prints the tables and writes them into docs/results.md (section "bench"). Exits 1 if anything
 failed: a check that did not pass the writer, a wrong or missing answer, wrk failing.
 
@@ -23,6 +26,7 @@ from pathlib import Path
 
 # tests/integration (the fixtures package) is on PYTHONPATH: bench/run sources scripts/pythonpath.
 import agent_load as load
+import cluster_bill
 import external_cost as ext
 from fixtures import redis as redis_fx
 from fixtures.agent import start_pg_agents, start_redis_agents
@@ -64,6 +68,7 @@ class Bench:
         self.poll_rows = []  # (pollers, target, Load, stmts/s | None, cpu % | None, rss MiB | None)
         self.redis_rows = []  # (pollers, Load, commands/s, cpu %, rss MiB)
         self.tools = {}
+        self.bill = cluster_bill.Bill(mode, work)  # the cluster's bill (issue 15, part 3)
 
     def fail(self, what):
         print(f"FAILED: {what}", flush=True)
@@ -90,6 +95,7 @@ class Bench:
             cluster.start()
             writer = cluster.wait_primary()
             self.part(f"external check, {name}", external, cluster, writer)
+            self.part(f"cluster bill, {name}", self.bill.run, name, cluster)  # before any agent runs
             agents = start_agents(self.work / f"{name}-agents", cluster, AGENT, interval="1s")
             agent = next(a for a in agents if a.name == f"agent-{writer.name}")
             self.part(f"agent polling, {name}", polling, cluster, writer, agent)
@@ -316,6 +322,7 @@ def main():
               + "\n  ".join(bench.failures))
         return 1
     results.write_section("bench", text)
+    results.write_section("cluster-bill", bench.bill.markdown(command))
     print(f"written to {results.RESULTS} (section bench) in {time.monotonic() - t0:.0f}s")
     return 0
 
