@@ -252,12 +252,13 @@ class Bill:
     """Runs the windows of one engine's lab and keeps their rows; a failure is recorded and
     ends that engine's part (the caller decides)."""
 
-    def __init__(self, mode, work, dbcheck=None, agent=None, ms=None, seconds=None):
+    def __init__(self, mode, work, dbcheck=None, agent=None, ms=None, seconds=None, built_from=None):
         self.mode, self.work = mode, Path(work)
         self.ms = tuple(ms or MODES[mode]["ms"])
         self.seconds = seconds or MODES[mode]["seconds"]
         self.settle = MODES[mode]["settle"]
         self.dbcheck, self.agent = dbcheck or dbcheck_bin(), agent or agent_bin()
+        self.built_from = built_from  # what the binaries were built from, when the caller knows
         self.rows = []
         self._n = 0
 
@@ -352,7 +353,9 @@ class Bill:
             f"Command: `{command}` ({self.seconds} s per window, M in {{{', '.join(map(str, self.ms))}}}). "
             "Measured on a **shared 2-core machine** (other engineers' builds, tests and benchmarks ran "
             "beside it; the HAProxies, checks, agents and the whole cluster share the same 2 cores): "
-            "figures move by tens of percent between runs, and the M = 0 row is the floor to subtract.",
+            "figures move by tens of percent between runs, and the M = 0 row is the floor to subtract. "
+            f"Binaries: `{self.dbcheck}` and `{self.agent}`"
+            + (f", built from {self.built_from}." if self.built_from else "."),
             "",
             "Each row: M HAProxy processes, each with a writer and a reader backend over every node "
             "(S = 3 Patroni members or 2 Redis data nodes, B = 2), inter 1s, settled (every HAProxy "
@@ -370,6 +373,18 @@ class Bill:
             "processes' own threads, /proc/<pid>/task/*/schedstat). "
             "PostgreSQL CPU: the postmasters with all their backends (reaped ones included). Flaps: "
             "server state changes HAProxy logged during the window (0 = it routed steadily).",
+        ]
+        pg = [r for r in self.rows if r.engine == "PostgreSQL"]
+        redis = [r for r in self.rows if r.engine == "Redis"]
+        if pg:
+            out += self._pg_markdown(pg)
+        if redis:
+            out += self._redis_markdown(redis)
+        return "\n".join(out) + "\n"
+
+    @staticmethod
+    def _pg_markdown(rows):
+        out = [
             "",
             "#### PostgreSQL + Patroni (3 members, etcd)",
             "",
@@ -385,14 +400,20 @@ class Bill:
             "| flaps |",
             "| --- |" + " ---: |" * 13,
         ]
-        for r in (r for r in self.rows if r.engine == "PostgreSQL"):
+        for r in rows:
             f = r.figures
             out.append(f"| {r.variant} | {r.m} | {r.servers} | {f['patroni_cpu']:.1f} | "
                        f"{f['rest_conn']:.1f} | {f['etcd_cpu']:.1f} | {f['pg_sessions']:.1f} | "
                        f"{f['pg_xacts']:.1f} | "
                        f"{f['check_stmts']:.1f} | {f['pg_cpu']:.1f} | {_haproxy(f)} | {f['agents_cpu']:.1f} "
                        f"| {r.flaps} |")
-        out += [
+        return out + _target_lines(rows, "patroni", {
+            "REST conn/s": "rest_conn", "Patroni CPU %": "patroni_cpu", "etcd CPU %": "etcd_cpu",
+            "PG sessions/s": "pg_sessions"})
+
+    @staticmethod
+    def _redis_markdown(rows):
+        out = [
             "",
             "#### Redis + Sentinel (2 data nodes, 3 Sentinels)",
             "",
@@ -405,12 +426,44 @@ class Bill:
             "Redis CPU % | Sentinel CPU % | HAProxy CPU % | of which checks % | agents CPU % | flaps |",
             "| --- |" + " ---: |" * 12,
         ]
-        for r in (r for r in self.rows if r.engine == "Redis"):
+        for r in rows:
             f = r.figures
             out.append(f"| {r.variant} | {r.m} | {r.servers} | {f['data_cmds']:.1f} | {f['data_conn']:.1f} | "
                        f"{f['sentinel_cmds']:.1f} | {f['sentinel_conn']:.1f} | {f['redis_cpu']:.1f} | "
                        f"{f['sentinel_cpu']:.1f} | {_haproxy(f)} | {f['agents_cpu']:.1f} | {r.flaps} |")
-        return "\n".join(out) + "\n"
+        return out + _target_lines(rows, "seed-002", {"Sentinel cmds/s": "sentinel_cmds",
+                                                      "Sentinel conn/s": "sentinel_conn",
+                                                      "data conn/s": "data_conn"})
+
+
+def _target_lines(rows, reference, columns):
+    """The issue's targets in words, from `rows`, each figure above the idle (M = 0) row: the
+    external check's load beside `reference`'s at each M, and the agent's at each M (flat?)."""
+    idle = next((r.figures for r in rows if r.m == 0), None)
+    if idle is None:
+        return []
+    by = {(r.variant, r.m): r.figures for r in rows}
+    ms = sorted({r.m for r in rows if r.m})
+    out = ["", f"Above the idle row (M = 0), external check beside {reference} at each M "
+               "(target: external <= reference), and the agent across M (target: flat):", ""]
+    for label, key in columns.items():
+        pairs = []
+        for m in ms:
+            ext, ref = by.get(("external", m)), by.get((reference, m))
+            if ext and ref:
+                e, r = ext[key] - idle[key], ref[key] - idle[key]
+                ratio = f" = {e / r:.2f}×" if r > 0.05 else ""
+                pairs.append(f"M={m}: {_f(e)} vs {_f(r)}{ratio}")
+        agent = [_f(by[("agent", m)][key] - idle[key]) for m in ms if ("agent", m) in by]
+        out.append(f"- {label}: " + "; ".join(pairs) + f". Agent at M = {', '.join(map(str, ms))}: "
+                   + ", ".join(agent) + ".")
+    return out
+
+
+def _f(x):
+    """x with one decimal, a rounded-away negative sign dropped ("-0.0" -> "0.0")."""
+    text = f"{x:.1f}"
+    return "0.0" if text == "-0.0" else text
 
 
 def want_servers(cluster):
@@ -472,11 +525,15 @@ def main():
     ap.add_argument("--m", help="comma-separated HAProxy counts (default: 1,3,10; smoke: 1)")
     ap.add_argument("--seconds", type=int, help="seconds per window (default 20; smoke 2)")
     ap.add_argument("--engine", choices=("postgres", "redis", "both"), default="both")
+    ap.add_argument("--section", default="cluster-bill", help="docs/results.md section to write")
+    ap.add_argument("--built-from", help="what $DBCHECK_BIN and $DBCHECK_AGENT_BIN were built from "
+                    "(e.g. a commit), for the report")
     args = ap.parse_args()
     mode = "smoke" if args.smoke else "full"
     work = Path(tempfile.mkdtemp(prefix="dbcheck-bill.", dir="/tmp"))
     work.chmod(0o755)
-    bill = Bill(mode, work, ms=[int(x) for x in args.m.split(",")] if args.m else None, seconds=args.seconds)
+    bill = Bill(mode, work, ms=[int(x) for x in args.m.split(",")] if args.m else None, seconds=args.seconds,
+                built_from=args.built_from)
     failed = False
     labs = [("postgres", PatroniCluster(work / "pg"), bill.postgres),
             ("redis", RedisSentinelCluster(work / "redis"), bill.redis)]
@@ -497,8 +554,8 @@ def main():
         print(f"FAILED; docs/results.md not written; logs kept in {work}")
         return 1
     shutil.rmtree(work, ignore_errors=True)
-    results.write_section("cluster-bill", text)
-    print(f"written to {results.RESULTS} (section cluster-bill)")
+    results.write_section(args.section, text)
+    print(f"written to {results.RESULTS} (section {args.section})")
     return 0
 
 
