@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <functional>
 #include <iostream>
 #include <switchover/switchover.hpp>
 
@@ -44,7 +45,10 @@ struct Commands {
 // Defines dbcheck's options and subcommands on `app`, parsing into `a`.
 Commands define(CLI::App& app, Args& a) {
   Commands c;
-  app.set_version_flag("--version", probe::version_banner("dbcheck"));
+  // Asked only when --version is given: it loads the client libraries (client_modules.cpp).
+  app.set_version_flag("--version", std::function<std::string()>{[] {
+                         return probe::version_banner("dbcheck");
+                       }});
   app.add_option("--config", a.config,
                  "configuration file (default: $DBCHECK_CONFIG, else /etc/dbcheck/dbcheck.toml)")
       ->type_name("FILE");

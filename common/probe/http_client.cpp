@@ -209,4 +209,9 @@ HttpReply post_json(const std::string& url, const std::string& json_body,
   return reply;
 }
 
+std::string libcurl_version() {
+  const curl_version_info_data* curl = curl_version_info(CURLVERSION_NOW);
+  return curl != nullptr ? curl->version : "?";
+}
+
 } // namespace dbcheck::probe

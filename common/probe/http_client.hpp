@@ -61,4 +61,7 @@ HttpReply post_json(const std::string& url, const std::string& json_body,
                     const std::optional<HttpCredentials>& credentials, const HttpOptions& options,
                     const Deadline& deadline);
 
+// The libcurl actually loaded ("7.88.1"), for --version.
+std::string libcurl_version();
+
 } // namespace dbcheck::probe

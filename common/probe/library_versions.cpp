@@ -1,20 +1,21 @@
-// Includes the three client headers only to ask for their versions.
+// Names the client libraries' versions; libpq and libcurl are asked by their wrappers
+// (pg_session.cpp, http_client.cpp), hiredis has only its version macros.
 #include "library_versions.hpp"
 
-#include <curl/curl.h>
+#include "http_client.hpp"
+#include "pg_session.hpp"
+
 #include <fmt/format.h>
-#include <libpq-fe.h>
 
 #include <hiredis/hiredis.h>
 
 namespace dbcheck::probe {
 
 std::string library_versions() {
-  const int pq = PQlibVersion(); // e.g. 150018
-  const curl_version_info_data* curl = curl_version_info(CURLVERSION_NOW);
-  return fmt::format("libpq {}.{}, hiredis {}.{}.{}, libcurl {}", pq / 10000, pq % 10000,
-                     HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH,
-                     curl != nullptr ? curl->version : "?");
+  const int pq = libpq_version(); // e.g. 150018; 0 when it cannot be loaded
+  return fmt::format("libpq {}, hiredis {}.{}.{}, libcurl {}",
+                     pq > 0 ? fmt::format("{}.{}", pq / 10000, pq % 10000) : "?", HIREDIS_MAJOR,
+                     HIREDIS_MINOR, HIREDIS_PATCH, libcurl_version());
 }
 
 std::string version_banner(const std::string& program) {

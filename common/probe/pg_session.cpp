@@ -35,6 +35,10 @@ void PgSession::Closer::operator()(pg_conn* c) const {
   PQfinish(c);
 }
 
+int libpq_version() {
+  return PQlibVersion();
+}
+
 PgSession::PgSession(pg_conn* conn) : m_conn(conn) {}
 PgSession::~PgSession() = default;
 

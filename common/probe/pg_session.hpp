@@ -47,12 +47,17 @@ public:
   PgSession& operator=(PgSession&&) noexcept = default;
   ~PgSession();
 
-private:
-  explicit PgSession(pg_conn* conn);
+  // Closes a connection (PQfinish); public for the module table (client_modules.hpp).
   struct Closer {
     void operator()(pg_conn* c) const;
   };
+
+private:
+  explicit PgSession(pg_conn* conn);
   std::unique_ptr<pg_conn, Closer> m_conn;
 };
+
+// The libpq actually loaded, as PQlibVersion() says (e.g. 150018), for --version.
+int libpq_version();
 
 } // namespace dbcheck::probe

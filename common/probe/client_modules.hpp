@@ -1,0 +1,43 @@
+#pragma once
+// The two client libraries that are expensive to load (libpq, libcurl and what they pull in:
+// OpenSSL, GSSAPI, LDAP, GnuTLS...), as modules the external check dlopens only when a check
+// needs them (external-check/client_modules.cpp; docs/architecture.md). Each module is the
+// probe's own wrapper (pg_session.cpp, http_client.cpp) built as a shared object that exports
+// one function, the table below. The agent links the wrappers directly and never sees this.
+
+#include "http_client.hpp"
+#include "pg_session.hpp"
+
+namespace dbcheck::probe {
+
+// A module and the binary loading it must come from the same build: the tables pass C++
+// objects (std::string, tl::expected) by reference.
+inline constexpr const char* k_module_abi = "dbcheck " DBCHECK_VERSION " modules 1";
+
+// dbcheck-pq.so: PgSession (pg_session.cpp).
+struct PgModule {
+  const char* abi;
+  tl::expected<PgSession, core::ProbeError> (*connect)(const PgTarget&, const Deadline&);
+  tl::expected<std::vector<PgRow>, core::ProbeError> (*query)(PgSession&, const std::string&,
+                                                              const std::vector<std::string>&,
+                                                              const Deadline&);
+  void (*finish)(pg_conn*);
+  int (*libpq_version)();
+};
+
+// dbcheck-curl.so: get_all and post_json (http_client.cpp).
+struct HttpModule {
+  const char* abi;
+  std::vector<HttpReply> (*get_all)(const std::vector<std::string>&, const HttpOptions&,
+                                    const Deadline&, const EnoughFn&);
+  HttpReply (*post_json)(const std::string&, const std::string&,
+                         const std::optional<HttpCredentials>&, const HttpOptions&,
+                         const Deadline&);
+  std::string (*libcurl_version)();
+};
+
+} // namespace dbcheck::probe
+
+// The one symbol each module exports.
+extern "C" const dbcheck::probe::PgModule* dbcheck_pq_module();
+extern "C" const dbcheck::probe::HttpModule* dbcheck_curl_module();

@@ -1,0 +1,153 @@
+// The external check's side of the client modules (common/probe/client_modules.hpp): the
+// probe's libpq and libcurl wrappers, defined here as calls into dbcheck-pq.so and
+// dbcheck-curl.so, each loaded on its first use. A Redis check, --help and config-check thus
+// never load libpq or libcurl (nor OpenSSL, GSSAPI, LDAP... behind them): process start is most
+// of an external check's cost, and it grows with every library loaded and relocated.
+//
+// These definitions replace pg_session.cpp and http_client.cpp in the dbcheck executable: the
+// linker takes them from this object first, so it never pulls those two members out of
+// dbcheck_probe's archive (every symbol they define must be defined here too, or the link
+// fails on duplicates), and --as-needed drops libpq and libcurl (checked after the link).
+#include <probe/client_modules.hpp>
+#include <util/url.hpp>
+
+#include <fmt/format.h>
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstring>
+#include <string>
+
+namespace dbcheck::probe {
+namespace {
+
+// A module's table, or why it could not be loaded.
+template <class Table> struct Loaded {
+  const Table* table = nullptr;
+  std::string error;
+};
+
+// <directory of this executable>/../lib/dbcheck/<file>: /usr/lib/dbcheck/ once installed,
+// build/lib/dbcheck/ in a build tree. Never from the environment or the current directory.
+std::string module_path(const char* file) {
+  std::array<char, PATH_MAX> exe{};
+  const ssize_t n = readlink("/proc/self/exe", exe.data(), exe.size() - 1);
+  if (n <= 0) {
+    return {};
+  }
+  const std::string self(exe.data(), static_cast<std::size_t>(n));
+  return self.substr(0, self.rfind('/')) + "/../lib/dbcheck/" + file;
+}
+
+template <class Table> Loaded<Table> load(const char* file, const char* entry) {
+  Loaded<Table> l;
+  const std::string path = module_path(file);
+  if (path.empty()) {
+    l.error = fmt::format("cannot load {}: /proc/self/exe is unreadable", file);
+    return l;
+  }
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    l.error = fmt::format("cannot load {}", dlerror());
+    return l;
+  }
+  // Never closed: the process exits soon, and an abandoned check step may still be inside it.
+  using Entry = const Table* (*)();
+  void* symbol = dlsym(handle, entry);
+  Entry fn = nullptr;
+  static_assert(sizeof fn == sizeof symbol);
+  std::memcpy(&fn, &symbol, sizeof fn);
+  const Table* table = fn != nullptr ? fn() : nullptr;
+  if (table == nullptr || std::strcmp(table->abi, k_module_abi) != 0) {
+    l.error = fmt::format("cannot load {}: not a module of this dbcheck ({})", path,
+                          table != nullptr ? table->abi : "no entry point");
+    return l;
+  }
+  l.table = table;
+  return l;
+}
+
+// Loaded once, by whichever thread asks first (a static local's initialisation is serialised).
+const Loaded<PgModule>& pq() {
+  static const auto module = load<PgModule>("dbcheck-pq.so", "dbcheck_pq_module");
+  return module;
+}
+
+const Loaded<HttpModule>& curl() {
+  static const auto module = load<HttpModule>("dbcheck-curl.so", "dbcheck_curl_module");
+  return module;
+}
+
+} // namespace
+
+// --- pg_session.cpp ---
+
+// A connection exists only once the module is loaded: it made it.
+void PgSession::Closer::operator()(pg_conn* c) const {
+  pq().table->finish(c);
+}
+
+PgSession::PgSession(pg_conn* conn) : m_conn(conn) {}
+PgSession::~PgSession() = default;
+
+tl::expected<PgSession, core::ProbeError> PgSession::connect(const PgTarget& target,
+                                                             const Deadline& deadline) {
+  const auto& m = pq();
+  if (m.table == nullptr) {
+    return tl::unexpected(core::ProbeError{core::Failure::internal, m.error, {}});
+  }
+  return m.table->connect(target, deadline);
+}
+
+tl::expected<std::vector<PgRow>, core::ProbeError>
+PgSession::query(const std::string& sql, const std::vector<std::string>& params,
+                 const Deadline& deadline) {
+  return pq().table->query(*this, sql, params, deadline);
+}
+
+int libpq_version() {
+  const auto& m = pq();
+  return m.table != nullptr ? m.table->libpq_version() : 0;
+}
+
+// --- http_client.cpp ---
+
+std::vector<HttpReply> get_all(const std::vector<std::string>& urls, const HttpOptions& options,
+                               const Deadline& deadline, const EnoughFn& enough) {
+  const auto& m = curl();
+  if (m.table != nullptr) {
+    return m.table->get_all(urls, options, deadline, enough);
+  }
+  std::vector<HttpReply> replies(urls.size());
+  for (std::size_t i = 0; i < urls.size(); ++i) {
+    replies[i].attempt.url = util::redact_url(urls[i]);
+    replies[i].attempt.error = m.error;
+    if (enough(i, replies[i])) {
+      break;
+    }
+  }
+  return replies;
+}
+
+HttpReply post_json(const std::string& url, const std::string& json_body,
+                    const std::optional<HttpCredentials>& credentials, const HttpOptions& options,
+                    const Deadline& deadline) {
+  const auto& m = curl();
+  if (m.table != nullptr) {
+    return m.table->post_json(url, json_body, credentials, options, deadline);
+  }
+  HttpReply reply;
+  reply.attempt.url = util::redact_url(url);
+  reply.attempt.error = m.error;
+  return reply;
+}
+
+std::string libcurl_version() {
+  const auto& m = curl();
+  return m.table != nullptr ? m.table->libcurl_version() : "? (" + m.error + ")";
+}
+
+} // namespace dbcheck::probe
