@@ -6,6 +6,11 @@ drift on the shared machine hits every variant alike.
 Wall time is measured around fork+exec+wait from Python (the same overhead for all three);
 CPU time is the child's user+sys from os.wait4(), which includes the children it waited for
 (the script's psql, curl and redis-cli).
+
+Issue 15's targets for the process itself, each pair from the same interleaved run (CPU
+medians): a Redis check within 2× redis_floor; a PostgreSQL check within 1.2× pg_http_floor
+(libpq and a hand-written HTTP GET: the least a C program loads); `dbcheck --help` within 2× an
+empty C program (bench/floor/empty.c). TARGETS and target_lines().
 """
 
 import os
@@ -19,6 +24,20 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / "bench" / "scripts"
+# The C programs of bench/floor/ (compiled by bench/main.py with `cc -O2`): name -> (source,
+# pkg-config packages).
+FLOORS = {
+    "pg_floor": ("floor/pg_floor.c", ["libpq", "libcurl"]),
+    "pg_http_floor": ("floor/pg_http_floor.c", ["libpq"]),
+    "redis_floor": ("floor/redis_floor.c", ["hiredis"]),
+    "empty": ("floor/empty.c", []),
+}
+# Issue 15: (engine, variant, reference variant, the most variant/reference may cost in CPU).
+TARGETS = [
+    ("Redis", "dbcheck", "floor", 2.0),
+    ("PostgreSQL", "dbcheck", "floor, libpq + own GET", 1.2),
+    ("PostgreSQL", "dbcheck --help", "empty C program", 2.0),
+]
 
 
 class CheckFailed(RuntimeError):
@@ -88,28 +107,34 @@ def measure(variants, rounds):
     return variants
 
 
-def pg_variants(dbcheck_bin, config, floor_bin, pgpass, leader):
-    """dbcheck (as HAProxy runs it), pg_floor and bench/scripts/pg_check.sh, each asking whether
-    Patroni member `leader` is the writer. `config` is a dbcheck.toml with backend pg_write,
-    `pgpass` a 0600 libpq password file for the check user."""
+def pg_variants(dbcheck_bin, config, floors, pgpass, leader):
+    """dbcheck (as HAProxy runs it), pg_floor (libpq + libcurl), pg_http_floor (libpq + its own
+    GET) and bench/scripts/pg_check.sh, each asking whether Patroni member `leader` is the writer;
+    and `dbcheck --help` beside an empty C program, the cost of starting alone. `config` is a
+    dbcheck.toml with backend pg_write, `pgpass` a 0600 libpq password file for the check user,
+    `floors` {name: path} of FLOORS."""
     host, port = leader.pg_addr.split(":")
     base = {"PATH": "/usr/bin:/bin"}
     haproxy_env = {**base, "HAPROXY_PROXY_NAME": "pg_write", "HAPROXY_SERVER_ADDR": host,
                    "HAPROXY_SERVER_PORT": port}
+    floor_args = [host, port, "appdb", "healthcheck", f"{leader.rest_url}/cluster"]
     return [
         Variant("dbcheck", [str(dbcheck_bin), "--config", str(config), "NOT_USED", "NOT_USED", host, port],
                 haproxy_env),
-        Variant("floor", [str(floor_bin), host, port, "appdb", "healthcheck", f"{leader.rest_url}/cluster"],
+        Variant("floor", [str(floors["pg_floor"]), *floor_args], {**base, "PGPASSFILE": str(pgpass)}),
+        Variant("floor, libpq + own GET", [str(floors["pg_http_floor"]), *floor_args],
                 {**base, "PGPASSFILE": str(pgpass)}),
         Variant("script", [str(SCRIPTS / "pg_check.sh"), "NOT_USED", "NOT_USED", host, port],
                 {**base, "PGPASSFILE": str(pgpass), "PATRONI_URL": leader.rest_url}),
+        Variant("dbcheck --help", [str(dbcheck_bin), "--help"], base),
+        Variant("empty C program", [str(floors["empty"])], base),
     ]
 
 
-def redis_variants(dbcheck_bin, config, floor_bin, cluster, master, user, password, master_name):
+def redis_variants(dbcheck_bin, config, floors, cluster, master, user, password, master_name):
     """dbcheck (as HAProxy runs it), redis_floor and bench/scripts/redis_check.sh, each asking
     whether data node `master` of RedisSentinelCluster `cluster` is the writer. `config` is a
-    dbcheck.toml with backend redis_write."""
+    dbcheck.toml with backend redis_write, `floors` {name: path} of FLOORS."""
     host, port = master.addr.split(":")
     base = {"PATH": "/usr/bin:/bin"}
     haproxy_env = {**base, "HAPROXY_PROXY_NAME": "redis_write", "HAPROXY_SERVER_ADDR": host,
@@ -118,7 +143,8 @@ def redis_variants(dbcheck_bin, config, floor_bin, cluster, master, user, passwo
     return [
         Variant("dbcheck", [str(dbcheck_bin), "--config", str(config), "NOT_USED", "NOT_USED", host, port],
                 haproxy_env),
-        Variant("floor", [str(floor_bin), user, master_name, port, *(str(s.port) for s in sentinels)],
+        Variant("floor", [str(floors["redis_floor"]), user, master_name, port,
+                          *(str(s.port) for s in sentinels)],
                 {**base, "REDISCLI_AUTH": password}),
         Variant("script", [str(SCRIPTS / "redis_check.sh"), "NOT_USED", "NOT_USED", host, port],
                 {**base, "REDISCLI_AUTH": password, "MASTER_NAME": master_name,
@@ -135,3 +161,16 @@ def summarize(variants):
     """{name: (wall p50, wall p90, CPU p50, CPU p90)} in milliseconds."""
     return {v.name: tuple(1000 * f(x) for x in (v.walls, v.cpus) for f in (statistics.median, p90))
             for v in variants}
+
+
+def target_lines(ext_rows):
+    """Markdown lines: each of TARGETS measured in `ext_rows` ({engine: summarize()}), as
+    CPU p50 of the variant / CPU p50 of its reference, both from the same interleaved run."""
+    out = []
+    for engine, name, ref, most in TARGETS:
+        rows = ext_rows.get(engine, {})
+        if name in rows and ref in rows and rows[ref][2] > 0:
+            ratio = rows[name][2] / rows[ref][2]
+            out.append(f"- {engine}: {name} {rows[name][2]:.2f} ms CPU = {ratio:.2f}× {ref} "
+                       f"({rows[ref][2]:.2f} ms) {'✓' if ratio <= most else '✗'} (target ≤ {most:g}×)")
+    return out

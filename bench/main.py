@@ -42,8 +42,7 @@ AGENT = agent_bin()
 BUILD_BENCH = REPO / "build-bench"
 # The C programs of bench/ (not part of the CMake build): name -> (source, pkg-config packages).
 TOOLS = {
-    "pg_floor": ("floor/pg_floor.c", ["libpq", "libcurl"]),
-    "redis_floor": ("floor/redis_floor.c", ["hiredis"]),
+    **ext.FLOORS,
     "agent_poll": ("load/agent_poll.c", []),
 }
 # The agent's per-address caps (issue 14): beyond them, pollers that all come from 127.0.0.1 are
@@ -113,7 +112,7 @@ class Bench:
         pgpass = config.parent / "pgpass"
         pgpass.write_text(f"127.0.0.1:*:*:{HC_USER}:{HC_PASSWORD}\n")
         pgpass.chmod(0o600)
-        variants = ext.pg_variants(DBCHECK, config, self.tools["pg_floor"], pgpass, leader)
+        variants = ext.pg_variants(DBCHECK, config, self.tools, pgpass, leader)
         self.ext_rows["PostgreSQL"] = ext.summarize(ext.measure(variants, self.cfg["rounds"]))
 
     def pg_polling(self, cluster, leader, agent):
@@ -162,7 +161,7 @@ class Bench:
 
     def redis_external(self, cluster, master):
         config = write_redis_config(self.work / "redis-dbcheck", cluster, owner=None)
-        variants = ext.redis_variants(DBCHECK, config, self.tools["redis_floor"], cluster, master,
+        variants = ext.redis_variants(DBCHECK, config, self.tools, cluster, master,
                                       redis_fx.HC_USER, redis_fx.HC_PASSWORD, redis_fx.MASTER_NAME)
         self.ext_rows["Redis"] = ext.summarize(ext.measure(variants, self.cfg["rounds"]))
 
@@ -208,8 +207,7 @@ class Bench:
             "| --- | --- | ---: | ---: | ---: | ---: |",
         ]
         for engine, rows in self.ext_rows.items():
-            for name in ("dbcheck", "floor", "script"):
-                w50, w90, c50, c90 = rows[name]
+            for name, (w50, w90, c50, c90) in rows.items():
                 out.append(f"| {engine} | {name} | {w50:.2f} | {w90:.2f} | {c50:.2f} | {c90:.2f} |")
         out += ["", "Ratios of the medians:", "",
                 "| engine | dbcheck / floor, wall | dbcheck / floor, CPU | script / dbcheck, wall | "
@@ -218,6 +216,9 @@ class Bench:
             d, f, s = rows["dbcheck"], rows["floor"], rows["script"]
             out.append(f"| {engine} | {d[0] / f[0]:.2f}× | {d[2] / f[2]:.2f}× | {s[0] / d[0]:.2f}× | "
                        f"{s[2] / d[2]:.2f}× |")
+        out += ["", "The external check's cost against the issue-15 targets (CPU p50, same interleaved run; "
+                "**floor, libpq + own GET** is `bench/floor/pg_http_floor.c`, **empty C program** "
+                "`bench/floor/empty.c`):", "", *ext.target_lines(self.ext_rows)]
         out += self._polling_markdown()
         return "\n".join(out) + "\n"
 

@@ -1,0 +1,5 @@
+/* The floor of any process: exec, the C library, exit. bench/run times `dbcheck --help` beside
+ * it (the cost of dbcheck's start alone, before any check). */
+int main(void) {
+  return 0;
+}
