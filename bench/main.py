@@ -25,6 +25,7 @@ import traceback
 from pathlib import Path
 
 # tests/integration (the fixtures package) is on PYTHONPATH: bench/run sources scripts/pythonpath.
+import agent_footprint as footprint
 import agent_load as load
 import cluster_bill
 import external_cost as ext
@@ -55,6 +56,10 @@ MODES = {
     "smoke": dict(rounds=5, seconds=2, pollers=(1, 100), redis_pollers=(1, 100)),
 }
 
+# Seconds of the footprint window (bench/agent_footprint.py: 10 pollers at 1 Hz on both ports).
+FOOTPRINT_SECONDS = {"full": 60, "smoke": 10}
+FOOTPRINT_BACKEND = {"PostgreSQL": "pg_write", "Redis": "redis_write"}
+
 
 class Bench:
     """Runs the parts, keeps their tables and every failure (a failure ends a part, not the run)."""
@@ -67,6 +72,7 @@ class Bench:
         self.poll_rows = []  # (pollers, target, Load, stmts/s | None, cpu % | None, rss MiB | None)
         self.redis_rows = []  # (pollers, Load, commands/s, cpu %, rss MiB)
         self.tools = {}
+        self.footprints = []  # agent_footprint.Footprint per engine
         self.bill = cluster_bill.Bill(mode, work)  # the cluster's bill (issue 15, part 3)
 
     def fail(self, what):
@@ -97,6 +103,7 @@ class Bench:
             self.part(f"cluster bill, {name}", self.bill.run, name, cluster)  # before any agent runs
             agents = start_agents(self.work / f"{name}-agents", cluster, AGENT, interval="1s")
             agent = next(a for a in agents if a.name == f"agent-{writer.name}")
+            self.part(f"agent footprint, {name}", self.footprint, name, agent)  # before the load
             self.part(f"agent polling, {name}", polling, cluster, writer, agent)
         finally:
             for a in agents:
@@ -175,6 +182,32 @@ class Bench:
                                     load.rss_mib(agent.pid)))
             self.judge(f"Redis agent-check port at {n} pollers", result, n, True)
 
+    # ------------------------------------------------------------------ footprint
+    def footprint(self, engine, agent):
+        """The writer's agent at rest: memory and CPU with 10 pollers at 1 Hz on both ports."""
+        f = footprint.measure(engine, agent.pid, agent.agent_port, agent.http_port, FOOTPRINT_BACKEND[engine],
+                              FOOTPRINT_SECONDS[self.mode], detail=True)
+        self.footprints.append(f)
+        print("\n".join(footprint.table([f])), flush=True)
+        if f.errors or not f.answers:
+            self.fail(f"agent footprint, {engine}: {f.answers} answers, {f.errors} errors")
+
+    def _footprint_markdown(self):
+        if not self.footprints:
+            return []
+        out = ["", "### dbcheck-agent at rest (issue 15: RSS ≤ 10 MB, CPU ≤ 1 % of a core)", "",
+               f"The writer's agent (`interval = 1s`) right after it started, before the load above, for "
+               f"{FOOTPRINT_SECONDS[self.mode]} s while 10 pollers each ask its agent-check port and GET "
+               "its `/backend/<writer>` once a second (`bench/agent_footprint.py`; standalone: "
+               "`python3 bench/agent_footprint.py --detail`). Memory at the window's end from "
+               "`/proc/PID/smaps_rollup` (PSS shares each library page among the processes mapping it; "
+               "private dirty is what this process alone holds), CPU = user + system over the window.",
+               ""]
+        out += footprint.table(self.footprints)
+        for f in self.footprints:
+            out += ["", *footprint.detail_table(f, top=12)]
+        return out
+
     # ------------------------------------------------------------------ report
     def markdown(self, command, elapsed):
         c = self.cfg
@@ -220,6 +253,7 @@ class Bench:
                 "**floor, libpq + own GET** is `bench/floor/pg_http_floor.c`, **empty C program** "
                 "`bench/floor/empty.c`):", "", *ext.target_lines(self.ext_rows)]
         out += self._polling_markdown()
+        out += self._footprint_markdown()
         return "\n".join(out) + "\n"
 
     def _polling_markdown(self):
