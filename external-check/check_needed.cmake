@@ -1,9 +1,10 @@
-# Fails the build when the dbcheck executable (BINARY) links libpq or libcurl directly: they
-# belong in its client modules (external-check/client_modules.cpp), loaded only when needed.
+# Fails the build when the dbcheck executable (BINARY) loads at start what it should not: libpq
+# and libcurl come from its client modules, loaded only when needed (client_modules.cpp);
+# libstdc++, fmt and toml++ are linked in (external-check/CMakeLists.txt, common/CMakeLists.txt).
 execute_process(COMMAND ${READELF} -d ${BINARY} OUTPUT_VARIABLE dynamic RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "${READELF} -d ${BINARY} failed")
 endif()
-if(dynamic MATCHES "NEEDED[^\n]*(libpq|libcurl)")
-  message(FATAL_ERROR "${BINARY} links ${CMAKE_MATCH_1} directly: it should come from a module")
+if(dynamic MATCHES "NEEDED[^\n]*(libpq|libcurl|libstdc\\+\\+|libfmt|libtomlplusplus)")
+  message(FATAL_ERROR "${BINARY} needs ${CMAKE_MATCH_1} at start: see ${CMAKE_CURRENT_LIST_FILE}")
 endif()
