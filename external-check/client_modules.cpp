@@ -31,12 +31,14 @@ template <class Table> struct Loaded {
 };
 
 // <directory of this executable>/../lib/dbcheck/<file>: /usr/lib/dbcheck/ once installed,
-// build/lib/dbcheck/ in a build tree. Never from the environment or the current directory.
+// build/lib/dbcheck/ in a build tree. Where /proc is not mounted (a chroot), the directory the
+// build installs them in (DBCHECK_MODULE_DIR). Never from the environment or the current
+// directory.
 std::string module_path(const char* file) {
   std::array<char, PATH_MAX> exe{};
   const ssize_t n = readlink("/proc/self/exe", exe.data(), exe.size() - 1);
   if (n <= 0) {
-    return {};
+    return std::string{DBCHECK_MODULE_DIR} + "/" + file;
   }
   const std::string self(exe.data(), static_cast<std::size_t>(n));
   return self.substr(0, self.rfind('/')) + "/../lib/dbcheck/" + file;
@@ -45,10 +47,6 @@ std::string module_path(const char* file) {
 template <class Table> Loaded<Table> load(const char* file, const char* entry) {
   Loaded<Table> l;
   const std::string path = module_path(file);
-  if (path.empty()) {
-    l.error = fmt::format("cannot load {}: /proc/self/exe is unreadable", file);
-    return l;
-  }
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     l.error = fmt::format("cannot load {}", dlerror());
