@@ -21,6 +21,7 @@ bench/main.py runs it as its "agent footprint" part (10 s windows in --smoke mod
 
 import argparse
 import os
+import shutil
 import socket
 import sys
 import tempfile
@@ -275,6 +276,7 @@ def main():
     work.chmod(0o755)
     rows = [run_lab(e, work, agent_bin(), args.seconds, args.detail)
             for e in (("pg", "redis") if args.engine == "both" else (args.engine,))]
+    shutil.rmtree(work, ignore_errors=True)  # kept (logs) when a run raised
     print("\n".join(table(rows)))
     for f in rows if args.detail else ():
         print("\n" + "\n".join(detail_table(f)))
