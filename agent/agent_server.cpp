@@ -27,8 +27,17 @@ constexpr std::size_t k_max_line = 512;
 // Connections accepted per turn of the event loop, at most.
 constexpr int k_accept_batch = 64;
 // Open connections from one address, at most: a neighbour inside `allow` opening thousands
-// costs the agent a reset each beyond this, not a session (HAProxy holds one per backend).
-constexpr std::size_t k_per_address = 64;
+// costs the agent a reset each beyond this, not a session, while one HAProxy checking 1,000
+// servers of this agent (one connection each, all at once after a stall) is never refused.
+constexpr std::size_t k_per_address = 1024;
+// Connections waiting for their line (none yet at accept): each costs a timer and, at
+// k_read_window, an answer, all in one burst for a flood of idle clients, ahead of HAProxy's
+// checks. While k_waiting_total wait, an address with k_waiting_per_address waiting already
+// has its further ones reset: ten thousand idle neighbours cost the agent about what 64 per
+// address did, while one HAProxy's 1,000 checks from one address (a line each, at most a
+// moment behind the connection) all get through.
+constexpr std::size_t k_waiting_total = 1024;
+constexpr std::size_t k_waiting_per_address = 64;
 
 // Why a connection ended without a delivered answer.
 enum class Drop { limit, write_timeout, accept_error, not_allowed, address_limit };
@@ -45,6 +54,8 @@ struct Counters {
   std::array<std::chrono::steady_clock::time_point, k_drop_names.size()> logged_at{};
   std::array<std::uint64_t, k_drop_names.size()> unlogged{};
   std::map<asio::ip::address, std::size_t> by_address; // open sessions; io thread only
+  std::map<asio::ip::address, std::size_t> waiting; // of those, waiting for a line; io thread only
+  std::size_t waiting_total = 0;                    // io thread only
 
   // Counts one drop, and logs it with its reason unless one was logged less than
   // k_drop_log_every ago (then it is counted in the next line).
@@ -73,6 +84,7 @@ public:
     ++m_counters.by_address[m_peer];
   }
   ~Session() {
+    stop_waiting();
     --m_counters.open;
     if (const auto it = m_counters.by_address.find(m_peer); it != m_counters.by_address.end() &&
                                                            --it->second == 0) {
@@ -94,6 +106,17 @@ public:
         return;
       }
     }
+    std::size_t& waiting = m_counters.waiting[m_peer];
+    if (m_counters.waiting_total >= k_waiting_total && waiting >= k_waiting_per_address) {
+      m_counters.drop(Drop::address_limit);
+      asio::error_code ignored;
+      m_socket.set_option(asio::socket_base::linger(true, 0), ignored);
+      close();
+      return;
+    }
+    ++waiting;
+    ++m_counters.waiting_total;
+    m_waiting = true;
     m_timer.expires_after(k_read_window);
     m_timer.async_wait([self = shared_from_this()](const asio::error_code& ec) {
       if (!ec && !self->m_answered) {
@@ -136,6 +159,7 @@ private:
 
   void reply(std::string line) {
     m_answered = true;
+    stop_waiting();
     m_reply = std::move(line);
     // A one-line answer fits the socket's send buffer: written now, the connection is done
     // without a timer or a queued completion.
@@ -165,10 +189,24 @@ private:
 
   void close() {
     m_answered = true; // a poller that left gets no late answer computed for it
+    stop_waiting();
     m_timer.cancel();
     asio::error_code ignored;
     m_socket.shutdown(tcp::socket::shutdown_both, ignored);
     m_socket.close(ignored);
+  }
+
+  // The line arrived (or never will): this session no longer counts as waiting for it.
+  void stop_waiting() {
+    if (!m_waiting) {
+      return;
+    }
+    m_waiting = false;
+    --m_counters.waiting_total;
+    if (const auto it = m_counters.waiting.find(m_peer);
+        it != m_counters.waiting.end() && --it->second == 0) {
+      m_counters.waiting.erase(it);
+    }
   }
 
   tcp::socket m_socket;
@@ -180,6 +218,7 @@ private:
   std::array<char, k_max_line> m_buf{};
   std::size_t m_used = 0;
   bool m_answered = false;
+  bool m_waiting = false; // counted in m_counters.waiting
   std::string m_reply;
 };
 

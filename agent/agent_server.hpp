@@ -25,8 +25,8 @@ public:
   // --- Interface ---
 
   // A server for `listen`, answering clients in `allow` (others are reset at accept) with
-  // `respond`; at most `max_connections` open at once (64 per address), each for at most one
-  // second.
+  // `respond`; at most `max_connections` open at once (1024 per address; while 1024 wait for
+  // their line, 64 waiting per address), each for at most one second.
   AgentServer(util::HostPort listen, std::vector<util::Cidr> allow, std::size_t max_connections,
               Responder respond);
   AgentServer(const AgentServer&) = delete;
@@ -44,8 +44,9 @@ public:
   std::size_t open_connections() const;
   std::uint64_t refused_connections() const;
   // Connections ended without a delivered answer since start, by reason ("limit",
-  // "write_timeout", "accept_error", "not_allowed", "address_limit": more than 64 open from one
-  // address); each is also logged (a burst as one line per 10 s).
+  // "write_timeout", "accept_error", "not_allowed", "address_limit": more than 1024 open from
+  // one address, or 64 waiting for their line while 1024 wait in all); each is also logged (a
+  // burst as one line per 10 s).
   std::map<std::string, std::uint64_t> dropped_connections() const;
 
 private:

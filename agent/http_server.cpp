@@ -26,19 +26,40 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-// A connection still open this long after accept is shut down, whatever it is doing:
-// libmicrohttpd's own timeout only measures inactivity, which a client sending one byte a
-// second never reaches.
+// A connection that has not been answered this long after accept is shut down, whatever it
+// is doing: libmicrohttpd's own timeout only measures inactivity, which a client sending one
+// byte a second never reaches.
 constexpr auto k_deadline = 1s;
+// A kept-alive connection must have its next answer this long after the previous one, or it is
+// shut down (idle, or trickling its next request). Not a whole second: a poller asking once a
+// second (or every 2 s) must not send its request just as the connection is being closed.
+constexpr auto k_keepalive_deadline = 1500ms;
 constexpr auto k_sweep_every = 100ms;
-// One address cannot hold more than this many connections, so the httpchk of every HAProxy
-// keeps a slot whatever a neighbour does: 1000 / 16 addresses' worth.
-constexpr unsigned k_per_address = 16;
-constexpr unsigned k_max_connections = 1000;
+// libmicrohttpd's own inactivity timeout, seconds: beyond the deadlines above, which cut first.
+constexpr unsigned k_idle_timeout_s = 2;
+// One address cannot hold more than this many connections: one HAProxy checking 1,000 servers
+// of this agent (one connection each, at once after a stall) is never refused, while a
+// neighbour inside `allow` holds at most a quarter of the port, each connection for the
+// deadline above at most.
+constexpr unsigned k_per_address = 1024;
+constexpr unsigned k_max_connections = 4096;
 
 MHD_Result handle(void* cls, MHD_Connection* connection, const char* url, const char* method,
-                  const char* /*version*/, const char* /*upload_data*/,
-                  size_t* /*upload_data_size*/, void** /*con_cls*/) {
+                  const char* /*version*/, const char* /*upload_data*/, size_t* upload_data_size,
+                  void** con_cls) {
+  // The first call comes with the headers: answering from it makes libmicrohttpd 0.9.75 close
+  // the connection after the answer (a response queued before the request was read to its
+  // end), so HTTP/1.1 keep-alive would never happen. Answer from the second call, which comes
+  // at once (in the same turn) for a request without a body.
+  static int s_headers_seen;
+  if (*con_cls == nullptr) {
+    *con_cls = &s_headers_seen;
+    return MHD_YES;
+  }
+  if (*upload_data_size != 0) {
+    *upload_data_size = 0; // a body (none expected): discarded
+    return MHD_YES;
+  }
   const auto& handler = *static_cast<const HttpHandler*>(cls);
   const std::string_view m{method};
   HttpAnswer answer;
@@ -68,11 +89,12 @@ struct HttpServer::Impl {
   MHD_Daemon* daemon = nullptr;
 
   // Open connections by libmicrohttpd's handle: our own duplicate of the socket (so shutting it
-  // down can never hit a descriptor number reused after libmicrohttpd closed its own) and when
-  // it was accepted.
+  // down can never hit a descriptor number reused after libmicrohttpd closed its own), when it
+  // was accepted or last answered, and whether it was answered (kept alive) yet.
   struct Open {
     int fd = -1;
-    Clock::time_point accepted;
+    Clock::time_point since;
+    bool answered = false;
     bool cut = false;
   };
   std::mutex mutex;
@@ -103,7 +125,7 @@ struct HttpServer::Impl {
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
       const MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
       const int fd = info != nullptr ? fcntl(info->connect_fd, F_DUPFD_CLOEXEC, 0) : -1;
-      self.open[c] = Open{fd, Clock::now(), false};
+      self.open[c] = Open{fd, Clock::now(), false, false};
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
       if (const auto it = self.open.find(c); it != self.open.end()) {
         if (it->second.fd >= 0) {
@@ -114,17 +136,36 @@ struct HttpServer::Impl {
     }
   }
 
-  // Shuts down every connection older than k_deadline, every k_sweep_every, until stopped.
+  // An answer went out on `c`: its deadline restarts, as a kept-alive connection's.
+  static void completed(void* cls, MHD_Connection* c, void** /*con_cls*/,
+                        MHD_RequestTerminationCode code) {
+    if (code != MHD_REQUEST_TERMINATED_COMPLETED_OK) {
+      return;
+    }
+    auto& self = *static_cast<Impl*>(cls);
+    std::lock_guard lock(self.mutex);
+    if (const auto it = self.open.find(c); it != self.open.end()) {
+      it->second.since = Clock::now();
+      it->second.answered = true;
+    }
+  }
+
+  // Shuts down every connection past its deadline (k_deadline after accept, or
+  // k_keepalive_deadline after its last answer), every k_sweep_every, until stopped.
   void sweep() {
     std::unique_lock lock(mutex);
     while (!wake.wait_for(lock, k_sweep_every, [this] { return stopping; })) {
       const auto now = Clock::now();
       for (auto& [c, o] : open) {
-        if (!o.cut && o.fd >= 0 && now - o.accepted >= k_deadline) {
+        if (!o.cut && o.fd >= 0 &&
+            now - o.since >= (o.answered ? Clock::duration{k_keepalive_deadline}
+                                         : Clock::duration{k_deadline})) {
           // libmicrohttpd sees the end of the stream on its next poll and closes the connection.
           ::shutdown(o.fd, SHUT_RDWR);
           o.cut = true;
-          ++cut;
+          if (!o.answered) {
+            ++cut; // a kept-alive connection closed while idle dropped nothing
+          }
         }
       }
     }
@@ -179,8 +220,9 @@ tl::expected<void, std::string> HttpServer::start() {
   s.daemon = MHD_start_daemon(
       flags, listen.port, &Impl::admit, &s, &handle, &s.handler, MHD_OPTION_SOCK_ADDR, addr,
       MHD_OPTION_CONNECTION_LIMIT, k_max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-      k_per_address, MHD_OPTION_CONNECTION_TIMEOUT, 1U, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024U,
-      MHD_OPTION_NOTIFY_CONNECTION, &Impl::notify, &s, MHD_OPTION_ARRAY, tls_options,
+      k_per_address, MHD_OPTION_CONNECTION_TIMEOUT, k_idle_timeout_s,
+      MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096U, MHD_OPTION_NOTIFY_CONNECTION, &Impl::notify, &s,
+      MHD_OPTION_NOTIFY_COMPLETED, &Impl::completed, &s, MHD_OPTION_ARRAY, tls_options,
       MHD_OPTION_END);
   if (s.daemon == nullptr) {
     return tl::make_unexpected(fmt::format("cannot serve {} on {}: {}", tls ? "HTTPS" : "HTTP",

@@ -54,8 +54,8 @@ public:
   // Stops serving.
   void stop();
 
-  // Connections closed unanswered since start, by reason ("not_allowed", "deadline": still
-  // open a second after accept, e.g. a client trickling its request).
+  // Connections closed unanswered since start, by reason ("not_allowed", "deadline": not
+  // answered a second after accept, e.g. a client trickling its request).
   std::map<std::string, std::uint64_t> dropped_connections() const;
 
 private:

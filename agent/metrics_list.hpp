@@ -65,10 +65,11 @@ inline constexpr std::array<MetricSpec, 15> k_metrics{{
      "Agent-check connections ended without a delivered answer, by reason (limit: refused at "
      "max_connections; write_timeout: the poller did not read its answer within 1 s; "
      "accept_error: accept() failed, e.g. out of file descriptors; not_allowed: the client is "
-     "not in agent.allow; address_limit: 64 already open from its address)"},
+     "not in agent.allow; address_limit: 1024 already open from its address, or 64 waiting "
+     "for their line while 1024 wait in all)"},
     {"dbcheck_agent_http_connections_dropped_total", MetricType::counter,
      "HTTP connections closed unanswered, by reason (not_allowed: the client is not in "
-     "agent.allow; deadline: still open 1 s after accept)"},
+     "agent.allow; deadline: not answered 1 s after accept)"},
     {"dbcheck_agent_reloads_total", MetricType::counter,
      "Configuration reloads (SIGHUP), by result"},
 }};

@@ -5,6 +5,8 @@
 2. dbcheck-agent under polling: answers/s and latency at 1, 100 and 1,000 concurrent pollers on
    the agent-check port and the HTTP endpoint, beside Patroni's own GET /primary; the check
    statements/commands the databases see; the agent's CPU and RSS.
+3. dbcheck-agent under open-loop polling (bench/openloop.py): 100, 1,000 and 10,000 pollers at
+   1 Hz each on their own schedule, as HAProxy's checks, latency from the scheduled send time.
 
 The cluster's bill (bench/cluster_bill.py) runs in each lab before its agents start: what M
 HAProxies checking it cost Patroni, etcd, PostgreSQL, Redis and Sentinel (section "cluster-bill").
@@ -16,6 +18,7 @@ failed: a check that did not pass the writer, a wrong or missing answer, wrk fai
 """
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -29,6 +32,7 @@ import agent_footprint as footprint
 import agent_load as load
 import cluster_bill
 import external_cost as ext
+import openloop
 from fixtures import redis as redis_fx
 from fixtures.agent import start_pg_agents, start_redis_agents
 from fixtures.binaries import agent_bin, dbcheck_bin
@@ -40,20 +44,23 @@ import results
 REPO = Path(__file__).resolve().parents[1]
 DBCHECK = dbcheck_bin()
 AGENT = agent_bin()
-BUILD_BENCH = REPO / "build-bench"
+BUILD_BENCH = Path(os.environ.get("DBCHECK_BENCH_BUILD") or REPO / "build-bench")
 # The C programs of bench/ (not part of the CMake build): name -> (source, pkg-config packages).
 TOOLS = {
     **ext.FLOORS,
     "agent_poll": ("load/agent_poll.c", []),
+    "openloop": ("load/openloop.c", []),
 }
 # The agent's per-address caps (issue 14): beyond them, pollers that all come from 127.0.0.1 are
 # refused by design, so errors there are counted, not failures.
-HTTP_PER_IP_LIMIT = 16  # agent/http_server.cpp: k_per_address (MHD_OPTION_PER_IP_CONNECTION_LIMIT)
-AGENT_PER_IP_LIMIT = 64  # agent/agent_server.cpp: k_per_address
+HTTP_PER_IP_LIMIT = 1024  # agent/http_server.cpp: k_per_address (MHD_OPTION_PER_IP_CONNECTION_LIMIT)
+AGENT_PER_IP_LIMIT = 1024  # agent/agent_server.cpp: k_per_address
 MODES = {
     # invocations per variant, seconds per polling window, poller counts
-    "full": dict(rounds=50, seconds=10, pollers=(1, 100, 1000), redis_pollers=(1, 100)),
-    "smoke": dict(rounds=5, seconds=2, pollers=(1, 100), redis_pollers=(1, 100)),
+    "full": dict(rounds=50, seconds=10, pollers=(1, 100, 1000), redis_pollers=(1, 100),
+                 open_seconds=10, open_pollers=(100, 1000, 10000), open_redis_pollers=(100, 1000)),
+    "smoke": dict(rounds=5, seconds=2, pollers=(1, 100), redis_pollers=(1, 100),
+                  open_seconds=3, open_pollers=(100,), open_redis_pollers=(100,)),
 }
 
 # Seconds of the footprint window (bench/agent_footprint.py: 10 pollers at 1 Hz on both ports).
@@ -71,6 +78,7 @@ class Bench:
         self.ext_rows = {}  # engine -> ext.summarize() result
         self.poll_rows = []  # (pollers, target, Load, stmts/s | None, cpu % | None, rss MiB | None)
         self.redis_rows = []  # (pollers, Load, commands/s, cpu %, rss MiB)
+        self.open_rows = {}  # "PostgreSQL" / "Redis" -> [openloop.Row]
         self.tools = {}
         self.footprints = []  # agent_footprint.Footprint per engine
         self.bill = cluster_bill.Bill(mode, work)  # the cluster's bill (issue 15, part 3)
@@ -90,11 +98,11 @@ class Bench:
         print(f"== {name}: {time.monotonic() - t0:.0f}s", flush=True)
 
     # ------------------------------------------------------------------ PostgreSQL
-    def lab(self, name, cluster, start_agents, external, polling):
+    def lab(self, name, cluster, start_agents, external, polling, open_loop):
         """Start `cluster` (a lab of fixtures/lab.py), then run external(cluster, writer) on the
         primary its manager names and, with one agent per node started by
         start_agents(workdir, cluster, agent_bin, ...), polling(cluster, writer, the writer's
-        agent); everything is stopped (by PID) at the end."""
+        agent) then open_loop(cluster, writer, agent); everything is stopped (by PID) at the end."""
         agents = []
         try:
             cluster.start()
@@ -105,6 +113,7 @@ class Bench:
             agent = next(a for a in agents if a.name == f"agent-{writer.name}")
             self.part(f"agent footprint, {name}", self.footprint, name, agent)  # before the load
             self.part(f"agent polling, {name}", polling, cluster, writer, agent)
+            self.part(f"agent open-loop polling, {name}", open_loop, cluster, writer, agent)
         finally:
             for a in agents:
                 a.stop()
@@ -112,7 +121,7 @@ class Bench:
 
     def postgres(self):
         self.lab("PostgreSQL", PatroniCluster(self.work / "pg"), start_pg_agents,
-                 self.pg_external, self.pg_polling)
+                 self.pg_external, self.pg_polling, self.pg_open_loop)
 
     def pg_external(self, cluster, leader):
         config = write_dbcheck_config(self.work / "pg-dbcheck", cluster, owner=None)
@@ -149,6 +158,22 @@ class Bench:
                 print(f"  {n:>5} {name:<38} {result.rate:>8.0f}/s p50 {result.p50_ms:.2f} ms "
                       f"p99 {result.p99_ms:.2f} ms errors {result.errors or 0}", flush=True)
 
+    def pg_open_loop(self, cluster, leader, agent):
+        self._open_loop("PostgreSQL", agent, "pg_write", self.cfg["open_pollers"], openloop.MODES,
+                        lambda: load.pg_check_statements(cluster))
+
+    def redis_open_loop(self, cluster, master, agent):
+        self._open_loop("Redis", agent, "redis_write", self.cfg["open_redis_pollers"], openloop.MODES[:1],
+                        lambda: load.redis_commands(cluster, master))
+
+    def _open_loop(self, engine, agent, backend, pollers, modes, db_count):
+        rows = openloop.measure(self.tools["openloop"], agent, backend, pollers, self.cfg["open_seconds"],
+                                db_count, modes)
+        self.open_rows[engine] = rows
+        for row in rows:
+            for problem in openloop.problems(row):
+                self.fail(f"open loop, {engine}, {row.label} at {row.pollers} pollers: {problem}")
+
     def judge(self, what, result, pollers, is_agent):
         """Record a failure for a missing or wrong answer. Patroni ends every answer by closing
         (wrk counts a read error each time); the agent's HTTP port refuses a client's
@@ -164,7 +189,7 @@ class Bench:
     # ------------------------------------------------------------------ Redis
     def redis(self):
         self.lab("Redis", RedisSentinelCluster(self.work / "redis"), start_redis_agents, self.redis_external,
-                 self.redis_polling)
+                 self.redis_polling, self.redis_open_loop)
 
     def redis_external(self, cluster, master):
         config = write_redis_config(self.work / "redis-dbcheck", cluster, owner=None)
@@ -267,9 +292,10 @@ class Bench:
             "port: our epoll client (`bench/load/agent_poll.c`: one TCP connection per answer, the backend "
             "name sent as soon as it is connected, as HAProxy's agent-check). "
             "HTTP: `wrk -c N -t 2 -d S --latency` on `/backend/pg_write` and on Patroni `/primary`. The "
-            "agent answers HTTP with `Connection: close`, and Patroni 3.0.2 answers HTTP/1.0 and closes, so "
-            "with wrk's keep-alive every answer still costs a new connection; the `Connection: close` rows "
-            "make that explicit for both. The load clients share the same 2 cores with the agent, Patroni "
+            "agent keeps an HTTP/1.1 connection alive (wrk's keep-alive rows reuse it), while Patroni 3.0.2 "
+            "answers HTTP/1.0 and closes, so there every answer costs a new connection; the "
+            "`Connection: close` rows, one connection per answer on both, are the like-for-like comparison "
+            "(and HAProxy's httpchk). The load clients share the same 2 cores with the agent, Patroni "
             "and PostgreSQL. Errors: Patroni's closes (one wrk read error per answer) are not counted; the "
             f"agent's HTTP port accepts at most {HTTP_PER_IP_LIMIT} connections from one IP address, its "
             f"agent-check port {AGENT_PER_IP_LIMIT} (all the pollers come from 127.0.0.1), so beyond that "
@@ -306,7 +332,29 @@ class Bench:
         for n, r, cmds, cpu, rss in self.redis_rows:
             out.append(f"| {n} | {r.rate:.0f} | {r.p50_ms:.2f} | {r.p99_ms:.2f} | {_errors(r.errors)} | "
                        f"{cmds:.1f} | {cpu:.0f} | {rss:.1f} |")
+        out += self._throughput_target()
+        labels = {
+            "PostgreSQL": "DB stmts/s: the check role's statements on all three members "
+                          "(pg_stat_statements).",
+            "Redis": "DB stmts/s: `total_commands_processed` on the master (Sentinels' and replication's "
+                     "included); agent-check port only.",
+        }
+        for engine, rows in self.open_rows.items():
+            out += openloop.markdown(rows, engine, labels[engine], c["open_seconds"])
         return out
+
+    def _throughput_target(self):
+        """The issue-15 line: the agent's closed-loop throughput (agent-check port and HTTP with
+        one connection per answer) over Patroni's GET /primary at the same concurrency, this run."""
+        patroni = {n: r for n, name, r, *_ in self.poll_rows if name == "Patroni /primary, Connection: close"}
+        out = []
+        for n, name, r, *_ in self.poll_rows:
+            ref = patroni.get(n)
+            if n > 1 and ref and ref.rate and name in ("agent-check port", "agent HTTP, Connection: close"):
+                ratio = r.rate / ref.rate
+                out.append(f"- {name}, {n} pollers: {r.rate:.0f}/s = {ratio:.1f}× Patroni's GET /primary "
+                           f"({ref.rate:.0f}/s) {'✓' if ratio >= 20 else '✗'} (target ≥ 20×)")
+        return ["", "Closed-loop throughput against the issue-15 target, same run:", ""] + out if out else []
 
 
 def build_tools(out_dir):

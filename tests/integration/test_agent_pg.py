@@ -393,7 +393,7 @@ def test_garbage_and_idle_connections_do_not_delay_real_pollers(pg_cluster, pg_a
             pass  # the agent answered and closed after 512 bytes
         assert s.recv(4096) == b"down #request line too long\n"
     # A slowloris client and 10,000 idle connections from a neighbour's address (the agent
-    # resets what one address opens beyond 64), while a real poller keeps asking.
+    # resets what one address opens beyond 1024), while a real poller keeps asking.
     idle, stop = [], threading.Event()
 
     def slowloris():
