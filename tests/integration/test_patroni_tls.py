@@ -93,6 +93,7 @@ def test_switchover_authenticates_to_patroni(workdir, tls_cluster, dbcheck_bin, 
     assert res.returncode == 0, res.stdout + res.stderr
     new = wait_until(lambda: (lambda m: m if m and m.name != old.name else None)(tls_cluster.leader()),
                      60, "a new leader")
+    tls_cluster.wait_healthy(90)  # the old leader back as a replica before the module stops it
     figures("dbcheck switchover against an authenticating Patroni (https, client certificate)",
             f"wrong password refused (401), leader stayed {old.name}; operator's password: "
             f"leader {old.name} -> {new.name}")
