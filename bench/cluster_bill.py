@@ -62,6 +62,8 @@ MODES = {
     "full": dict(ms=(1, 3, 10), seconds=20, settle=3),
     "smoke": dict(ms=(1,), seconds=2, settle=0.5),
 }
+# The external check's shared view in variant "shared" (haproxy-examples/dbcheck.toml's value).
+SHARED_VIEW_MAX_AGE = "500ms"
 SETTLE_TIMEOUT = 40  # s for M HAProxies to route as the cluster says before a window
 CGROUP_ROOT = Path("/sys/fs/cgroup/unified")  # cgroup v2 (hybrid hierarchy on this machine)
 if not (CGROUP_ROOT / "cgroup.procs").exists():
@@ -322,8 +324,16 @@ class Bill:
     def postgres(self, cluster):
         config = write_dbcheck_config(self.work / "bill-pg-dbcheck", cluster)  # owner haproxy
         wrapper = write_check_wrapper(self.work / "bill-pg-dbcheck" / "dbcheck-wrapper", self.dbcheck, config)
+        # The same checks sharing the members' view as haproxy-examples/dbcheck.toml does.
+        shared_config = write_dbcheck_config(self.work / "bill-pg-dbcheck-shared", cluster,
+                                             cluster_extra=f'shared_view_max_age = "{SHARED_VIEW_MAX_AGE}"')
+        shared_wrapper = write_check_wrapper(self.work / "bill-pg-dbcheck-shared" / "dbcheck-wrapper",
+                                             self.dbcheck, shared_config)
+        external = _example(render_example_for, "wrapper")
         variants = [
-            Variant("external", _example(render_example_for, "wrapper"), pg_expect),
+            Variant("external", external, pg_expect),
+            Variant("shared", lambda c, d, agents, wrapper: external(c, d, agents, shared_wrapper),
+                    pg_expect),
             Variant("agent", _example(render_agent_example, "agents"), pg_expect, agents=True),
             Variant("patroni", lambda c, d, agents, wrapper: pg_patroni_cfg(c, d), pg_expect),
         ]
@@ -444,16 +454,18 @@ def _target_lines(rows, reference, columns):
         return []
     by = {(r.variant, r.m): r.figures for r in rows}
     ms = sorted({r.m for r in rows if r.m})
-    out = ["", f"Above the idle row (M = 0), external check beside {reference} at each M "
+    out = ["", "Above the idle row (M = 0), external check (\"shared\": sharing the members' view) "
+               f"beside {reference} at each M "
                "(target: external <= reference), and the agent across M (target: flat):", ""]
     for label, key in columns.items():
         pairs = []
         for m in ms:
-            ext, ref = by.get(("external", m)), by.get((reference, m))
-            if ext and ref:
-                e, r = ext[key] - idle[key], ref[key] - idle[key]
-                ratio = f" = {e / r:.2f}×" if r > 0.05 else ""
-                pairs.append(f"M={m}: {_f(e)} vs {_f(r)}{ratio}")
+            for variant in ("external", "shared"):
+                ext, ref = by.get((variant, m)), by.get((reference, m))
+                if ext and ref:
+                    e, r = ext[key] - idle[key], ref[key] - idle[key]
+                    ratio = f" = {e / r:.2f}×" if r > 0.05 else ""
+                    pairs.append(f"M={m} {variant}: {_f(e)} vs {_f(r)}{ratio}")
         agent = [_f(by[("agent", m)][key] - idle[key]) for m in ms if ("agent", m) in by]
         out.append(f"- {label}: " + "; ".join(pairs) + f". Agent at M = {', '.join(map(str, ms))}: "
                    + ", ".join(agent) + ".")

@@ -34,6 +34,10 @@ struct PostgresCluster {
   std::optional<std::string> patroni_cafile;   // CA bundle for https Patroni URLs
   std::optional<std::string> patroni_certfile; // client certificate for https (verify_client)
   std::optional<std::string> patroni_keyfile;  // its private key
+  // External checks of this host share the members' view for this long (0: never; at most 2 s),
+  // in this directory (none: /tmp/dbcheck-shared-<euid>): probe/shared_views.hpp.
+  util::Duration shared_view_max_age{0};
+  std::optional<std::string> shared_view_dir;
   // `dbcheck switchover` only: Patroni REST basic-auth user and the path of its password file
   // (read when a switchover runs, never by checks: the check user cannot read it).
   std::optional<std::string> operator_user;

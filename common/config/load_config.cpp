@@ -351,6 +351,27 @@ const std::vector<KeySpec<PostgresCluster>>& postgres_keys() {
            c.require_tls = *v;
          }
        }},
+      {"shared_view_max_age",
+       [](PostgresCluster& c, const toml::node& n, Errors& e, const std::string& key) {
+         if (auto v = want_duration(n, e, key)) {
+           if (*v > util::Duration{2000}) {
+             e.add(n.source(), key,
+                   "at most 2s: the checks would keep naming a writer the members may no "
+                   "longer name (at most HAProxy's inter; leave it out to ask the members on every check)");
+             return;
+           }
+           c.shared_view_max_age = *v;
+         }
+       }},
+      {"shared_view_dir",
+       [](PostgresCluster& c, const toml::node& n, Errors& e, const std::string& key) {
+         auto v = want_string(n, e, key);
+         if (v && (v->empty() || v->front() != '/')) {
+           e.add(n.source(), key, fmt::format("\"{}\" is not an absolute path", *v));
+           return;
+         }
+         c.shared_view_dir = v;
+       }},
       {"operator_user", [](PostgresCluster& c, const toml::node& n, Errors& e,
                            const std::string& key) { c.operator_user = want_string(n, e, key); }},
       // Only a path: read when `dbcheck switchover` runs, as the operator, never by a check.

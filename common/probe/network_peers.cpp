@@ -59,6 +59,19 @@ public:
   }
   Clock::time_point now() override { return Clock::now(); }
   void sleep_for(Clock::duration d) override { std::this_thread::sleep_for(d); }
+  std::optional<SharedView> shared_view(const ShareSettings& settings,
+                                        const std::string& key) override {
+    if (m_cache || settings.max_age.count() <= 0) {
+      return std::nullopt;
+    }
+    return read_shared_view(shared_view_dir(settings), key, settings.max_age);
+  }
+  void share_view(const ShareSettings& settings, const std::string& key,
+                  const SharedView& view) override {
+    if (!m_cache && settings.max_age.count() > 0) {
+      write_shared_view(shared_view_dir(settings), key, view);
+    }
+  }
 
 private:
   // Held here so every thread holding the peers holds the cache: an abandoned step may give

@@ -3,6 +3,7 @@
 #include "name_book.hpp"
 
 #include <core/patroni_election.hpp>
+#include <core/shared_view.hpp>
 #include <util/url.hpp>
 
 #include <fmt/format.h>
@@ -115,9 +116,57 @@ bool names_another(Peers& peers, core::ClusterView& view, const util::HostPort& 
 
 } // namespace
 
+namespace {
+
+// The key a cluster's view is shared under: its URLs without credentials.
+std::string share_key(const std::vector<std::string>& bases) {
+  std::vector<std::string> redacted;
+  for (const auto& b : bases) {
+    redacted.push_back(util::redact_url(b));
+  }
+  return core::shared_view_key(redacted);
+}
+
+// The members' view another check shared, as ask_patroni() would have returned it, or nullopt.
+std::optional<ManagerResult> shared_result(Peers& peers, const std::vector<std::string>& bases,
+                                           const std::optional<util::HostPort>& node,
+                                           const Deadline& deadline, const ShareSettings& share) {
+  auto shared = peers.shared_view(share, share_key(bases));
+  if (!shared || shared->configured != bases.size()) {
+    return std::nullopt;
+  }
+  auto view = core::parse_patroni_cluster(shared->body);
+  if (!view) {
+    return std::nullopt;
+  }
+  core::Step step;
+  step.opinion = "manager";
+  step.peer = "shared view";
+  step.asked = "GET /cluster";
+  step.answer = fmt::format("{} of {} members agreed {:.0f} ms ago (check pid {}): {}",
+                            shared->agreeing, shared->configured, shared->age_ms, shared->pid,
+                            summarize(*view));
+  ManagerResult r{std::move(*view), {std::move(step)}, 2 * shared->agreeing > shared->configured,
+                  true};
+  if (node) {
+    if (auto lookup = resolve_members(peers, *r.view, *node, deadline)) {
+      r.steps.push_back(std::move(*lookup));
+    }
+  }
+  return r;
+}
+
+} // namespace
+
 ManagerResult ask_patroni(Peers& peers, const std::vector<std::string>& bases,
                           const HttpOptions& tls, const std::optional<util::HostPort>& node,
-                          const Deadline& deadline, bool own_denial_decides) {
+                          const Deadline& deadline, bool own_denial_decides,
+                          const ShareSettings& share) {
+  if (share.max_age.count() > 0 && share.reuse) {
+    if (auto r = shared_result(peers, bases, node, deadline, share)) {
+      return std::move(*r);
+    }
+  }
   const std::size_t n = bases.size();
   std::vector<std::size_t> order(n);
   for (std::size_t i = 0; i < n; ++i) {
@@ -261,6 +310,15 @@ ManagerResult ask_patroni(Peers& peers, const std::vector<std::string>& bases,
   }
   core::PatroniElection e = core::elect_leader(answers, n);
   const bool quorum = e.view.has_value() && 2 * e.agreeing > e.configured;
+  if (quorum && share.max_age.count() > 0) {
+    // The body of the first member of the majority: the view elect_leader() returned.
+    for (const std::size_t i : order) {
+      if (views[i] && core::leader_label(*views[i]) == core::leader_label(*e.view)) {
+        peers.share_view(share, share_key(bases), SharedView{replies[i]->body, e.agreeing, n});
+        break;
+      }
+    }
+  }
   if (e.view && node) {
     if (auto step = resolve_members(peers, *e.view, *node, deadline)) {
       steps.push_back(std::move(*step));
@@ -357,9 +415,9 @@ ask_leader(Peers& peers, const core::PatroniMember& leader, const std::vector<st
 
 WriterManagerResult ask_patroni_for_writer(Peers& peers, const std::vector<std::string>& bases,
                                            const HttpOptions& tls, const util::HostPort& node,
-                                           const Deadline& deadline) {
+                                           const Deadline& deadline, const ShareSettings& share) {
   WriterManagerResult r{ask_patroni(peers, bases, tls, node,
-                                   deadline.minus(reserve_for_last_step(deadline)), true),
+                                   deadline.minus(reserve_for_last_step(deadline)), true, share),
                        std::nullopt};
   if (!r.members.view) {
     return r;
@@ -374,6 +432,10 @@ WriterManagerResult ask_patroni_for_writer(Peers& peers, const std::vector<std::
   step.latency_ms = elapsed_ms(t0, peers.now());
   r.members.steps.push_back(std::move(step));
   return r;
+}
+
+ShareSettings patroni_sharing(const config::PostgresCluster& cluster) {
+  return ShareSettings{cluster.shared_view_dir.value_or(""), cluster.shared_view_max_age, true};
 }
 
 HttpOptions patroni_http(const config::PostgresCluster& cluster) {

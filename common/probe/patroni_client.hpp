@@ -27,6 +27,7 @@ struct ManagerResult {
   tl::expected<core::ClusterView, core::ProbeError> view; // the view the members agree on
   std::vector<core::Step> steps;                          // one per member asked
   bool quorum = false; // the agreeing members are more than half of those configured
+  bool shared = false; // the view is one another check of this host took (shared_views.hpp)
 };
 
 // The members' view, and when they name the node leader, its own Patroni's report.
@@ -44,16 +45,24 @@ struct WriterManagerResult {
 // alone first, and its naming another leader ends the asking: the node is not the writer.
 // Then, given the `node` checked, the host names the agreed view advertises are resolved and
 // replaced by their one address (core/endpoint_names.hpp), to compare with HAProxy's server.
+// With `share` on, a view another check of this host elected within share.max_age is taken
+// instead of asking (result.shared; the caller sets it aside when it does not fit what is
+// asked live: core/shared_view.hpp), and a view a majority elects here is shared.
 ManagerResult ask_patroni(Peers& peers, const std::vector<std::string>& bases,
                           const HttpOptions& tls, const std::optional<util::HostPort>& node,
-                          const Deadline& deadline, bool own_denial_decides = false);
+                          const Deadline& deadline, bool own_denial_decides = false,
+                          const ShareSettings& share = {});
 
 // ask_patroni(), then, when the agreed view names `node` leader, GET /primary of its own
 // Patroni. The members get what the confirmation leaves (a quarter at least): a hung member
 // must not starve it.
 WriterManagerResult ask_patroni_for_writer(Peers& peers, const std::vector<std::string>& bases,
                                            const HttpOptions& tls, const util::HostPort& node,
-                                           const Deadline& deadline);
+                                           const Deadline& deadline,
+                                           const ShareSettings& share = {});
+
+// How `cluster`'s checks share Patroni views (shared_view_max_age, shared_view_dir).
+ShareSettings patroni_sharing(const config::PostgresCluster& cluster);
 
 // How the cluster's Patroni REST APIs are reached over https: its CA bundle and client
 // certificate (patroni_cafile, patroni_certfile, patroni_keyfile).

@@ -9,6 +9,7 @@
 #include "http_client.hpp"
 #include "pg_session.hpp"
 #include "redis_link.hpp"
+#include "shared_views.hpp"
 
 #include <core/endpoint_names.hpp>
 #include <core/probe_error.hpp>
@@ -17,6 +18,7 @@
 #include <tl/expected.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,12 +66,29 @@ public:
   virtual Clock::time_point now() = 0;
   // Waits `d` (the catch-up poll's pause).
   virtual void sleep_for(Clock::duration d) = 0;
+  // The Patroni view another check of this host shared as `key`, when fresh by `settings`
+  // (shared_views.hpp). None by default: only the external check shares views.
+  virtual std::optional<SharedView> shared_view(const ShareSettings& settings,
+                                                const std::string& key) {
+    (void)settings;
+    (void)key;
+    return std::nullopt;
+  }
+  // Shares `view` as `key` with the checks that follow (shared_views.hpp). Nothing by default.
+  virtual void share_view(const ShareSettings& settings, const std::string& key,
+                          const SharedView& view) {
+    (void)settings;
+    (void)key;
+    (void)view;
+  }
 };
 
 // --- Interface ---
 
 // The real peers: sessions and links leased from `cache` (null: opened and closed per check),
-// HTTP through libcurl, steady_clock.
+// HTTP through libcurl, steady_clock. Without a cache (the external check, one process per
+// check) Patroni views are shared through files (shared_views.hpp); the agent, which keeps
+// its connections in a cache, asks once per round for all its pollers and shares nothing.
 std::shared_ptr<Peers> network_peers(std::shared_ptr<ConnectionCache> cache);
 
 } // namespace dbcheck::probe

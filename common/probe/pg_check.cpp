@@ -8,6 +8,7 @@
 #include <core/patroni_election.hpp>
 #include <core/pg_rows.hpp>
 #include <core/pg_verdict.hpp>
+#include <core/shared_view.hpp>
 
 #include <fmt/format.h>
 
@@ -50,9 +51,10 @@ tl::expected<core::NodeRole, ProbeError> ask_writer_node(PgPeer& session,
 core::Report check_writer(const config::PostgresCluster& cluster, const config::Backend& backend,
                           const util::HostPort& node, const Deadline& deadline,
                           const std::shared_ptr<Peers>& peers) {
+  const ShareSettings share = patroni_sharing(cluster);
   auto manager =
-      spawn([bases = cluster.patroni, tls = patroni_http(cluster), node, deadline, peers] {
-        return ask_patroni_for_writer(*peers, bases, tls, node, deadline);
+      spawn([bases = cluster.patroni, tls = patroni_http(cluster), node, deadline, peers, share] {
+        return ask_patroni_for_writer(*peers, bases, tls, node, deadline, share);
       });
 
   core::Step nstep = node_step("node", node, core::k_writer_sql);
@@ -63,6 +65,15 @@ core::Report check_writer(const config::PostgresCluster& cluster, const config::
 
   core::Report report;
   std::optional<WriterManagerResult> m = await_by(manager, deadline);
+  if (m && m->members.shared && m->members.view && role &&
+      !core::shared_view_fits_writer(*m->members.view, node, *role)) {
+    // The node is a writable primary the shared view does not name leader: a promotion that
+    // view predates, or an old primary. Ask the members now (and share what they say).
+    report.steps.push_back(m->members.steps.front());
+    report.steps.back().answer += "; set aside: the node is read-write and not its leader";
+    m = ask_patroni_for_writer(*peers, cluster.patroni, patroni_http(cluster), node, deadline,
+                               ShareSettings{share.dir, share.max_age, false});
+  }
   if (m) {
     for (auto& step : m->members.steps) {
       report.steps.push_back(std::move(step));
@@ -150,8 +161,11 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
   // The members get what the replica's own query leaves: a hung member (no majority yet)
   // must not starve the query and take every healthy replica out.
   const Deadline members_by = deadline.minus(reserve_for_last_step(deadline));
-  auto manager = spawn([bases = cluster.patroni, tls = patroni_http(cluster), node, members_by,
-                        peers] { return ask_patroni(*peers, bases, tls, node, members_by); });
+  const ShareSettings share = patroni_sharing(cluster);
+  auto manager =
+      spawn([bases = cluster.patroni, tls = patroni_http(cluster), node, members_by, peers, share] {
+        return ask_patroni(*peers, bases, tls, node, members_by, false, share);
+      });
   core::Step nstep = node_step("node", node, core::k_replica_sql);
   const auto t0 = peers->now();
   auto session = peers->pg(target_for(cluster, node));
@@ -159,37 +173,64 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
 
   core::Report report;
   std::optional<ManagerResult> m = await_by(manager, deadline);
-  if (m) {
-    for (auto& step : m->steps) {
-      report.steps.push_back(std::move(step));
-    }
-  }
-  auto view = m ? std::move(m->view)
-                : tl::expected<core::ClusterView, ProbeError>(
-                      tl::make_unexpected(not_finished(k_patroni_step)));
 
   // Sample the leader first and read the replica after: the order makes the bound sound. The
   // sample gets an earlier deadline, so a hung leader cannot starve the replica's own query
   // (and take every healthy replica out of rotation with a reason that blames the replica).
-  SampleResult sample;
-  if (view && opened) {
-    sample = sample_leader(*peers, cluster, *view, node,
-                           deadline.minus(reserve_for_last_step(deadline)));
-    if (sample.step) {
-      report.steps.push_back(*sample.step);
+  struct Pass {
+    tl::expected<core::ClusterView, ProbeError> view;
+    SampleResult sample;
+    tl::expected<core::ReplicaRow, ProbeError> row;
+  };
+  const auto sample_then_read = [&](std::optional<ManagerResult>& result) {
+    Pass p{result ? std::move(result->view)
+                  : tl::expected<core::ClusterView, ProbeError>(
+                        tl::make_unexpected(not_finished(k_patroni_step))),
+           {},
+           tl::make_unexpected(ProbeError{})};
+    if (result) {
+      for (auto& step : result->steps) {
+        report.steps.push_back(std::move(step));
+      }
     }
-  } else {
-    sample.problem = view ? "the replica did not answer" : "no view from Patroni";
+    if (p.view && opened) {
+      p.sample = sample_leader(*peers, cluster, *p.view, node,
+                               deadline.minus(reserve_for_last_step(deadline)));
+      if (p.sample.step) {
+        report.steps.push_back(*p.sample.step);
+      }
+    } else {
+      p.sample.problem = p.view ? "the replica did not answer" : "no view from Patroni";
+    }
+    auto rows = opened ? session->query(core::k_replica_sql, deadline)
+                       : tl::expected<std::vector<PgRow>, ProbeError>(
+                             tl::make_unexpected(opened.error()));
+    p.row = rows ? core::parse_replica_rows(*rows)
+                 : tl::expected<core::ReplicaRow, ProbeError>(tl::make_unexpected(rows.error()));
+    return p;
+  };
+  Pass pass = sample_then_read(m);
+  if (m && m->shared && pass.view && pass.row &&
+      !core::shared_view_fits_reader(
+          *pass.view, node, pass.row->status,
+          pass.sample.wal ? std::optional{pass.sample.wal->timeline} : std::nullopt)) {
+    // The shared view does not fit what the node and the leader say now (a leader that cannot
+    // be sampled, another timeline, this node named leader while in recovery): ask the members.
+    report.steps.push_back(core::Step{"manager", "shared view", "GET /cluster",
+                                      "set aside: it does not fit the leader's sample or the "
+                                      "node's recovery state; asking the members",
+                                      0});
+    m = ask_patroni(*peers, cluster.patroni, patroni_http(cluster), node, members_by, false,
+                    ShareSettings{share.dir, share.max_age, false});
+    pass = sample_then_read(m);
   }
+  auto& view = pass.view;
+  SampleResult& sample = pass.sample;
+  auto& row = pass.row;
 
   core::LagEvidence evidence;
   evidence.primary_sampled = sample.wal.has_value();
   evidence.primary_problem = sample.problem;
-  auto rows =
-      opened ? session->query(core::k_replica_sql, deadline)
-             : tl::expected<std::vector<PgRow>, ProbeError>(tl::make_unexpected(opened.error()));
-  auto row = rows ? core::parse_replica_rows(*rows)
-                  : tl::expected<core::ReplicaRow, ProbeError>(tl::make_unexpected(rows.error()));
   auto status = row ? tl::expected<core::ReplicaStatus, ProbeError>(row->status)
                     : tl::make_unexpected(row.error());
   if (row) {

@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,6 +45,9 @@ public:
   std::map<std::string, std::vector<std::string>> names;
   // Each answer takes this long on the virtual clock.
   Clock::duration answer_takes = std::chrono::milliseconds{1};
+  // The view another check shared (given to a check that asks for one), and what checks shared.
+  std::optional<probe::SharedView> shared;
+  std::vector<probe::SharedView> shares;
 
   // What was asked, in order.
   std::vector<Asked> log() {
@@ -105,6 +109,17 @@ public:
       }
     }
     return out;
+  }
+  std::optional<probe::SharedView> shared_view(const probe::ShareSettings& settings,
+                                               const std::string& key) override {
+    note("shared view " + key, Deadline{Clock::time_point{}});
+    return settings.max_age.count() > 0 ? shared : std::nullopt;
+  }
+  void share_view(const probe::ShareSettings&, const std::string& key,
+                  const probe::SharedView& view) override {
+    note("share " + key, Deadline{Clock::time_point{}});
+    std::lock_guard lock(m_mutex);
+    shares.push_back(view);
   }
   Clock::time_point now() override {
     std::lock_guard lock(m_mutex);

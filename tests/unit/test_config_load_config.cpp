@@ -489,3 +489,32 @@ TEST_CASE("a writer reachable by a man in the middle: a warning, or an error und
   REQUIRE(ok);
   CHECK(ok->warnings.empty());
 }
+
+TEST_CASE("the shared Patroni view: at most 2 s, in an absolute directory", "[config]") {
+  TempDir dir;
+  const auto pw = dir.write("pg.password", "s3cret\n", 0600);
+  const auto with = [&](const std::string& lines) {
+    std::string text = valid_config(pw);
+    text.insert(text.find("dbname"), lines);
+    return parse_config(text, "dbcheck.toml");
+  };
+  const auto plain = parse_config(valid_config(pw), "dbcheck.toml");
+  REQUIRE(plain);
+  CHECK(std::get<PostgresCluster>(plain->clusters.at("pg")).shared_view_max_age.count() ==
+        0); // not shared unless asked for
+
+  const auto shared = with("shared_view_max_age = \"500ms\"\nshared_view_dir = \"/run/views\"\n");
+  REQUIRE(shared);
+  const auto& c = std::get<PostgresCluster>(shared->clusters.at("pg"));
+  CHECK(c.shared_view_max_age == dbcheck::util::Duration{500});
+  CHECK(c.shared_view_dir == std::optional<std::string>{"/run/views"});
+
+  const auto long_ago = with("shared_view_max_age = \"3s\"\n");
+  REQUIRE_FALSE(long_ago);
+  CHECK(errors_of(long_ago).find("cluster.pg.shared_view_max_age: at most 2s") !=
+        std::string::npos);
+  const auto relative = with("shared_view_dir = \"views\"\n");
+  REQUIRE_FALSE(relative);
+  CHECK(errors_of(relative).find("cluster.pg.shared_view_dir: \"views\" is not an absolute path") !=
+        std::string::npos);
+}

@@ -304,3 +304,125 @@ TEST_CASE("a member that refuses brings in the members not yet asked", "[probe][
   // The own member and the third agree: a majority of three; the replica is judged.
   CHECK(r.verdict.state == core::State::up);
 }
+
+// ---------------------------------------------------------------- shared views
+
+namespace {
+
+constexpr const char* k_cluster_pg2_leads = R"({"members": [
+  {"name": "pg1", "role": "replica", "state": "running", "api_url": "http://10.0.0.1:8008/patroni",
+   "host": "10.0.0.1", "port": 5432, "timeline": 2},
+  {"name": "pg2", "role": "leader", "state": "running", "api_url": "http://10.0.0.2:8008/patroni",
+   "host": "10.0.0.2", "port": 5432, "timeline": 2}]})";
+constexpr const char* k_cluster_pg3_leads = R"({"members": [
+  {"name": "pg3", "role": "leader", "state": "running", "api_url": "http://10.0.0.3:8008/patroni",
+   "host": "10.0.0.3", "port": 5432, "timeline": 1},
+  {"name": "pg2", "role": "replica", "state": "running", "api_url": "http://10.0.0.2:8008/patroni",
+   "host": "10.0.0.2", "port": 5432, "timeline": 1}]})";
+
+core::Report check_sharing(const std::shared_ptr<FakePeers>& f, config::Role role,
+                           const util::HostPort& node) {
+  config::PostgresCluster c = cluster();
+  c.shared_view_max_age = util::Duration{1000};
+  auto r = probe::check_postgres(c, backend(role), node,
+                                 probe::Deadline::in(util::Duration{10000}), f);
+  REQUIRE(testing::settled(f));
+  return r;
+}
+
+probe::SharedView shared(const char* body) {
+  probe::SharedView v;
+  v.body = body;
+  v.agreeing = 2;
+  v.configured = 2;
+  v.pid = 4242;
+  v.age_ms = 300;
+  return v;
+}
+
+bool has_step(const core::Report& r, const std::string& text) {
+  for (const auto& s : r.steps) {
+    if (s.answer.find(text) != std::string::npos || s.peer.find(text) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+} // namespace
+
+TEST_CASE("a fresh shared view stands for the members; the leader's /primary is still asked",
+          "[probe][pg][shared_view]") {
+  auto f = lab({"0/3000060"});
+  f->shared = shared(k_cluster);
+  const auto r = check_sharing(f, config::Role::primary, k_leader);
+  CHECK(r.verdict.state == core::State::up);
+  CHECK(f->count("get http://10.0.0.1:8008/cluster") + f->count("get http://10.0.0.2:8008/cluster") ==
+        0);
+  CHECK(f->count("get http://10.0.0.1:8008/primary") == 1);
+  CHECK(f->count("sql 10.0.0.1:5432") == 1); // the node's own opinion, live
+  CHECK(has_step(r, "2 of 2 members agreed 300 ms ago (check pid 4242)"));
+}
+
+TEST_CASE("a replica reads with a fitting shared view and asks no member",
+          "[probe][pg][shared_view]") {
+  auto f = lab({"0/3000060"});
+  f->shared = shared(k_cluster);
+  const auto r = check_sharing(f, config::Role::replica, k_replica);
+  CHECK(r.verdict.state == core::State::up);
+  CHECK(f->count("get ") == 0);
+  CHECK(f->count("sql 10.0.0.1:5432") == 1); // the leader sampled, live
+}
+
+TEST_CASE("a writable node the shared view does not name makes the check ask the members",
+          "[probe][pg][shared_view]") {
+  // pg2 was promoted after the view was shared: it names pg1.
+  auto f = lab({"0/3000060"});
+  f->shared = shared(k_cluster);
+  f->http = [](const std::string& url) {
+    return testing::http_ok(url.ends_with("/primary")
+                                ? R"({"state": "running", "role": "primary",
+                                     "patroni": {"version": "4.1.4", "scope": "demo", "name": "pg2"}})"
+                                : k_cluster_pg2_leads);
+  };
+  f->pg_answers["10.0.0.2:5432"] = [](const std::string&) {
+    return std::vector<probe::PgRow>{{"f", "off", "3", "47"}};
+  };
+  const auto r = check_sharing(f, config::Role::primary, k_replica);
+  CHECK(f->count("get http://10.0.0.2:8008/cluster") == 1); // asked live, own first
+  CHECK(r.verdict.state == core::State::up);
+  CHECK(has_step(r, "set aside: the node is read-write and not its leader"));
+  REQUIRE(f->shares.size() == 1); // and what the members said now is shared
+  CHECK(f->shares[0].body == k_cluster_pg2_leads);
+}
+
+TEST_CASE("a replica whose shared leader cannot be sampled asks the members",
+          "[probe][pg][shared_view]") {
+  auto f = lab({"0/3000060"});
+  f->shared = shared(k_cluster_pg3_leads); // pg3 has gone
+  f->pg_answers["10.0.0.3:5432"] = [](const std::string&) {
+    return tl::expected<std::vector<probe::PgRow>, core::ProbeError>(tl::make_unexpected(
+        core::ProbeError{core::Failure::network, "connection refused", ""}));
+  };
+  const auto r = check_sharing(f, config::Role::replica, k_replica);
+  CHECK(f->count("get ") >= 1);
+  CHECK(f->count("sql 10.0.0.1:5432") == 1); // the leader the members name now
+  CHECK(r.verdict.state == core::State::up);
+  CHECK(has_step(r, "set aside"));
+}
+
+TEST_CASE("a majority's view is shared; a check without max_age neither reads nor shares",
+          "[probe][pg][shared_view]") {
+  auto f = lab({"0/3000060"});
+  check_sharing(f, config::Role::replica, k_replica);
+  REQUIRE(f->shares.size() == 1);
+  CHECK(f->shares[0].body == k_cluster);
+  CHECK(f->shares[0].agreeing == 2);
+  CHECK(f->shares[0].configured == 2);
+
+  auto g = lab({"0/3000060"});
+  g->shared = shared(k_cluster);
+  check(g, config::Role::replica, k_replica);
+  CHECK(g->count("get ") >= 1);
+  CHECK(g->shares.empty());
+}

@@ -1,0 +1,47 @@
+#pragma once
+// When one check may use the Patroni view another check on this host took moments ago.
+//
+// Why share: HAProxy forks one external check per server per backend per interval, and each
+// asked a majority of the Patroni members for the same view: about twice the requests of
+// Patroni's own httpchk (docs/results.md, cluster-bill). The view is shared for a short
+// max_age only, and only while it fits what is asked live on every check: the node's own
+// PostgreSQL, the leader's own GET /primary and the leader's WAL sample. When it does not fit
+// (a node writable that the view does not name, a leader that cannot be sampled, a new
+// timeline), the members are asked again at once, so a failover is never seen late.
+
+#include "patroni_cluster.hpp"
+#include "pg_verdict.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dbcheck::core {
+
+// --- Interface ---
+
+// The file name a cluster's shared view is kept under: "patroni-" and 16 hex digits of a hash
+// of its Patroni URLs (given without credentials), in their configured order.
+std::string shared_view_key(const std::vector<std::string>& redacted_bases);
+
+// True when a view written `steady_age` ago by the monotonic clock and `real_age` ago by the
+// wall clock may be used at `max_age`: both ages within it, and the two within a second of each
+// other (a view kept across a reboot has a monotonic age that means nothing).
+bool shared_view_fresh(std::chrono::nanoseconds steady_age, std::chrono::nanoseconds real_age,
+                       std::chrono::milliseconds max_age);
+
+// Writer check: true unless the node says it is a writable primary and the shared view does
+// not name it leader (a promotion the view predates: ask the members live).
+bool shared_view_fits_writer(const ClusterView& view, const util::HostPort& node,
+                             const NodeRole& role);
+
+// Reader check: true when the shared view agrees with what was asked live: it names this node
+// leader and the node is not in recovery; or it names another leader that was sampled, on the
+// timeline the replica receives; or it names a standby_leader (a standby cluster).
+bool shared_view_fits_reader(const ClusterView& view, const util::HostPort& node,
+                             const ReplicaStatus& status,
+                             std::optional<std::uint32_t> sampled_timeline);
+
+} // namespace dbcheck::core

@@ -1,0 +1,177 @@
+#include "shared_views.hpp"
+
+#include <core/shared_view.hpp>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <charconv>
+#include <string_view>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace dbcheck::probe {
+namespace {
+
+// A /cluster answer is a few KiB; a file larger than this was not written by a check.
+constexpr off_t k_max_file = 1024 * 1024;
+constexpr std::string_view k_magic = "dbcheck shared view 1\n";
+
+// Closes a descriptor when it goes out of scope.
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) {
+      ::close(fd);
+    }
+  }
+};
+
+// True when `fd` is owned by this user and closed to group and others.
+bool ours(int fd, bool directory) {
+  struct stat st{};
+  if (::fstat(fd, &st) != 0 || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
+    return false;
+  }
+  return directory ? S_ISDIR(st.st_mode) : (S_ISREG(st.st_mode) && st.st_size <= k_max_file);
+}
+
+// The directory opened, when it is safely ours; created first when `create`.
+int open_dir(const std::string& dir, bool create) {
+  if (create) {
+    ::mkdir(dir.c_str(), 0700); // EEXIST is fine: the checks below decide
+  }
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0 && !ours(fd, true)) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+std::int64_t ns_since_epoch(auto now) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
+}
+
+// The next "NAME VALUE\n" line of `text` from `pos`, its value as a number.
+std::optional<std::int64_t> field(std::string_view text, std::size_t& pos, std::string_view name) {
+  const std::size_t end = text.find('\n', pos);
+  if (end == std::string_view::npos) {
+    return std::nullopt;
+  }
+  std::string_view line = text.substr(pos, end - pos);
+  pos = end + 1;
+  if (line.size() <= name.size() + 1 || line.substr(0, name.size()) != name ||
+      line[name.size()] != ' ') {
+    return std::nullopt;
+  }
+  line.remove_prefix(name.size() + 1);
+  std::int64_t v = 0;
+  const auto [p, ec] = std::from_chars(line.data(), line.data() + line.size(), v);
+  if (ec != std::errc{} || p != line.data() + line.size()) {
+    return std::nullopt;
+  }
+  return v;
+}
+
+} // namespace
+
+std::string shared_view_dir(const ShareSettings& settings) {
+  return settings.dir.empty() ? fmt::format("/tmp/dbcheck-shared-{}", ::geteuid()) : settings.dir;
+}
+
+std::optional<SharedView> read_shared_view(const std::string& dir, const std::string& key,
+                                           std::chrono::milliseconds max_age) {
+  Fd d{open_dir(dir, false)};
+  if (d.fd < 0) {
+    return std::nullopt;
+  }
+  Fd f{::openat(d.fd, (key + ".view").c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)};
+  if (f.fd < 0 || !ours(f.fd, false)) {
+    return std::nullopt;
+  }
+  std::string text;
+  char buf[16384];
+  for (;;) {
+    const ssize_t n = ::read(f.fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0) {
+      return std::nullopt;
+    }
+    if (n == 0) {
+      break;
+    }
+    text.append(buf, static_cast<std::size_t>(n));
+    if (text.size() > static_cast<std::size_t>(k_max_file)) {
+      return std::nullopt;
+    }
+  }
+  if (text.rfind(k_magic, 0) != 0) {
+    return std::nullopt;
+  }
+  std::size_t pos = k_magic.size();
+  const auto steady = field(text, pos, "steady_ns");
+  const auto real = field(text, pos, "real_ns");
+  const auto pid = field(text, pos, "pid");
+  const auto agreeing = field(text, pos, "agreeing");
+  const auto configured = field(text, pos, "configured");
+  const auto body_len = field(text, pos, "body");
+  if (!steady || !real || !pid || !agreeing || !configured || !body_len || *body_len < 0 ||
+      *agreeing < 0 || *configured < 0 ||
+      text.size() - pos != static_cast<std::size_t>(*body_len)) {
+    return std::nullopt; // half-written files never appear (rename), so this one is not ours
+  }
+  const std::chrono::nanoseconds steady_age{
+      ns_since_epoch(std::chrono::steady_clock::now()) - *steady};
+  const std::chrono::nanoseconds real_age{
+      ns_since_epoch(std::chrono::system_clock::now()) - *real};
+  if (!core::shared_view_fresh(steady_age, real_age, max_age)) {
+    return std::nullopt;
+  }
+  SharedView v;
+  v.body = text.substr(pos);
+  v.agreeing = static_cast<std::size_t>(*agreeing);
+  v.configured = static_cast<std::size_t>(*configured);
+  v.pid = static_cast<long>(*pid);
+  v.age_ms = std::chrono::duration<double, std::milli>(steady_age).count();
+  return v;
+}
+
+void write_shared_view(const std::string& dir, const std::string& key, const SharedView& view) {
+  Fd d{open_dir(dir, true)};
+  if (d.fd < 0) {
+    return;
+  }
+  const std::string tmp = fmt::format(".{}.{}.tmp", key, ::getpid());
+  Fd f{::openat(d.fd, tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600)};
+  if (f.fd < 0) {
+    return;
+  }
+  std::string text{k_magic};
+  text += fmt::format("steady_ns {}\nreal_ns {}\npid {}\nagreeing {}\nconfigured {}\nbody {}\n",
+                      ns_since_epoch(std::chrono::steady_clock::now()),
+                      ns_since_epoch(std::chrono::system_clock::now()), ::getpid(),
+                      view.agreeing, view.configured, view.body.size());
+  text += view.body;
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(f.fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      ::unlinkat(d.fd, tmp.c_str(), 0);
+      return;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::renameat(d.fd, tmp.c_str(), d.fd, (key + ".view").c_str()) != 0) {
+    ::unlinkat(d.fd, tmp.c_str(), 0);
+  }
+}
+
+} // namespace dbcheck::probe

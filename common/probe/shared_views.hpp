@@ -1,0 +1,43 @@
+#pragma once
+// Patroni views shared between the checks of one host, as files in a directory only this user
+// can reach (core/shared_view.hpp says when one may be used).
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+
+namespace dbcheck::probe {
+
+// A majority's view of a Patroni cluster, as one check kept it for the next ones.
+struct SharedView {
+  std::string body;           // the GET /cluster answer of the first member of the majority
+  std::size_t agreeing = 0;   // members that named its leader
+  std::size_t configured = 0; // members configured
+  long pid = 0;               // the check that asked the members (set when read)
+  double age_ms = 0;          // its age when read (set when read)
+};
+
+// Where and for how long a cluster's views are shared (shared_view_dir, shared_view_max_age).
+struct ShareSettings {
+  std::string dir;                       // empty: the default, /tmp/dbcheck-shared-<euid>
+  std::chrono::milliseconds max_age{0};  // 0: views are not shared
+  bool reuse = true;                     // false: ask live, but keep what is elected
+};
+
+// --- Interface ---
+
+// The directory `settings` names, its default filled in.
+std::string shared_view_dir(const ShareSettings& settings);
+
+// The view kept as `key` in `dir` when it is fresh at `max_age`; nullopt when there is none,
+// it is stale or unreadable, or the file or the directory is not safely this user's (another
+// owner, open to group or others, a symbolic link, not a regular file).
+std::optional<SharedView> read_shared_view(const std::string& dir, const std::string& key,
+                                           std::chrono::milliseconds max_age);
+
+// Keeps `view` as `key` in `dir` (created 0700 when missing), replacing the one before in one
+// step (rename); does nothing when the directory is not safely this user's. Never throws.
+void write_shared_view(const std::string& dir, const std::string& key, const SharedView& view);
+
+} // namespace dbcheck::probe

@@ -1,0 +1,103 @@
+"""The external check's shared Patroni view (shared_view_max_age) against a real cluster: the
+checks of one host take the members' view another check elected moments ago, and still ask
+live what proves a verdict (the node, the leader's own GET /primary, the leader's sample). A
+switchover is seen at once: the new leader's first checks set the older view aside."""
+
+import os
+import stat
+import threading
+import time
+
+from fixtures.dbcheck import explain, write_dbcheck_config
+from fixtures.procs import wait_until
+
+MAX_AGE = "2s"
+
+
+def shared_config(workdir, cluster):
+    views = workdir / "views"
+    return write_dbcheck_config(workdir, cluster, owner=None, timeout="800ms",
+                                cluster_extra=f'shared_view_max_age = "{MAX_AGE}"\n'
+                                              f'shared_view_dir = "{views}"'), views
+
+
+def manager_steps(run):
+    return [s for s in run.report["steps"] if s["opinion"] == "manager"]
+
+
+def uses_shared_view(run):
+    return any(s["peer"] == "shared view" for s in manager_steps(run))
+
+
+def test_checks_share_the_members_view_and_ask_the_leader_live(pg_cluster, dbcheck_bin, workdir, figures):
+    leader = pg_cluster.wait_healthy()
+    replica = pg_cluster.replicas()[0]
+    cfg, views = shared_config(workdir, pg_cluster)
+
+    # The first check asks the members and shares their view; one taken within MAX_AGE uses it
+    # (retried: on a loaded machine two process starts may be further apart than MAX_AGE).
+    def shared_writer_check():
+        explain(dbcheck_bin, cfg, "pg_write", leader.pg_addr)
+        run = explain(dbcheck_bin, cfg, "pg_write", leader.pg_addr)
+        return run if uses_shared_view(run) else None
+    run = wait_until(shared_writer_check, 30, "a writer check that uses the shared view")
+    assert run.state == "up", run.reason
+    asked = [s["asked"] for s in manager_steps(run)]
+    # No member's /cluster was asked; the leader's own /primary was.
+    assert asked.count("GET /primary") == 1, asked
+    assert all(s["peer"] == "shared view" for s in manager_steps(run) if s["asked"] == "GET /cluster")
+    assert any(s["opinion"] == "node" for s in run.report["steps"])
+
+    def shared_reader_check():
+        r = explain(dbcheck_bin, cfg, "pg_read", replica.pg_addr)
+        return r if uses_shared_view(r) else None
+    reader = wait_until(shared_reader_check, 30, "a reader check that uses the shared view")
+    assert reader.state == "up", reader.reason
+    assert any(s["opinion"] == "primary_sample" for s in reader.report["steps"])
+
+    # Only this user can reach the views.
+    assert stat.S_IMODE(os.stat(views).st_mode) == 0o700
+    files = list(views.iterdir())
+    assert len(files) == 1 and stat.S_IMODE(files[0].stat().st_mode) == 0o600, files
+    figures("shared Patroni view", f"writer UP from a view {manager_steps(run)[0]['answer'][:60]}...; "
+                                   f"reader UP, leader sampled live")
+
+
+def test_a_switchover_is_seen_at_once_through_the_shared_view(pg_cluster, dbcheck_bin, workdir, figures):
+    """Writer checks of every member in turn, as HAProxy's, keep the view shared throughout.
+    After patronictl switchover: the old leader never passes again once the new one has, and
+    the new leader passes with the view the members give now, not the older shared one."""
+    old = pg_cluster.wait_healthy()
+    new = next(m for m in pg_cluster.replicas() if m != old)
+    cfg, _ = shared_config(workdir, pg_cluster)
+    runs, stop = [], threading.Event()
+
+    def poll():
+        while not stop.is_set():
+            for m in pg_cluster.members():
+                r = explain(dbcheck_bin, cfg, "pg_write", m.pg_addr)
+                runs.append((time.monotonic(), m.name, r))
+
+    t = threading.Thread(target=poll, daemon=True)
+    t.start()
+    try:
+        wait_until(lambda: any(n == old.name and r.state == "up" and uses_shared_view(r)
+                               for _, n, r in list(runs)), 30, "the old leader UP through a shared view")
+        switched = time.monotonic()
+        pg_cluster.switchover(new.name, leader=old.name)
+        wait_until(lambda: sum(1 for ts, n, r in list(runs) if ts > switched and n == new.name
+                               and r.state == "up") >= 3, 60, f"{new.name} UP three times")
+    finally:
+        stop.set()
+        t.join(30)
+        pg_cluster.wait_healthy()
+    after = [(ts, n, r) for ts, n, r in runs if ts > switched]
+    first_new = min(ts for ts, n, r in after if n == new.name and r.state == "up")
+    late_old = [r.reason for ts, n, r in after if n == old.name and r.state == "up" and ts > first_new]
+    assert not late_old, f"the old leader passed after the new one: {late_old}"
+    # The new leader's checks before its first pass, and that pass: how the view was taken.
+    set_aside = [r for ts, n, r in after if n == new.name and ts <= first_new
+                 and any("set aside" in s["answer"] for s in manager_steps(r))]
+    figures("shared view across a switchover",
+            f"{old.name} -> {new.name}: new leader UP {first_new - switched:.1f}s after the request; "
+            f"{len(set_aside)} check(s) of it set an older shared view aside; old leader never UP after")

@@ -1,0 +1,88 @@
+// When a check may use a Patroni view another check of its host shared (core/shared_view.hpp).
+#include <core/shared_view.hpp>
+
+#include <catch2/catch.hpp>
+
+using namespace dbcheck;
+using namespace std::chrono_literals;
+
+namespace {
+
+core::ClusterView view_with_leader(const char* leader_host, const char* role = "leader") {
+  core::ClusterView v;
+  core::PatroniMember m;
+  m.name = "pg1";
+  m.role = role;
+  m.state = "running";
+  m.address = util::HostPort{leader_host, 5432};
+  v.members.push_back(m);
+  core::PatroniMember r;
+  r.name = "pg2";
+  r.role = "replica";
+  r.state = "streaming";
+  r.address = util::HostPort{"10.0.0.2", 5432};
+  v.members.push_back(r);
+  return v;
+}
+
+const util::HostPort k_pg1{"10.0.0.1", 5432};
+const util::HostPort k_pg2{"10.0.0.2", 5432};
+
+} // namespace
+
+TEST_CASE("a shared view is fresh only while both clocks call it young", "[core][shared_view]") {
+  CHECK(core::shared_view_fresh(300ms, 300ms, 500ms));
+  CHECK(core::shared_view_fresh(0ms, 2ms, 500ms));
+  CHECK_FALSE(core::shared_view_fresh(600ms, 600ms, 500ms)); // too old
+  CHECK_FALSE(core::shared_view_fresh(-1ms, 0ms, 500ms));    // written "later": not this boot
+  // Kept across a reboot: the monotonic clock restarted, the wall clock did not.
+  CHECK_FALSE(core::shared_view_fresh(100ms, 3600s, 500ms));
+  CHECK_FALSE(core::shared_view_fresh(100ms, -2s, 500ms)); // the wall clock stepped back
+}
+
+TEST_CASE("each cluster's Patroni URLs have their own shared view", "[core][shared_view]") {
+  const auto a = core::shared_view_key({"http://10.0.0.1:8008", "http://10.0.0.2:8008"});
+  CHECK(a == core::shared_view_key({"http://10.0.0.1:8008", "http://10.0.0.2:8008"}));
+  CHECK(a != core::shared_view_key({"http://10.0.0.1:8008", "http://10.0.0.3:8008"}));
+  CHECK(a != core::shared_view_key({"http://10.0.0.1:8008"}));
+  CHECK(a.rfind("patroni-", 0) == 0);
+  CHECK(a.size() == 8 + 16);
+}
+
+TEST_CASE("a writable node the shared view does not name leader sets the view aside",
+          "[core][shared_view]") {
+  core::NodeRole writable;
+  writable.in_recovery = false;
+  writable.read_only = false;
+  core::NodeRole replica; // in recovery, read-only
+  CHECK(core::shared_view_fits_writer(view_with_leader("10.0.0.1"), k_pg1, writable));
+  CHECK_FALSE(core::shared_view_fits_writer(view_with_leader("10.0.0.1"), k_pg2, writable));
+  CHECK_FALSE(core::shared_view_fits_writer(view_with_leader("10.0.0.1", "replica"), k_pg1,
+                                            writable)); // no leader in the view
+  // A replica is not the writer whoever the view names: the view stands.
+  CHECK(core::shared_view_fits_writer(view_with_leader("10.0.0.1"), k_pg2, replica));
+  CHECK(core::shared_view_fits_writer(view_with_leader("10.0.0.1"), k_pg1, replica));
+}
+
+TEST_CASE("a reader's shared view must fit the leader's sample and the node's state",
+          "[core][shared_view]") {
+  core::ReplicaStatus streaming;
+  streaming.in_recovery = true;
+  streaming.received_timeline = 2;
+  const auto v = view_with_leader("10.0.0.1");
+  CHECK(core::shared_view_fits_reader(v, k_pg2, streaming, 2));
+  CHECK_FALSE(core::shared_view_fits_reader(v, k_pg2, streaming, std::nullopt)); // not sampled
+  CHECK_FALSE(core::shared_view_fits_reader(v, k_pg2, streaming, 3)); // a new timeline
+  core::ReplicaStatus hidden = streaming;
+  hidden.received_timeline.reset(); // no dbcheck views: the timeline cannot be compared
+  CHECK(core::shared_view_fits_reader(v, k_pg2, hidden, 3));
+  // Named leader: fits while it is not in recovery.
+  core::ReplicaStatus primary;
+  CHECK(core::shared_view_fits_reader(v, k_pg1, primary, std::nullopt));
+  CHECK_FALSE(core::shared_view_fits_reader(v, k_pg1, streaming, std::nullopt));
+  // No leader: asked again (a failover under way), unless a standby cluster's.
+  CHECK_FALSE(core::shared_view_fits_reader(view_with_leader("10.0.0.1", "replica"), k_pg2,
+                                            streaming, std::nullopt));
+  CHECK(core::shared_view_fits_reader(view_with_leader("10.0.0.1", "standby_leader"), k_pg2,
+                                      streaming, std::nullopt));
+}
