@@ -34,6 +34,7 @@ bench/main.py runs it as a section of the benchmarks in the lab it has started.
 import argparse
 import json
 import os
+import pwd
 import re
 import shutil
 import subprocess
@@ -324,16 +325,22 @@ class Bill:
     def postgres(self, cluster):
         config = write_dbcheck_config(self.work / "bill-pg-dbcheck", cluster)  # owner haproxy
         wrapper = write_check_wrapper(self.work / "bill-pg-dbcheck" / "dbcheck-wrapper", self.dbcheck, config)
-        # The same checks sharing the members' view as haproxy-examples/dbcheck.toml does.
-        shared_config = write_dbcheck_config(self.work / "bill-pg-dbcheck-shared", cluster,
-                                             cluster_extra=f'shared_view_max_age = "{SHARED_VIEW_MAX_AGE}"')
-        shared_wrapper = write_check_wrapper(self.work / "bill-pg-dbcheck-shared" / "dbcheck-wrapper",
-                                             self.dbcheck, shared_config)
         external = _example(render_example_for, "wrapper")
+
+        def shared(c, d, agents, wrapper):
+            """The same checks sharing the members' view as haproxy-examples/dbcheck.toml does,
+            each HAProxy in a directory of its own: M HAProxies stand for M hosts, which share
+            nothing (one directory for all would divide the members' load by M)."""
+            views = d / "shared-views"
+            views.mkdir(mode=0o700)
+            os.chown(views, pwd.getpwnam("haproxy").pw_uid, pwd.getpwnam("haproxy").pw_gid)
+            cfg = write_dbcheck_config(d / "dbcheck", c, cluster_extra=(
+                f'shared_view_max_age = "{SHARED_VIEW_MAX_AGE}"\nshared_view_dir = "{views}"'))
+            return external(c, d, agents, write_check_wrapper(d / "dbcheck" / "wrapper", self.dbcheck, cfg))
+
         variants = [
             Variant("external", external, pg_expect),
-            Variant("shared", lambda c, d, agents, wrapper: external(c, d, agents, shared_wrapper),
-                    pg_expect),
+            Variant("shared", shared, pg_expect),
             Variant("agent", _example(render_agent_example, "agents"), pg_expect, agents=True),
             Variant("patroni", lambda c, d, agents, wrapper: pg_patroni_cfg(c, d), pg_expect),
         ]

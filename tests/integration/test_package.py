@@ -1,7 +1,8 @@
 """The .deb that `cpack` builds: it installs on this machine, puts every file where the man
 pages and the unit say, its unit passes `systemd-analyze verify`, the installed binaries
 check a real cluster (the agent run as the package's `dbcheck` user, as the unit would),
-lintian finds no error or warning and hardening-check passes both binaries. Its maintainer
+lintian finds no error or warning and hardening-check passes both binaries and the external
+check's two client modules. Its maintainer
 scripts run under a stand-in for systemd (a private mount namespace where
 /run/systemd/system exists, and `systemctl`/`deb-systemd-invoke` that only log): a fresh
 install starts nothing, an upgrade try-restarts the agent and does not stop it, removal
@@ -34,6 +35,9 @@ FILES = [Path("/usr/bin/dbcheck"), Path("/usr/sbin/dbcheck-agent"), UNIT,
          Path("/usr/share/bash-completion/completions/dbcheck"),
          Path("/usr/share/doc/dbcheck/copyright"), Path("/usr/share/doc/dbcheck/changelog.gz"),
          Path("/usr/share/lintian/overrides/dbcheck")]
+# The external check's client modules, loaded on demand (common/probe/client_modules.hpp).
+MODULES = [Path("/usr/lib/dbcheck/dbcheck-pq.so"), Path("/usr/lib/dbcheck/dbcheck-curl.so")]
+FILES += MODULES
 
 
 def run(argv, timeout=120, check=True, **kw):
@@ -163,6 +167,12 @@ def test_hardening_check_passes_both_binaries(installed):
     assert res.returncode == 0, res.stdout + res.stderr
     for check in ("Position Independent Executable", "Stack protected", "Fortify Source functions",
                   "Read-only relocations", "Immediate binding", "Stack clash protection"):
+        assert res.stdout.count(f" {check}: yes") == 2, (check, res.stdout)
+    # The modules dbcheck loads: hardened as well (PIE does not apply to a shared object).
+    res = run(["hardening-check", "--nocfprotection", *map(str, MODULES)], check=False)
+    print(res.stdout + res.stderr)
+    assert res.returncode == 0, res.stdout + res.stderr
+    for check in ("Stack protected", "Read-only relocations", "Immediate binding"):
         assert res.stdout.count(f" {check}: yes") == 2, (check, res.stdout)
 
 
