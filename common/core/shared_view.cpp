@@ -30,16 +30,16 @@ bool shared_view_fresh(std::chrono::nanoseconds steady_age, std::chrono::nanosec
 
 bool shared_view_fits_writer(const ClusterView& view, const util::HostPort& node,
                              const NodeRole& role) {
-  if (role.in_recovery || role.read_only) {
-    return true; // not the writer by its own word, whoever the view names
+  if (!role.in_recovery && !role.read_only) {
+    return false;
   }
   const PatroniMember* leader = find_leader(view);
-  return leader != nullptr && util::same_endpoint(leader->address, node);
+  return leader == nullptr || !util::same_endpoint(leader->address, node);
 }
 
 bool shared_view_fits_reader(const ClusterView& view, const util::HostPort& node,
                              const ReplicaStatus& status,
-                             std::optional<std::uint32_t> sampled_timeline) {
+                             std::optional<std::uint32_t> sampled_timeline, bool leader_hung) {
   const PatroniMember* leader = find_leader(view);
   if (leader == nullptr) {
     return find_standby_leader(view) != nullptr;
@@ -47,8 +47,10 @@ bool shared_view_fits_reader(const ClusterView& view, const util::HostPort& node
   if (util::same_endpoint(leader->address, node)) {
     return !status.in_recovery;
   }
-  return sampled_timeline.has_value() &&
-         (!status.received_timeline || *status.received_timeline == *sampled_timeline);
+  if (!sampled_timeline) {
+    return leader_hung;
+  }
+  return !status.received_timeline || *status.received_timeline == *sampled_timeline;
 }
 
 } // namespace dbcheck::core

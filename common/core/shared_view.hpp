@@ -4,10 +4,11 @@
 // Why share: HAProxy forks one external check per server per backend per interval, and each
 // asked a majority of the Patroni members for the same view: about twice the requests of
 // Patroni's own httpchk (docs/results.md, cluster-bill). The view is shared for a short
-// max_age only, and only while it fits what is asked live on every check: the node's own
-// PostgreSQL, the leader's own GET /primary and the leader's WAL sample. When it does not fit
-// (a node writable that the view does not name, a leader that cannot be sampled, a new
-// timeline), the members are asked again at once, so a failover is never seen late.
+// max_age only, and only where it cannot pass what a live view would fail: a writable node's
+// writer check always asks the members; a replica's writer check fails on its own word; a
+// reader's view must fit the leader's live WAL sample and the node's own state. When it does
+// not fit (a leader that cannot be sampled, a new timeline, no leader), the members are asked
+// again at once.
 
 #include "patroni_cluster.hpp"
 #include "pg_verdict.hpp"
@@ -32,16 +33,22 @@ std::string shared_view_key(const std::vector<std::string>& redacted_bases);
 bool shared_view_fresh(std::chrono::nanoseconds steady_age, std::chrono::nanoseconds real_age,
                        std::chrono::milliseconds max_age);
 
-// Writer check: true unless the node says it is a writable primary and the shared view does
-// not name it leader (a promotion the view predates: ask the members live).
+// Writer check: true when the node says it is not a writable primary (in recovery or
+// read-only) and the shared view does not name it leader: it fails by its own word and the
+// view's. Otherwise its members and its own GET /primary are asked live: a writable node (a
+// majority that moved on must take it out at once, as without sharing), or one the view names.
+// So a shared view can take a writer down, never keep one up.
 bool shared_view_fits_writer(const ClusterView& view, const util::HostPort& node,
                              const NodeRole& role);
 
 // Reader check: true when the shared view agrees with what was asked live: it names this node
 // leader and the node is not in recovery; or it names another leader that was sampled, on the
-// timeline the replica receives; or it names a standby_leader (a standby cluster).
+// timeline the replica receives, or that did not answer by its deadline (`leader_hung`: asking
+// the members again would only spend the time the replica's own bound needs, and the bound
+// then rests on the replica's last replay, as when the members name a hung leader); or it names
+// a standby_leader (a standby cluster).
 bool shared_view_fits_reader(const ClusterView& view, const util::HostPort& node,
                              const ReplicaStatus& status,
-                             std::optional<std::uint32_t> sampled_timeline);
+                             std::optional<std::uint32_t> sampled_timeline, bool leader_hung);
 
 } // namespace dbcheck::core

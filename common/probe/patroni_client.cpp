@@ -118,20 +118,26 @@ bool names_another(Peers& peers, core::ClusterView& view, const util::HostPort& 
 
 namespace {
 
-// The key a cluster's view is shared under: its URLs without credentials.
-std::string share_key(const std::vector<std::string>& bases) {
-  std::vector<std::string> redacted;
+// The key a cluster's view is shared under: its URLs without credentials, and the TLS files
+// they are reached with (a check whose CA or client certificate fails must not pass on a view
+// others took with theirs).
+std::string share_key(const std::vector<std::string>& bases, const HttpOptions& tls) {
+  std::vector<std::string> parts;
   for (const auto& b : bases) {
-    redacted.push_back(util::redact_url(b));
+    parts.push_back(util::redact_url(b));
   }
-  return core::shared_view_key(redacted);
+  for (const auto* file : {&tls.cafile, &tls.certfile, &tls.keyfile}) {
+    parts.push_back(file->value_or(""));
+  }
+  return core::shared_view_key(parts);
 }
 
 // The members' view another check shared, as ask_patroni() would have returned it, or nullopt.
 std::optional<ManagerResult> shared_result(Peers& peers, const std::vector<std::string>& bases,
+                                           const HttpOptions& tls,
                                            const std::optional<util::HostPort>& node,
                                            const Deadline& deadline, const ShareSettings& share) {
-  auto shared = peers.shared_view(share, share_key(bases));
+  auto shared = peers.shared_view(share, share_key(bases, tls));
   if (!shared || shared->configured != bases.size()) {
     return std::nullopt;
   }
@@ -163,10 +169,11 @@ ManagerResult ask_patroni(Peers& peers, const std::vector<std::string>& bases,
                           const Deadline& deadline, bool own_denial_decides,
                           const ShareSettings& share) {
   if (share.max_age.count() > 0 && share.reuse) {
-    if (auto r = shared_result(peers, bases, node, deadline, share)) {
+    if (auto r = shared_result(peers, bases, tls, node, deadline, share)) {
       return std::move(*r);
     }
   }
+  const auto asked_at = std::chrono::steady_clock::now(); // the shared view's age counts from here
   const std::size_t n = bases.size();
   std::vector<std::size_t> order(n);
   for (std::size_t i = 0; i < n; ++i) {
@@ -314,7 +321,9 @@ ManagerResult ask_patroni(Peers& peers, const std::vector<std::string>& bases,
     // The body of the first member of the majority: the view elect_leader() returned.
     for (const std::size_t i : order) {
       if (views[i] && core::leader_label(*views[i]) == core::leader_label(*e.view)) {
-        peers.share_view(share, share_key(bases), SharedView{replies[i]->body, e.agreeing, n});
+        SharedView v{replies[i]->body, e.agreeing, n};
+        v.asked_before = std::chrono::steady_clock::now() - asked_at;
+        peers.share_view(share, share_key(bases, tls), v);
         break;
       }
     }
@@ -419,8 +428,8 @@ WriterManagerResult ask_patroni_for_writer(Peers& peers, const std::vector<std::
   WriterManagerResult r{ask_patroni(peers, bases, tls, node,
                                    deadline.minus(reserve_for_last_step(deadline)), true, share),
                        std::nullopt};
-  if (!r.members.view) {
-    return r;
+  if (!r.members.view || r.members.shared) {
+    return r; // a shared view never confirms a writer: the caller asks again when it matters
   }
   const core::PatroniMember* leader = core::find_leader(*r.members.view);
   if (leader == nullptr || !util::same_endpoint(leader->address, node)) {

@@ -65,12 +65,14 @@ core::Report check_writer(const config::PostgresCluster& cluster, const config::
 
   core::Report report;
   std::optional<WriterManagerResult> m = await_by(manager, deadline);
-  if (m && m->members.shared && m->members.view && role &&
-      !core::shared_view_fits_writer(*m->members.view, node, *role)) {
-    // The node is a writable primary the shared view does not name leader: a promotion that
-    // view predates, or an old primary. Ask the members now (and share what they say).
+  if (m && m->members.shared &&
+      !(role && m->members.view && core::shared_view_fits_writer(*m->members.view, node, *role))) {
+    // A writable node, or one the view names leader, is judged on the members' live view and
+    // its own GET /primary: a promotion the shared view predates, or an old primary a majority
+    // has moved on from. Ask them (and share what they say).
     report.steps.push_back(m->members.steps.front());
-    report.steps.back().answer += "; set aside: the node is read-write and not its leader";
+    report.steps.back().answer +=
+        "; set aside: the node is read-write or named leader, so the members are asked";
     m = ask_patroni_for_writer(*peers, cluster.patroni, patroni_http(cluster), node, deadline,
                                ShareSettings{share.dir, share.max_age, false});
   }
@@ -96,6 +98,7 @@ struct SampleResult {
   std::optional<core::WalSample> wal;
   Clock::time_point sent{};
   std::string problem; // why there is no sample, for the lag derivation
+  bool timed_out = false; // the leader did not answer by the sample's deadline
   std::optional<core::Step> step;
 };
 
@@ -134,6 +137,7 @@ SampleResult sample_leader(Peers& peers, const config::PostgresCluster& cluster,
   auto session = peers.pg(target_for(cluster, leader->address));
   if (auto opened = session->open(deadline); !opened) {
     s.problem = fmt::format("leader {}: {}", leader->name, opened.error().detail);
+    s.timed_out = opened.error().kind == core::Failure::timeout;
   } else {
     s.sent = peers.now();
     auto rows = session->query(core::k_sample_sql, deadline);
@@ -141,6 +145,7 @@ SampleResult sample_leader(Peers& peers, const config::PostgresCluster& cluster,
                     : tl::expected<core::WalSample, ProbeError>(tl::make_unexpected(rows.error()));
     if (!wal) {
       s.problem = fmt::format("leader {}: {}", leader->name, wal.error().detail);
+      s.timed_out = wal.error().kind == core::Failure::timeout;
     } else {
       s.wal = *wal;
       step.answer = fmt::format("pg_current_wal_lsn={}, timeline {}", core::format_lsn(wal->lsn),
@@ -213,7 +218,8 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
   if (m && m->shared && pass.view && pass.row &&
       !core::shared_view_fits_reader(
           *pass.view, node, pass.row->status,
-          pass.sample.wal ? std::optional{pass.sample.wal->timeline} : std::nullopt)) {
+          pass.sample.wal ? std::optional{pass.sample.wal->timeline} : std::nullopt,
+          pass.sample.timed_out)) {
     // The shared view does not fit what the node and the leader say now (a leader that cannot
     // be sampled, another timeline, this node named leader while in recovery): ask the members.
     report.steps.push_back(core::Step{"manager", "shared view", "GET /cluster",

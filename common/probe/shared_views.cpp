@@ -121,7 +121,7 @@ std::optional<SharedView> read_shared_view(const std::string& dir, const std::st
   const auto configured = field(text, pos, "configured");
   const auto body_len = field(text, pos, "body");
   if (!steady || !real || !pid || !agreeing || !configured || !body_len || *body_len < 0 ||
-      *agreeing < 0 || *configured < 0 ||
+      *steady < 0 || *real < 0 || *agreeing < 0 || *configured < *agreeing ||
       text.size() - pos != static_cast<std::size_t>(*body_len)) {
     return std::nullopt; // half-written files never appear (rename), so this one is not ours
   }
@@ -146,15 +146,18 @@ void write_shared_view(const std::string& dir, const std::string& key, const Sha
   if (d.fd < 0) {
     return;
   }
-  const std::string tmp = fmt::format(".{}.{}.tmp", key, ::getpid());
-  Fd f{::openat(d.fd, tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600)};
+  const auto steady_now = ns_since_epoch(std::chrono::steady_clock::now());
+  // A name no other writer uses (pids repeat across pid namespaces sharing the directory).
+  const std::string tmp = fmt::format(".{}.{}.{:x}.tmp", key, ::getpid(), steady_now);
+  Fd f{::openat(d.fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)};
   if (f.fd < 0) {
     return;
   }
+  const auto before = view.asked_before.count() > 0 ? view.asked_before.count() : 0;
   std::string text{k_magic};
   text += fmt::format("steady_ns {}\nreal_ns {}\npid {}\nagreeing {}\nconfigured {}\nbody {}\n",
-                      ns_since_epoch(std::chrono::steady_clock::now()),
-                      ns_since_epoch(std::chrono::system_clock::now()), ::getpid(),
+                      steady_now - before,
+                      ns_since_epoch(std::chrono::system_clock::now()) - before, ::getpid(),
                       view.agreeing, view.configured, view.body.size());
   text += view.body;
   std::size_t done = 0;

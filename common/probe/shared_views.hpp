@@ -16,6 +16,9 @@ struct SharedView {
   std::size_t configured = 0; // members configured
   long pid = 0;               // the check that asked the members (set when read)
   double age_ms = 0;          // its age when read (set when read)
+  // When writing: how long before the write the members were asked (the file is stamped with
+  // the time of asking, so its age never understates the view's).
+  std::chrono::nanoseconds asked_before{0};
 };
 
 // Where and for how long a cluster's views are shared (shared_view_dir, shared_view_max_age).

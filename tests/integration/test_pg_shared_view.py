@@ -1,7 +1,8 @@
 """The external check's shared Patroni view (shared_view_max_age) against a real cluster: the
-checks of one host take the members' view another check elected moments ago, and still ask
-live what proves a verdict (the node, the leader's own GET /primary, the leader's sample). A
-switchover is seen at once: the new leader's first checks set the older view aside."""
+checks of one host take the members' view another check elected moments ago where it cannot
+pass what a live view would fail (a replica's writer check, a reader whose leader is sampled
+live); a writable node's writer check always asks the members. A switchover is seen at once:
+the new leader's checks set the older view aside."""
 
 import os
 import stat
@@ -36,31 +37,38 @@ def test_checks_share_the_members_view_and_ask_the_leader_live(pg_cluster, dbche
 
     # The first check asks the members and shares their view; one taken within MAX_AGE uses it
     # (retried: on a loaded machine two process starts may be further apart than MAX_AGE).
-    def shared_writer_check():
-        explain(dbcheck_bin, cfg, "pg_write", leader.pg_addr)
-        run = explain(dbcheck_bin, cfg, "pg_write", leader.pg_addr)
-        return run if uses_shared_view(run) else None
-    run = wait_until(shared_writer_check, 30, "a writer check that uses the shared view")
-    assert run.state == "up", run.reason
-    asked = [s["asked"] for s in manager_steps(run)]
-    # No member's /cluster was asked; the leader's own /primary was.
-    assert asked.count("GET /primary") == 1, asked
-    assert all(s["peer"] == "shared view" for s in manager_steps(run) if s["asked"] == "GET /cluster")
-    assert any(s["opinion"] == "node" for s in run.report["steps"])
+    def shared_check(backend, member):
+        def attempt():
+            explain(dbcheck_bin, cfg, backend, member.pg_addr)
+            run = explain(dbcheck_bin, cfg, backend, member.pg_addr)
+            return run if uses_shared_view(run) else None
+        return wait_until(attempt, 30, f"a {backend} check of {member.name} that reads the shared view")
 
-    def shared_reader_check():
-        r = explain(dbcheck_bin, cfg, "pg_read", replica.pg_addr)
-        return r if uses_shared_view(r) else None
-    reader = wait_until(shared_reader_check, 30, "a reader check that uses the shared view")
+    # A replica's writer check: down on its own word, no member asked.
+    run = shared_check("pg_write", replica)
+    assert run.state == "down" and run.failure == "role", run.reason
+    assert [s["peer"] for s in manager_steps(run)] == ["shared view"], manager_steps(run)
+    # The leader's writer check never passes on a shared view: the members and its own
+    # /primary are asked live.
+    run = shared_check("pg_write", leader)
+    assert run.state == "up", run.reason
+    steps = manager_steps(run)
+    assert "set aside" in steps[0]["answer"], steps
+    assert sum(s["asked"] == "GET /cluster" and s["peer"] != "shared view" for s in steps) >= 1, steps
+    assert sum(s["asked"] == "GET /primary" for s in steps) == 1, steps
+    # A reader: the view stands for the members; the leader is sampled live.
+    reader = shared_check("pg_read", replica)
     assert reader.state == "up", reader.reason
+    assert [s["peer"] for s in manager_steps(reader)] == ["shared view"], manager_steps(reader)
     assert any(s["opinion"] == "primary_sample" for s in reader.report["steps"])
 
     # Only this user can reach the views.
     assert stat.S_IMODE(os.stat(views).st_mode) == 0o700
     files = list(views.iterdir())
     assert len(files) == 1 and stat.S_IMODE(files[0].stat().st_mode) == 0o600, files
-    figures("shared Patroni view", f"writer UP from a view {manager_steps(run)[0]['answer'][:60]}...; "
-                                   f"reader UP, leader sampled live")
+    figures("shared Patroni view", f"replica's writer check down and reader UP on "
+                                   f"{manager_steps(reader)[0]['answer'][:48]}...; the leader's "
+                                   "writer check asked the members live")
 
 
 def test_a_switchover_is_seen_at_once_through_the_shared_view(pg_cluster, dbcheck_bin, workdir, figures):
@@ -82,7 +90,7 @@ def test_a_switchover_is_seen_at_once_through_the_shared_view(pg_cluster, dbchec
     t.start()
     try:
         wait_until(lambda: any(n == old.name and r.state == "up" and uses_shared_view(r)
-                               for _, n, r in list(runs)), 30, "the old leader UP through a shared view")
+                               for _, n, r in list(runs)), 30, "the old leader UP while views are shared")
         switched = time.monotonic()
         pg_cluster.switchover(new.name, leader=old.name)
         wait_until(lambda: sum(1 for ts, n, r in list(runs) if ts > switched and n == new.name

@@ -49,19 +49,23 @@ TEST_CASE("each cluster's Patroni URLs have their own shared view", "[core][shar
   CHECK(a.size() == 8 + 16);
 }
 
-TEST_CASE("a writable node the shared view does not name leader sets the view aside",
-          "[core][shared_view]") {
+TEST_CASE("a shared view never keeps a writer up", "[core][shared_view]") {
   core::NodeRole writable;
   writable.in_recovery = false;
   writable.read_only = false;
   core::NodeRole replica; // in recovery, read-only
-  CHECK(core::shared_view_fits_writer(view_with_leader("10.0.0.1"), k_pg1, writable));
-  CHECK_FALSE(core::shared_view_fits_writer(view_with_leader("10.0.0.1"), k_pg2, writable));
-  CHECK_FALSE(core::shared_view_fits_writer(view_with_leader("10.0.0.1", "replica"), k_pg1,
-                                            writable)); // no leader in the view
-  // A replica is not the writer whoever the view names: the view stands.
-  CHECK(core::shared_view_fits_writer(view_with_leader("10.0.0.1"), k_pg2, replica));
-  CHECK(core::shared_view_fits_writer(view_with_leader("10.0.0.1"), k_pg1, replica));
+  core::NodeRole read_only_primary;
+  read_only_primary.in_recovery = false;
+  const auto pg1_leads = view_with_leader("10.0.0.1");
+  // A writable node: its members are asked live, whoever the view names.
+  CHECK_FALSE(core::shared_view_fits_writer(pg1_leads, k_pg1, writable));
+  CHECK_FALSE(core::shared_view_fits_writer(pg1_leads, k_pg2, writable));
+  // Not writable and not named: down by its own word and the view's.
+  CHECK(core::shared_view_fits_writer(pg1_leads, k_pg2, replica));
+  CHECK(core::shared_view_fits_writer(view_with_leader("10.0.0.1", "replica"), k_pg1, replica));
+  // Named leader: its own Patroni must be asked, live.
+  CHECK_FALSE(core::shared_view_fits_writer(pg1_leads, k_pg1, read_only_primary));
+  CHECK_FALSE(core::shared_view_fits_writer(pg1_leads, k_pg1, replica));
 }
 
 TEST_CASE("a reader's shared view must fit the leader's sample and the node's state",
@@ -70,19 +74,22 @@ TEST_CASE("a reader's shared view must fit the leader's sample and the node's st
   streaming.in_recovery = true;
   streaming.received_timeline = 2;
   const auto v = view_with_leader("10.0.0.1");
-  CHECK(core::shared_view_fits_reader(v, k_pg2, streaming, 2));
-  CHECK_FALSE(core::shared_view_fits_reader(v, k_pg2, streaming, std::nullopt)); // not sampled
-  CHECK_FALSE(core::shared_view_fits_reader(v, k_pg2, streaming, 3)); // a new timeline
+  CHECK(core::shared_view_fits_reader(v, k_pg2, streaming, 2, false));
+  // Not sampled: refused or gone, asked again; hung, kept (asking would spend the time the
+  // replica's own bound needs, and the members would name the same hung leader).
+  CHECK_FALSE(core::shared_view_fits_reader(v, k_pg2, streaming, std::nullopt, false));
+  CHECK(core::shared_view_fits_reader(v, k_pg2, streaming, std::nullopt, true));
+  CHECK_FALSE(core::shared_view_fits_reader(v, k_pg2, streaming, 3, false)); // a new timeline
   core::ReplicaStatus hidden = streaming;
   hidden.received_timeline.reset(); // no dbcheck views: the timeline cannot be compared
-  CHECK(core::shared_view_fits_reader(v, k_pg2, hidden, 3));
+  CHECK(core::shared_view_fits_reader(v, k_pg2, hidden, 3, false));
   // Named leader: fits while it is not in recovery.
   core::ReplicaStatus primary;
-  CHECK(core::shared_view_fits_reader(v, k_pg1, primary, std::nullopt));
-  CHECK_FALSE(core::shared_view_fits_reader(v, k_pg1, streaming, std::nullopt));
+  CHECK(core::shared_view_fits_reader(v, k_pg1, primary, std::nullopt, false));
+  CHECK_FALSE(core::shared_view_fits_reader(v, k_pg1, streaming, std::nullopt, false));
   // No leader: asked again (a failover under way), unless a standby cluster's.
   CHECK_FALSE(core::shared_view_fits_reader(view_with_leader("10.0.0.1", "replica"), k_pg2,
-                                            streaming, std::nullopt));
+                                            streaming, std::nullopt, false));
   CHECK(core::shared_view_fits_reader(view_with_leader("10.0.0.1", "standby_leader"), k_pg2,
-                                      streaming, std::nullopt));
+                                      streaming, std::nullopt, false));
 }

@@ -351,17 +351,30 @@ bool has_step(const core::Report& r, const std::string& text) {
 
 } // namespace
 
-TEST_CASE("a fresh shared view stands for the members; the leader's /primary is still asked",
+TEST_CASE("a replica's writer check fails on a shared view and asks no member",
           "[probe][pg][shared_view]") {
   auto f = lab({"0/3000060"});
   f->shared = shared(k_cluster);
+  f->pg_answers["10.0.0.2:5432"] = [](const std::string&) {
+    return std::vector<probe::PgRow>{{"t", "on", "3", "47"}}; // in recovery
+  };
+  const auto r = check_sharing(f, config::Role::primary, k_replica);
+  CHECK(r.verdict.state == core::State::down);
+  CHECK(f->count("get ") == 0);
+  CHECK(f->count("sql 10.0.0.2:5432") == 1); // the node's own opinion, live
+  CHECK(has_step(r, "2 of 2 members agreed 300 ms ago (check pid 4242)"));
+}
+
+TEST_CASE("a writable node never passes on a shared view: its members are asked",
+          "[probe][pg][shared_view]") {
+  auto f = lab({"0/3000060"});
+  f->shared = shared(k_cluster); // names pg1 leader, as the members still do
   const auto r = check_sharing(f, config::Role::primary, k_leader);
   CHECK(r.verdict.state == core::State::up);
-  CHECK(f->count("get http://10.0.0.1:8008/cluster") + f->count("get http://10.0.0.2:8008/cluster") ==
-        0);
+  CHECK(f->count("get http://10.0.0.1:8008/cluster") == 1);
   CHECK(f->count("get http://10.0.0.1:8008/primary") == 1);
-  CHECK(f->count("sql 10.0.0.1:5432") == 1); // the node's own opinion, live
-  CHECK(has_step(r, "2 of 2 members agreed 300 ms ago (check pid 4242)"));
+  CHECK(has_step(r, "set aside: the node is read-write or named leader, so the members are asked"));
+  REQUIRE(f->shares.size() == 1);
 }
 
 TEST_CASE("a replica reads with a fitting shared view and asks no member",
@@ -391,7 +404,7 @@ TEST_CASE("a writable node the shared view does not name makes the check ask the
   const auto r = check_sharing(f, config::Role::primary, k_replica);
   CHECK(f->count("get http://10.0.0.2:8008/cluster") == 1); // asked live, own first
   CHECK(r.verdict.state == core::State::up);
-  CHECK(has_step(r, "set aside: the node is read-write and not its leader"));
+  CHECK(has_step(r, "set aside: the node is read-write or named leader, so the members are asked"));
   REQUIRE(f->shares.size() == 1); // and what the members said now is shared
   CHECK(f->shares[0].body == k_cluster_pg2_leads);
 }
@@ -409,6 +422,20 @@ TEST_CASE("a replica whose shared leader cannot be sampled asks the members",
   CHECK(f->count("sql 10.0.0.1:5432") == 1); // the leader the members name now
   CHECK(r.verdict.state == core::State::up);
   CHECK(has_step(r, "set aside"));
+}
+
+TEST_CASE("a replica whose shared leader hangs keeps the view: the time is the replica's",
+          "[probe][pg][shared_view]") {
+  auto f = lab({"0/3000060"});
+  f->shared = shared(k_cluster);
+  f->pg_answers["10.0.0.1:5432"] = [](const std::string&) {
+    return tl::expected<std::vector<probe::PgRow>, core::ProbeError>(tl::make_unexpected(
+        core::ProbeError{core::Failure::timeout, "no answer before the deadline", ""}));
+  };
+  const auto r = check_sharing(f, config::Role::replica, k_replica);
+  CHECK(f->count("get ") == 0);
+  CHECK_FALSE(has_step(r, "set aside"));
+  CHECK(f->count(k_replica_query) == 1);
 }
 
 TEST_CASE("a majority's view is shared; a check without max_age neither reads nor shares",
