@@ -5,6 +5,7 @@
 // ("want_*"), the key table of each section (the defaults live in config.hpp), the sections,
 // and the cross-references between them (parse_config).
 #include "load_config.hpp"
+#include "toml_guard.hpp"
 
 #include <util/url.hpp>
 
@@ -813,6 +814,10 @@ void parse_cluster(const std::string& name, const toml::table& t, const toml::so
 tl::expected<Config, ConfigError> parse_config(std::string_view text, const std::string& path) {
   Errors e(path);
   toml::table root;
+  if (const auto hazard = find_toml_hazard(text)) {
+    e.add_plain(fmt::format("{}:{}: invalid TOML: {}", path, hazard->line, hazard->why));
+    return tl::make_unexpected(e.take());
+  }
   try {
     root = toml::parse(text, path);
   } catch (const toml::parse_error& err) {

@@ -74,7 +74,7 @@ core::Report check_writer(const config::PostgresCluster& cluster, const config::
     report.steps.back().answer +=
         "; set aside: the node is read-write or named leader, so the members are asked";
     m = ask_patroni_for_writer(*peers, cluster.patroni, patroni_http(cluster), node, deadline,
-                               ShareSettings{share.dir, share.max_age, false});
+                               share.asked_live());
   }
   if (m) {
     for (auto& step : m->members.steps) {
@@ -227,7 +227,7 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
                                       "node's recovery state; asking the members",
                                       0});
     m = ask_patroni(*peers, cluster.patroni, patroni_http(cluster), node, members_by, false,
-                    ShareSettings{share.dir, share.max_age, false});
+                    share.asked_live());
     pass = sample_then_read(m);
   }
   auto& view = pass.view;
