@@ -5,11 +5,19 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <asio.hpp>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <deque>
 #include <thread>
+#include <utility>
+
+#include <sys/socket.h>
+#include <unistd.h>
 
 namespace dbcheck::agent {
 namespace {
@@ -24,8 +32,10 @@ constexpr auto k_read_window = 100ms;
 // does not read its answer holds a socket for a second at most.
 constexpr auto k_deadline = 1s;
 constexpr std::size_t k_max_line = 512;
-// Connections accepted per turn of the event loop, at most.
-constexpr int k_accept_batch = 64;
+// Connections accepted in one go, at most: the listen queue's length (listen(4096)).
+constexpr std::size_t k_drain_max = 4096;
+// Pending connections made sessions between two looks at the listen queue.
+constexpr std::size_t k_settle_batch = 64;
 // Open connections from one address, at most: a neighbour inside `allow` opening thousands
 // costs the agent a reset each beyond this, not a session, while one HAProxy checking 1,000
 // servers of this agent (one connection each, all at once after a stall) is never refused.
@@ -57,6 +67,19 @@ struct Counters {
   std::map<asio::ip::address, std::size_t> waiting; // of those, waiting for a line; io thread only
   std::size_t waiting_total = 0;                    // io thread only
 
+  // Counts one more connection open from `peer` (pending or in a session).
+  void hold(const asio::ip::address& peer) {
+    ++open;
+    ++by_address[peer];
+  }
+  // Counts one connection from `peer` closed.
+  void release(const asio::ip::address& peer) {
+    --open;
+    if (const auto it = by_address.find(peer); it != by_address.end() && --it->second == 0) {
+      by_address.erase(it);
+    }
+  }
+
   // Counts one drop, and logs it with its reason unless one was logged less than
   // k_drop_log_every ago (then it is counted in the next line).
   void drop(Drop why) {
@@ -75,36 +98,77 @@ struct Counters {
   }
 };
 
+// A descriptor closed when it goes out of scope (an accepted connection before asio holds it).
+class OwnedFd {
+public:
+  explicit OwnedFd(int fd) : m_fd(fd) {}
+  OwnedFd(OwnedFd&& o) noexcept : m_fd(std::exchange(o.m_fd, -1)) {}
+  OwnedFd& operator=(OwnedFd&&) = delete;
+  OwnedFd(const OwnedFd&) = delete;
+  OwnedFd& operator=(const OwnedFd&) = delete;
+  ~OwnedFd() {
+    if (m_fd >= 0) {
+      ::close(m_fd);
+    }
+  }
+  // The descriptor, still owned here.
+  int get() const { return m_fd; }
+  // The descriptor, no longer owned here.
+  int release() { return std::exchange(m_fd, -1); }
+
+private:
+  int m_fd;
+};
+
+// Closes `fd` with a reset instead of an orderly close: the peer learns nothing, and neither
+// side keeps the connection in TIME_WAIT or FIN_WAIT.
+void reset_close(OwnedFd fd) {
+  const linger abort{1, 0};
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
+}
+
+// An accepted connection that had not sent its line when it was accepted: it waits here until
+// a Session takes it, after every connection that had (see Impl::drain).
+struct Pending {
+  OwnedFd fd;
+  asio::ip::tcp::endpoint peer;
+  std::chrono::steady_clock::time_point accepted;
+  std::string got; // what it had sent of its line (no '\n' yet)
+};
+
 class Session : public std::enable_shared_from_this<Session> {
 public:
-  Session(tcp::socket socket, asio::ip::address peer, const Responder& respond, Counters& counters)
+  // Takes over `p`'s descriptor and its place in `counters` (open, by_address);
+  // `serve_listen` is run before each answer this session computes late.
+  Session(tcp::socket socket, Pending p, const Responder& respond, Counters& counters,
+          const std::function<void()>& serve_listen)
       : m_socket(std::move(socket)), m_timer(m_socket.get_executor()), m_respond(respond),
-        m_counters(counters), m_peer(std::move(peer)) {
-    ++m_counters.open;
-    ++m_counters.by_address[m_peer];
+        m_counters(counters), m_serve_listen(serve_listen), m_peer(p.peer.address()),
+        m_accepted(p.accepted), m_used(p.got.size()) {
+    std::copy(p.got.begin(), p.got.end(), m_buf.begin());
   }
   ~Session() {
     stop_waiting();
-    --m_counters.open;
-    if (const auto it = m_counters.by_address.find(m_peer); it != m_counters.by_address.end() &&
-                                                           --it->second == 0) {
-      m_counters.by_address.erase(it);
-    }
+    m_counters.release(m_peer);
   }
 
   void start() {
-    // A poller sends its line right after connecting: when it is already here, answer it now,
-    // within the accept, instead of behind every other connection's queued timers and reads.
+    // Its line may have come since it was accepted: answer it now, without a queued read.
     asio::error_code early;
     m_socket.non_blocking(true, early);
-    const std::size_t n = early ? 0 : m_socket.read_some(asio::buffer(m_buf), early);
-    if (!early && n > 0) {
-      m_used = n;
-      const std::string_view got{m_buf.data(), m_used};
-      if (got.find('\n') != std::string_view::npos) {
-        answer(got);
-        return;
-      }
+    const std::size_t n =
+        early ? 0 : m_socket.read_some(asio::buffer(m_buf.data() + m_used, m_buf.size() - m_used), early);
+    if (!early) {
+      m_used += n;
+    }
+    const std::string_view got{m_buf.data(), m_used};
+    if (got.find('\n') != std::string_view::npos) {
+      answer(got);
+      return;
+    }
+    if (m_used == m_buf.size()) {
+      reply("down #request line too long\n");
+      return;
     }
     std::size_t& waiting = m_counters.waiting[m_peer];
     if (m_counters.waiting_total >= k_waiting_total && waiting >= k_waiting_per_address) {
@@ -117,9 +181,13 @@ public:
     ++waiting;
     ++m_counters.waiting_total;
     m_waiting = true;
-    m_timer.expires_after(k_read_window);
+    m_timer.expires_at(m_accepted + k_read_window);
     m_timer.async_wait([self = shared_from_this()](const asio::error_code& ec) {
       if (!ec && !self->m_answered) {
+        // Silent clients' windows end in bursts (they came in bursts): each answer and close
+        // costs tens of microseconds, so the listen queue is served first, every time, and a
+        // poller arriving meanwhile waits for one of them, not a thousand.
+        self->m_serve_listen();
         self->answer(std::string_view{self->m_buf.data(), self->m_used});
       }
     });
@@ -213,8 +281,9 @@ private:
   asio::steady_timer m_timer;
   const Responder& m_respond;
   Counters& m_counters;
+  const std::function<void()>& m_serve_listen;
   asio::ip::address m_peer;
-  std::chrono::steady_clock::time_point m_accepted = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point m_accepted;
   std::array<char, k_max_line> m_buf{};
   std::size_t m_used = 0;
   bool m_answered = false;
@@ -230,45 +299,127 @@ struct AgentServer::Impl {
   std::size_t max_connections;
   Responder respond;
   Counters counters; // before io: sessions destroyed with io still count down into it
+  std::deque<Pending> pending; // accepted, not yet sessions; in counters.open
+  bool settling = false;       // a settle() is posted
+  const std::function<void()> serve_listen = [this] { drain(); };
   asio::io_context io{1};
   tcp::acceptor acceptor{io};
   asio::steady_timer backoff{io};
   std::thread thread;
 
-  // Admits or refuses one accepted connection.
-  void admit(tcp::socket socket) {
-    asio::error_code peer_ec;
-    const auto peer = socket.remote_endpoint(peer_ec);
-    if (peer_ec || !util::address_allowed(allow, peer.data())) {
-      // Not on the allow list: reset at once, before a byte is read or written.
-      counters.drop(Drop::not_allowed);
-      asio::error_code ignored;
-      socket.set_option(asio::socket_base::linger(true, 0), ignored);
-      socket.close(ignored);
-    } else if (counters.open.load() >= max_connections) {
+  // Accepts every connection waiting in the listen queue (at most k_drain_max) and answers
+  // at once each that has sent its line; the others wait in `pending`. Under a flood of
+  // silent connections the kernel's queue is first-come, first-served: HAProxy's check,
+  // behind a thousand silent neighbours, waits only for their accept() here, not for their
+  // sessions, timers and closes. False when the process is out of descriptors (pause then).
+  bool drain() {
+    for (std::size_t i = 0; i < k_drain_max; ++i) {
+      sockaddr_storage addr{};
+      socklen_t len = sizeof addr;
+      const int fd = ::accept4(acceptor.native_handle(), reinterpret_cast<sockaddr*>(&addr), &len,
+                               SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno == EINTR || errno == ECONNABORTED) {
+          continue;
+        }
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+          return true;
+        }
+        // Out of descriptors (EMFILE/ENFILE) or memory: the caller pauses instead of
+        // spinning, which would starve the probers of CPU (and they share the fd table).
+        counters.drop(Drop::accept_error);
+        return false;
+      }
+      intake(OwnedFd{fd}, addr, len);
+    }
+    return true;
+  }
+
+  // Refuses, answers, or queues one accepted connection.
+  void intake(OwnedFd fd, const sockaddr_storage& addr, socklen_t len) {
+    if (!util::address_allowed(allow, reinterpret_cast<const sockaddr*>(&addr))) {
+      counters.drop(Drop::not_allowed); // reset before a byte is read or written
+      reset_close(std::move(fd));
+      return;
+    }
+    if (counters.open.load() >= max_connections) {
       counters.drop(Drop::limit);
-      asio::error_code ignored;
-      socket.close(ignored);
-    } else if (const auto it = counters.by_address.find(peer.address());
-               it != counters.by_address.end() && it->second >= k_per_address) {
+      return;
+    }
+    tcp::endpoint peer;
+    if (len > peer.capacity()) {
+      return; // not IPv4 or IPv6 (address_allowed refused those already)
+    }
+    std::memcpy(peer.data(), &addr, len);
+    peer.resize(len);
+    if (const auto it = counters.by_address.find(peer.address());
+        it != counters.by_address.end() && it->second >= k_per_address) {
       counters.drop(Drop::address_limit);
-      asio::error_code ignored;
-      socket.set_option(asio::socket_base::linger(true, 0), ignored);
-      socket.close(ignored);
-    } else {
-      std::make_shared<Session>(std::move(socket), peer.address(), respond, counters)->start();
+      reset_close(std::move(fd));
+      return;
+    }
+    std::array<char, k_max_line> buf; // NOLINT: filled by recv
+    const ssize_t n = ::recv(fd.get(), buf.data(), buf.size(), MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
+      return; // it left without a word
+    }
+    const std::string_view got{buf.data(), n > 0 ? static_cast<std::size_t>(n) : 0};
+    if (got.find('\n') != std::string_view::npos) {
+      const std::string line = respond(backend_from_request(got));
+      const ssize_t sent = ::send(fd.get(), line.data(), line.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (sent >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+        // Answered and closed, the common case for a poller (a fresh socket's send buffer
+        // holds a line; an error means the poller left).
+        ::shutdown(fd.get(), SHUT_RDWR);
+        return;
+      }
+      // Nothing written, the buffer full (it cannot be, in practice): a session retries and
+      // bounds the wait.
+    }
+    counters.hold(peer.address());
+    pending.push_back({std::move(fd), peer, std::chrono::steady_clock::now(), std::string{got}});
+    if (!settling) {
+      settling = true;
+      asio::post(io, [this] { settle(); });
     }
   }
 
+  // Hands up to k_settle_batch pending connections to sessions, then serves the listen queue
+  // again before the next batch: sessions are the slow part (a timer, an epoll registration,
+  // an answer and a close each), and a poller arriving meanwhile must not wait for them all.
+  void settle() {
+    for (std::size_t i = 0; i < k_settle_batch && !pending.empty(); ++i) {
+      Pending p = std::move(pending.back());
+      pending.pop_back();
+      tcp::socket socket(io);
+      asio::error_code ec;
+      socket.assign(p.peer.protocol(), p.fd.get(), ec);
+      if (ec) {
+        counters.release(p.peer.address());
+        continue;
+      }
+      p.fd.release();
+      std::make_shared<Session>(std::move(socket), std::move(p), respond, counters, serve_listen)
+          ->start();
+    }
+    drain();
+    if (pending.empty()) {
+      settling = false;
+    } else {
+      asio::post(io, [this] { settle(); });
+    }
+  }
+
+  // Waits for the listen queue to have a connection, then drains it.
   void accept() {
-    acceptor.async_accept([this](const asio::error_code& ec, tcp::socket socket) {
+    acceptor.async_wait(tcp::acceptor::wait_read, [this](const asio::error_code& ec) {
       if (ec == asio::error::operation_aborted) {
         return;
       }
-      if (ec) {
-        // Out of file descriptors (EMFILE/ENFILE) or the like: pause instead of spinning,
-        // which would starve the probers of CPU (and they share the fd table).
-        counters.drop(Drop::accept_error);
+      if (ec || !drain()) {
+        if (ec) {
+          counters.drop(Drop::accept_error);
+        }
         backoff.expires_after(50ms);
         backoff.async_wait([this](const asio::error_code& e) {
           if (!e) {
@@ -276,19 +427,6 @@ struct AgentServer::Impl {
           }
         });
         return;
-      }
-      admit(std::move(socket));
-      // Drain what else is waiting (the listener is non-blocking): under a flood of idle
-      // connections, one accept per turn of the event loop would leave a real poller's
-      // connection queued behind thousands of others' timers and reads.
-      for (int i = 0; i < k_accept_batch; ++i) {
-        asio::error_code more;
-        tcp::socket next(io);
-        acceptor.accept(next, more);
-        if (more) {
-          break; // would_block: the queue is empty; anything else: the async accept sees it
-        }
-        admit(std::move(next));
       }
       accept();
     });
@@ -345,6 +483,10 @@ void AgentServer::stop() {
   }
   m_impl->io.stop();
   m_impl->thread.join();
+  for (const Pending& p : m_impl->pending) {
+    m_impl->counters.release(p.peer.address());
+  }
+  m_impl->pending.clear(); // closes them
   asio::error_code ignored;
   m_impl->acceptor.close(ignored); // the thread is gone: safe to close here, and it happens
 }

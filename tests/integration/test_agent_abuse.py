@@ -10,9 +10,12 @@ it: a population of slow and idle clients, as the issue names them, not a connec
 (SYN floods are the kernel's and the firewall's: SYN cookies, the unit's IPAddressAllow=).
 
 The hostile clients and the poller run as processes of their own (fixtures/abuse.py): the
-attackers at nice 10, standing in for hosts of their own (on a real network the attackers'
-CPU is not the agent's), the poller at the test's priority. Then the agent's HTTP port over TLS
-with reasons hidden, behind the same HAProxy."""
+attackers under SCHED_IDLE, standing in for hosts of their own (on a real network the attackers'
+CPU is not the agent's; the kernel's work for their connections still is, on both ends here),
+the poller at the test's priority. The same HAProxy checks two agents nobody attacks on the same
+machine at the same time: their figures are the control, what the machine itself costs a check
+while the flood runs. Then the agent's HTTP port over TLS with reasons hidden, behind the same
+HAProxy."""
 
 import json
 import re
@@ -75,14 +78,16 @@ def _flaps(hap):
 class HaproxyView(Periodic):
     """Every 100 ms, from HAProxy's stats: the UP servers of pg_write and pg_read, and how long
     HAProxy's own last check and agent check of `server` took (check_duration, agent_duration:
-    milliseconds, measured by HAProxy, the real poller). A check is seen by a few samples in a
-    row: its duration is counted once per sample, alike for every check."""
+    milliseconds, measured by HAProxy, the real poller), and of the other servers (`control`).
+    A check is seen by a few samples in a row: its duration is counted once per sample, alike
+    for every check."""
 
     def __init__(self, hap, server):
         super().__init__("haproxy-view", 0.1, max_seconds=ATTACK_S + 60)
         self.hap, self.server = hap, server
         self.up = {"pg_write": set(), "pg_read": set()}
         self.durations = {"check": [], "agent": []}
+        self.control = {"check": [], "agent": []}
         self.errors = []
 
     def tick(self):
@@ -96,15 +101,18 @@ class HaproxyView(Periodic):
                        if r["pxname"] == backend and r["svname"] not in ("BACKEND", "FRONTEND")]
             self.up[backend].add(tuple(sorted(r["svname"] for r in servers if r["status"].startswith("UP"))))
             for r in servers:
-                if r["svname"] == self.server:
-                    for kind in ("check", "agent"):
-                        if r.get(f"{kind}_duration"):
-                            self.durations[kind].append(int(r[f"{kind}_duration"]))
+                into = self.durations if r["svname"] == self.server else self.control
+                for kind in ("check", "agent"):
+                    if r.get(f"{kind}_duration"):
+                        into[kind].append(int(r[f"{kind}_duration"]))
 
 
-def _spawn(workdir, name, args, nice):
+def _spawn(workdir, name, args, hostile):
+    """fixtures.abuse with `args`; a hostile one under SCHED_IDLE (it runs only on CPU nobody
+    else wants, as if on a host of its own)."""
     out = workdir / f"{name}.json"
-    cmd = ["nice", "-n", str(nice), sys.executable, "-m", "fixtures.abuse", *args, "--out", str(out)]
+    cmd = [*(["chrt", "--idle", "0"] if hostile else []), sys.executable, "-m", "fixtures.abuse", *args,
+           "--out", str(out)]
     return subprocess.Popen(cmd, cwd=HERE, stdout=subprocess.DEVNULL,
                             stderr=open(workdir / f"{name}.err", "w")), out
 
@@ -146,12 +154,12 @@ def test_agent_refuses_strangers_and_holds_under_abuse(pg_cluster, guarded_agent
     try:
         procs.append(_spawn(workdir, "slowloris", ["slowloris", "127.0.0.1", str(a.http_port),
                                                    "--clients", "1000", "--pause", "1",
-                                                   "--duration", str(ATTACK_S)], 10))
+                                                   "--duration", str(ATTACK_S)], True))
         procs.append(_spawn(workdir, "idle", ["idle", "127.0.0.1", str(a.agent_port), "--clients", "10000",
-                                              "--pause", "1", "--duration", str(ATTACK_S)], 10))
+                                              "--pause", "1", "--duration", str(ATTACK_S)], True))
         time.sleep(2)  # the attack at full strength before the poller starts timing
         procs.append(_spawn(workdir, "poller", ["poll", "127.0.0.1", str(a.agent_port), str(a.http_port),
-                                                "--every", "0.05", "--duration", str(ATTACK_S - 4)], 0))
+                                                "--every", "0.05", "--duration", str(ATTACK_S - 4)], False))
         with HaproxyView(hap, leader.name) as view:
             for p, _ in procs:
                 p.wait(timeout=ATTACK_S + 60)
@@ -172,12 +180,14 @@ def test_agent_refuses_strangers_and_holds_under_abuse(pg_cluster, guarded_agent
     assert view.up == {"pg_write": {(leader.name,)}, "pg_read": {tuple(replicas)}}, view.up
     assert after == before, (before, after)
     # The real poller, HAProxy, by its own clock: its checks of the attacked agent stay fast.
-    # Issue 14's figure is p99 <= 5 ms. It is not asserted here: at 2315858 with stress-ng --cpu 1
-    # beside the suite HAProxy's p99 was 7 ms (httpchk) and 13 ms (agent-check), and on the idle
-    # machine 16 and 39 ms at dba6267 (issue 14 stays open on it). The test holds what decides a
-    # check, well inside HAProxy's `timeout check 1s` (a quarter of it), and reports the figure;
-    # an agent stalled by the flood still fails it.
+    # Issue 14's figure is p99 <= 5 ms. It is not asserted here: the flood's kernel work on this
+    # machine costs every check on it a few milliseconds, attacked agent or not (the control:
+    # p99 4-6 ms at the commit that added it, the attacked agent's 5-7 ms, on the idle machine;
+    # more beside stress-ng). The test holds what decides a check, well inside HAProxy's
+    # `timeout check 1s` (a quarter of it), and reports both; an agent stalled by the flood
+    # (38 ms before its accept queue was served ahead of silent clients' sessions) shows.
     p99_hap = {k: _percentile(v, 0.99) for k, v in view.durations.items()}
+    p99_control = {k: _percentile(v, 0.99) for k, v in view.control.items()}
     assert min(len(v) for v in view.durations.values()) >= 100, {k: len(v) for k, v in view.durations.items()}
     assert p99_hap["check"] <= 250 and p99_hap["agent"] <= 250, p99_hap
     # A poller of our own asking both ports 20 times a second: every answer right. Its
@@ -195,7 +205,9 @@ def test_agent_refuses_strangers_and_holds_under_abuse(pg_cluster, guarded_agent
             f"opened, peak {idle['peak_open']} held by the attacker) from 16 allowed addresses: HAProxy's "
             f"pg_write/pg_read unchanged in every sample, 0 flaps; HAProxy's own check durations p99 "
             f"{p99_hap['check']} ms (httpchk), {p99_hap['agent']} ms (agent-check) over "
-            f"{len(view.durations['check'])}/{len(view.durations['agent'])} samples; a Python poller: p99 "
+            f"{len(view.durations['check'])}/{len(view.durations['agent'])} samples (the two agents nobody "
+            f"attacked, same HAProxy, same time: {p99_control['check']} ms, {p99_control['agent']} ms); "
+            f"a Python poller: p99 "
             f"{p99_agent:.2f} ms (agent port, {len(poll['agent_latencies'])} asks), "
             f"{p99_http:.2f} ms (HTTP); "
             f"a stranger refused on both ports")
