@@ -80,6 +80,7 @@ class Bench:
         self.redis_rows = []  # (pollers, Load, commands/s, cpu %, rss MiB)
         self.open_rows = {}  # "PostgreSQL" / "Redis" -> [openloop.Row]
         self.tools = {}
+        self.dbcheck = DBCHECK  # the external check's binary: shipped_dbcheck() in main()
         self.footprints = []  # agent_footprint.Footprint per engine
         self.bill = cluster_bill.Bill(mode, work)  # the cluster's bill (issue 15, part 3)
 
@@ -128,7 +129,7 @@ class Bench:
         pgpass = config.parent / "pgpass"
         pgpass.write_text(f"127.0.0.1:*:*:{HC_USER}:{HC_PASSWORD}\n")
         pgpass.chmod(0o600)
-        variants = ext.pg_variants(DBCHECK, config, self.tools, pgpass, leader)
+        variants = ext.pg_variants(self.dbcheck, config, self.tools, pgpass, leader)
         self.ext_rows["PostgreSQL"] = ext.summarize(ext.measure(variants, self.cfg["rounds"]))
 
     def pg_polling(self, cluster, leader, agent):
@@ -193,7 +194,7 @@ class Bench:
 
     def redis_external(self, cluster, master):
         config = write_redis_config(self.work / "redis-dbcheck", cluster, owner=None)
-        variants = ext.redis_variants(DBCHECK, config, self.tools, cluster, master,
+        variants = ext.redis_variants(self.dbcheck, config, self.tools, cluster, master,
                                       redis_fx.HC_USER, redis_fx.HC_PASSWORD, redis_fx.MASTER_NAME)
         self.ext_rows["Redis"] = ext.summarize(ext.measure(variants, self.cfg["rounds"]))
 
@@ -251,8 +252,9 @@ class Bench:
             "",
             "- **dbcheck**: `dbcheck --config FILE NOT_USED NOT_USED HOST PORT` with `HAPROXY_PROXY_NAME`, "
             "as `external-check command` runs it (config and password file read, both opinions asked in "
-            "parallel: Patroni `GET /cluster` from every member, or the three Sentinels; the full writer "
-            "query; verdict).",
+            "parallel: Patroni `GET /cluster` from a majority of the members, or the three Sentinels; the "
+            "full writer query; verdict). The binary as the package ships it: stripped "
+            "(`cmake --install build --strip`), libpq and libcurl in its modules, loaded on first use.",
             "- **floor** (`bench/floor/*.c`, `cc -O2`): the same I/O and nothing else. PostgreSQL: one libpq "
             "connect+auth+`SELECT pg_is_in_recovery()` and, in parallel, one libcurl `GET /cluster`. Redis: "
             "hiredis AUTH+ROLE on the node and AUTH+`SENTINEL GET-MASTER-ADDR-BY-NAME` on each of three "
@@ -357,6 +359,19 @@ class Bench:
         return ["", "Closed-loop throughput against the issue-15 target, same run:", ""] + out if out else []
 
 
+def shipped_dbcheck(work):
+    """dbcheck as the package ships it, for the external-check figures: `cmake --install build
+    --strip` into work/shipped (stripped, its client modules beside it in lib/dbcheck/, as in
+    /usr); $DBCHECK_BIN itself when set. The build tree's binary carries 36 MB of debug
+    sections, which cost nothing to map but are not what a host runs."""
+    if os.environ.get("DBCHECK_BIN"):
+        return DBCHECK
+    prefix = work / "shipped"
+    subprocess.run(["cmake", "--install", str(REPO / "build"), "--prefix", str(prefix), "--strip"],
+                   check=True, stdout=subprocess.DEVNULL)
+    return prefix / "bin" / "dbcheck"
+
+
 def build_tools(out_dir):
     """Compile each of TOOLS with `cc -O2` into out_dir; returns {name: path}. Raises
     CalledProcessError (the compiler's message is on stderr) on failure."""
@@ -391,6 +406,7 @@ def main():
     bench = Bench(mode, work)
     try:
         bench.tools = build_tools(BUILD_BENCH)
+        bench.dbcheck = shipped_dbcheck(work)
         bench.part("PostgreSQL lab", bench.postgres)
         bench.part("Redis lab", bench.redis)
     finally:
