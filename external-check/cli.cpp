@@ -30,6 +30,9 @@ struct Args {
   std::string setup_name;
   SwitchoverArgs switchover;
   std::string shell;
+  std::string haproxy_cfg = "/etc/haproxy/haproxy.cfg";
+  std::string state_output;
+  bool write_state_file = false;
 };
 
 // The subcommands, to see which one was given.
@@ -39,6 +42,7 @@ struct Commands {
   CLI::App* config_check = nullptr;
   CLI::App* setup_sql = nullptr;
   CLI::App* switchover = nullptr;
+  CLI::App* haproxy_state = nullptr;
   CLI::App* completion = nullptr;
 };
 
@@ -108,6 +112,27 @@ Commands define(CLI::App& app, Args& a) {
                                " (shorter is refused)");
   c.switchover->fallthrough();
 
+  c.haproxy_state = app.add_subcommand(
+      "haproxy-state",
+      "check every server of dbcheck's backends in an HAProxy configuration now and print a "
+      "server-state file (load-server-state-from-file global) that starts a fresh HAProxy with "
+      "only those that pass UP; each verdict on stderr; a server that cannot be decided starts "
+      "DOWN");
+  c.haproxy_state->add_option("--haproxy-config", a.haproxy_cfg, "HAProxy's configuration file")
+      ->capture_default_str()
+      ->type_name("FILE");
+  auto* output = c.haproxy_state
+                     ->add_option("--output", a.state_output,
+                                  "write the file here (replaced whole, mode 0644) instead of stdout")
+                     ->type_name("FILE");
+  c.haproxy_state
+      ->add_flag("--write-state-file", a.write_state_file,
+                 "write it to the server-state-file the HAProxy configuration names (none "
+                 "named: nothing is written, exit 0; what dbcheck's drop-in for haproxy.service "
+                 "runs)")
+      ->excludes(output);
+  c.haproxy_state->fallthrough();
+
   c.completion =
       app.add_subcommand("completion", "print a shell completion script (install the bash one as "
                                        "/usr/share/bash-completion/completions/dbcheck)");
@@ -163,6 +188,13 @@ int run(int argc, char** argv) {
   const std::string path = config_path(a.config, env);
   if (c.switchover->parsed()) {
     return switchover_command(path, a.switchover);
+  }
+  if (c.haproxy_state->parsed()) {
+    return haproxy_state_command(path, a.haproxy_cfg,
+                                 a.write_state_file ? StateOutput::named_in_haproxy_cfg
+                                 : a.state_output.empty() ? StateOutput::stdout_only
+                                                          : StateOutput::file,
+                                 a.state_output, started);
   }
   if (c.config_check->parsed()) {
     return config_check(path);

@@ -43,6 +43,18 @@ int manual_check(const std::string& path, const std::string& backend, const std:
 // `dbcheck config-check`: every problem of the file, or a summary of what it defines.
 int config_check(const std::string& path);
 
+// Where `dbcheck haproxy-state` writes its file.
+enum class StateOutput { stdout_only, file, named_in_haproxy_cfg };
+
+// `dbcheck haproxy-state`: an HAProxy server-state file from the verdicts of `haproxy_cfg`'s
+// servers in dbcheck's backends, checked now: on stdout, or replacing `output` (or the
+// configuration's own server-state-file) atomically; each server's verdict on stderr. Exit 0,
+// or 2 when the configuration could not be loaded (every checked server then starts DOWN) or
+// nothing could be written.
+int haproxy_state_command(const std::string& path, const std::string& haproxy_cfg,
+                          StateOutput where, const std::string& output,
+                          probe::Clock::time_point started);
+
 // `dbcheck switchover`: progress on stdout as it happens, a summary, an exit code per phase.
 int switchover_command(const std::string& path, const SwitchoverArgs& args);
 

@@ -14,6 +14,10 @@ set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
              ${PROJECT_SOURCE_DIR}/agent/dbcheck-agent.service)
 install(FILES ${PROJECT_BINARY_DIR}/packaging/dbcheck-agent.service
         DESTINATION ${CMAKE_INSTALL_PREFIX}/lib/systemd/system)
+# HAProxy's cold start from dbcheck's verdicts (the file says when it acts, and how).
+install(FILES packaging/haproxy-dbcheck-state.conf
+        DESTINATION ${CMAKE_INSTALL_PREFIX}/lib/systemd/system/haproxy.service.d
+        RENAME dbcheck-state.conf)
 
 # Man pages, gzipped as Debian policy asks (-n: no timestamp, reproducible).
 set(man_pages docs/man/dbcheck.1 docs/man/dbcheck-agent.8 docs/man/dbcheck.toml.5)

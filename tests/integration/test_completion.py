@@ -21,13 +21,15 @@ def complete(dbcheck_bin, *words):
 
 @pytest.mark.parametrize("words, want", [
     (("ex",), ["explain"]),
-    (("",), sorted(["check", "explain", "config-check", "setup-sql", "switchover", "completion",
+    (("",), sorted(["check", "explain", "config-check", "setup-sql", "switchover", "haproxy-state",
+                    "completion",
                     "--help", "-h", "--version", "--config"])),
     (("setup-sql", ""), sorted(["postgres", "redis", "sentinel", "redis-operator", "sentinel-operator",
                                 "--help", "-h"])),
     (("switchover", "pg", "--d"), ["--dry-run"]),
     (("setup-sql", "postgres", ""), ["--help", "-h"]),
     (("explain", "--j"), ["--json"]),
+    (("haproxy-state", "--w"), ["--write-state-file"]),
 ])
 def test_bash_completion(dbcheck_bin, words, want):
     assert complete(dbcheck_bin, *words) == want

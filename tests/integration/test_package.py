@@ -27,6 +27,7 @@ from fixtures.procs import start_daemon, wait_until
 REPO = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("DBCHECK_BUILD_DIR") or REPO / "build")
 UNIT = Path("/usr/lib/systemd/system/dbcheck-agent.service")
+HAPROXY_DROP_IN = Path("/usr/lib/systemd/system/haproxy.service.d/dbcheck-state.conf")
 FILES = [Path("/usr/bin/dbcheck"), Path("/usr/sbin/dbcheck-agent"), UNIT,
          Path("/usr/share/man/man1/dbcheck.1.gz"), Path("/usr/share/man/man8/dbcheck-agent.8.gz"),
          Path("/usr/share/man/man5/dbcheck.toml.5.gz"), Path("/usr/share/doc/dbcheck/README.md"),
@@ -34,7 +35,7 @@ FILES = [Path("/usr/bin/dbcheck"), Path("/usr/sbin/dbcheck-agent"), UNIT,
          Path("/usr/share/doc/dbcheck/sql/healthcheck-role.sql"),
          Path("/usr/share/bash-completion/completions/dbcheck"),
          Path("/usr/share/doc/dbcheck/copyright"), Path("/usr/share/doc/dbcheck/changelog.gz"),
-         Path("/usr/share/lintian/overrides/dbcheck")]
+         Path("/usr/share/lintian/overrides/dbcheck"), HAPROXY_DROP_IN]
 # The external check's client modules, loaded on demand (common/probe/client_modules.hpp).
 MODULES = [Path("/usr/lib/dbcheck/dbcheck-pq.so"), Path("/usr/lib/dbcheck/dbcheck-curl.so")]
 FILES += MODULES
@@ -113,6 +114,23 @@ def test_agent_unit_verifies(installed):
     assert int(re.search(r"^TimeoutStopSec=(\d+)$", text, re.M).group(1)) >= 50 + 10, text
     res = run(["systemd-analyze", "verify", str(UNIT)], check=False)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_haproxy_drop_in_verifies_and_does_nothing_unless_asked(installed):
+    """The drop-in for haproxy.service: systemd accepts the unit with it, and its ExecStartPre,
+    run as systemd would with Debian's own haproxy.cfg (no server-state-file), exits 0 and
+    writes nothing (the file says so on stderr)."""
+    res = run(["systemd-analyze", "verify", "haproxy.service"], check=False)
+    assert res.returncode == 0, res.stdout + res.stderr
+    line = re.search(r"^ExecStartPre=-(.*)$", HAPROXY_DROP_IN.read_text(), re.M).group(1)
+    argv = line.replace("${CONFIG}", "/etc/haproxy/haproxy.cfg").split()
+    assert argv[:4] == ["/usr/sbin/runuser", "-u", "haproxy", "--"], argv
+    before = set(Path("/run/haproxy").iterdir()) if Path("/run/haproxy").exists() else set()
+    res = run(argv, check=False)
+    assert res.returncode == 0, res.stderr
+    assert "names no server-state-file: nothing written" in res.stderr, res.stderr
+    after = set(Path("/run/haproxy").iterdir()) if Path("/run/haproxy").exists() else set()
+    assert after == before
 
 
 def test_installed_binaries_check_a_real_cluster(installed, pg_cluster, workdir):
