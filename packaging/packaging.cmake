@@ -39,6 +39,10 @@ install(FILES README.md docs/architecture.md docs/agent.md docs/explain.md docs/
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY docs/sql docs/redis DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY haproxy-examples/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
+# Prometheus alert rules (with their promtool unit tests) and a Grafana dashboard.
+install(FILES monitoring/dbcheck-alerts.yml monitoring/dbcheck-alerts.test.yml
+              monitoring/dbcheck-dashboard.json
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/dbcheck/monitoring)
 
 # What Debian policy asks of every binary package, and what lintian checks: the copyright file,
 # a changelog (a native package: changelog.gz), and our lintian overrides, each with its reason.

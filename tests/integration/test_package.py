@@ -35,7 +35,10 @@ FILES = [Path("/usr/bin/dbcheck"), Path("/usr/sbin/dbcheck-agent"), UNIT,
          Path("/usr/share/doc/dbcheck/sql/healthcheck-role.sql"),
          Path("/usr/share/bash-completion/completions/dbcheck"),
          Path("/usr/share/doc/dbcheck/copyright"), Path("/usr/share/doc/dbcheck/changelog.gz"),
-         Path("/usr/share/lintian/overrides/dbcheck"), HAPROXY_DROP_IN]
+         Path("/usr/share/lintian/overrides/dbcheck"), HAPROXY_DROP_IN,
+         Path("/usr/share/dbcheck/monitoring/dbcheck-alerts.yml"),
+         Path("/usr/share/dbcheck/monitoring/dbcheck-alerts.test.yml"),
+         Path("/usr/share/dbcheck/monitoring/dbcheck-dashboard.json")]
 # The external check's client modules, loaded on demand (common/probe/client_modules.hpp).
 MODULES = [Path("/usr/lib/dbcheck/dbcheck-pq.so"), Path("/usr/lib/dbcheck/dbcheck-curl.so")]
 FILES += MODULES
