@@ -33,6 +33,8 @@ struct Args {
   std::string haproxy_cfg = "/etc/haproxy/haproxy.cfg";
   std::string state_output;
   bool write_state_file = false;
+  std::string status_cluster;
+  bool watch = false;
 };
 
 // The subcommands, to see which one was given.
@@ -43,6 +45,7 @@ struct Commands {
   CLI::App* setup_sql = nullptr;
   CLI::App* switchover = nullptr;
   CLI::App* haproxy_state = nullptr;
+  CLI::App* status = nullptr;
   CLI::App* completion = nullptr;
 };
 
@@ -111,6 +114,18 @@ Commands define(CLI::App& app, Args& a) {
                                util::format_duration(switchover::minimum_pause(util::Duration{0})) +
                                " (shorter is refused)");
   c.switchover->fallthrough();
+
+  c.status = app.add_subcommand(
+      "status", "every node of the cluster(s) in one table: the manager's view, and each "
+                "backend's verdict on each node (the nodes the manager names and HAProxy's "
+                "servers of those backends), with the reason for each DOWN");
+  c.status->add_option("cluster", a.status_cluster, "[cluster.NAME] (default: every cluster)");
+  c.status->add_option("--haproxy-config", a.haproxy_cfg, "HAProxy's configuration file")
+      ->capture_default_str()
+      ->type_name("FILE");
+  c.status->add_flag("--json", a.json, "print it as JSON");
+  c.status->add_flag("--watch", a.watch, "redraw every second, marking what changed, until ^C");
+  c.status->fallthrough();
 
   c.haproxy_state = app.add_subcommand(
       "haproxy-state",
@@ -188,6 +203,9 @@ int run(int argc, char** argv) {
   const std::string path = config_path(a.config, env);
   if (c.switchover->parsed()) {
     return switchover_command(path, a.switchover);
+  }
+  if (c.status->parsed()) {
+    return status_command(path, a.status_cluster, a.haproxy_cfg, a.json, a.watch);
   }
   if (c.haproxy_state->parsed()) {
     return haproxy_state_command(path, a.haproxy_cfg,

@@ -55,6 +55,13 @@ int haproxy_state_command(const std::string& path, const std::string& haproxy_cf
                           StateOutput where, const std::string& output,
                           probe::Clock::time_point started);
 
+// `dbcheck status`: for `cluster` (every cluster when empty), the manager's view and each
+// node's verdict for each backend using it, the nodes being those the manager names and the
+// servers of those backends in `haproxy_cfg`; as text or JSON; with `watch`, redrawn every
+// second (marking what changed) until interrupted. Exit 0, or 2 for a configuration error.
+int status_command(const std::string& path, const std::string& cluster,
+                   const std::string& haproxy_cfg, bool json, bool watch);
+
 // `dbcheck switchover`: progress on stdout as it happens, a summary, an exit code per phase.
 int switchover_command(const std::string& path, const SwitchoverArgs& args);
 

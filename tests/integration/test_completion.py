@@ -22,7 +22,7 @@ def complete(dbcheck_bin, *words):
 @pytest.mark.parametrize("words, want", [
     (("ex",), ["explain"]),
     (("",), sorted(["check", "explain", "config-check", "setup-sql", "switchover", "haproxy-state",
-                    "completion",
+                    "status", "completion",
                     "--help", "-h", "--version", "--config"])),
     (("setup-sql", ""), sorted(["postgres", "redis", "sentinel", "redis-operator", "sentinel-operator",
                                 "--help", "-h"])),
@@ -30,6 +30,7 @@ def complete(dbcheck_bin, *words):
     (("setup-sql", "postgres", ""), ["--help", "-h"]),
     (("explain", "--j"), ["--json"]),
     (("haproxy-state", "--w"), ["--write-state-file"]),
+    (("status", "--w"), ["--watch"]),
 ])
 def test_bash_completion(dbcheck_bin, words, want):
     assert complete(dbcheck_bin, *words) == want

@@ -1,0 +1,200 @@
+// `dbcheck status`: what every node says, what the manager says, and where HAProxy may send
+// writes and reads, for each cluster, in one screen (or redrawn each second with --watch).
+#include "cli.hpp"
+#include "commands.hpp"
+
+#include <config/haproxy_cfg.hpp>
+#include <config/load_config.hpp>
+#include <core/report.hpp>
+#include <core/status_table.hpp>
+#include <probe/pg_check.hpp>
+#include <probe/redis_check.hpp>
+#include <probe/run_check.hpp>
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+#include <iostream>
+#include <thread>
+
+namespace dbcheck::extcheck {
+namespace {
+
+// A node to show: its name, its address, the manager's word on it.
+struct Node {
+  std::string name;
+  util::HostPort address;
+  std::string manager;
+};
+
+// The backends of `cluster`, writers first, each group by name.
+std::vector<std::string> backends_of(const config::Config& cfg, const std::string& cluster) {
+  std::vector<std::string> out;
+  for (const auto role : {config::Role::primary, config::Role::replica}) {
+    for (const auto& [name, b] : cfg.backends) {
+      if (b.cluster == cluster && b.role == role) {
+        out.push_back(name);
+      }
+    }
+  }
+  return out;
+}
+
+// Adds `n` unless a node of that address is there already.
+void add_node(std::vector<Node>& nodes, Node n) {
+  for (const auto& have : nodes) {
+    if (have.address == n.address) {
+      return;
+    }
+  }
+  nodes.push_back(std::move(n));
+}
+
+// One cluster's screen: the manager asked, then every node checked for every backend, all in
+// parallel, each check within its backend's timeout.
+core::ClusterStatus gather(const config::Config& cfg, const std::string& name,
+                           const config::HaproxyServers* haproxy, const std::string& haproxy_cfg) {
+  const config::Cluster& cluster = cfg.clusters.at(name);
+  core::ClusterStatus s;
+  s.name = name;
+  s.backends = backends_of(cfg, name);
+  std::vector<Node> nodes;
+  // The manager is asked within the longest timeout of the cluster's backends.
+  util::Duration timeout{800};
+  for (const auto& b : s.backends) {
+    timeout = std::max(timeout, cfg.backends.at(b).timeout);
+  }
+  const auto deadline = probe::Deadline::in(timeout);
+  if (const auto* pg = std::get_if<config::PostgresCluster>(&cluster)) {
+    s.engine = "postgres";
+    const auto view = probe::patroni_view(*pg, deadline);
+    if (view) {
+      const auto* leader = core::find_leader(*view);
+      s.manager = fmt::format("Patroni names {} leader{}", leader ? leader->name : "no member",
+                              view->paused ? " (paused: no automatic failover)" : "");
+      for (const auto& m : view->members) {
+        add_node(nodes, {m.name, m.address, fmt::format("{} {}", m.role, m.state)});
+      }
+    } else {
+      s.manager = fmt::format("Patroni not read: {}", view.error().detail);
+    }
+  } else {
+    const auto& redis = std::get<config::RedisCluster>(cluster);
+    s.engine = "redis";
+    const core::SentinelTally t = probe::sentinel_majority(redis, deadline);
+    if (t.majority) {
+      s.manager = fmt::format("{} of {} Sentinels name {} master", t.majority_votes, t.configured,
+                              util::to_string(*t.majority));
+      add_node(nodes, {"master", *t.majority,
+                       fmt::format("master {}/{}", t.majority_votes, t.configured)});
+    } else {
+      s.manager = fmt::format("no Sentinel majority ({} needed): {}", t.needed, t.detail);
+    }
+  }
+  // HAProxy's servers of these backends: where it may send traffic, by its own names.
+  if (haproxy != nullptr) {
+    for (const auto& srv : haproxy->servers) {
+      if (srv.port && std::find(s.backends.begin(), s.backends.end(), srv.backend) != s.backends.end()) {
+        add_node(nodes, {srv.name, {srv.host, *srv.port},
+                         s.engine == "postgres" && !nodes.empty() ? "not in Patroni" : ""});
+      }
+    }
+  } else {
+    s.notes.push_back(fmt::format("{} not read: only the nodes the manager names are shown", haproxy_cfg));
+  }
+  // Every node for every backend, at once.
+  std::vector<std::vector<std::optional<core::Report>>> reports(
+      nodes.size(), std::vector<std::optional<core::Report>>(s.backends.size()));
+  std::vector<std::thread> threads;
+  const auto started = probe::Clock::now();
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    for (std::size_t b = 0; b < s.backends.size(); ++b) {
+      threads.emplace_back([&, i, b] {
+        reports[i][b] = probe::run_check(cluster, cfg.backends.at(s.backends[b]), nodes[i].address,
+                                         started);
+      });
+    }
+  }
+  for (auto& t : threads) {
+    t.join();
+  }
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    core::StatusNode n{nodes[i].name, util::to_string(nodes[i].address), nodes[i].manager, {}};
+    for (std::size_t b = 0; b < s.backends.size(); ++b) {
+      const core::Report& r = *reports[i][b];
+      n.cells.push_back({s.backends[b], core::passes(r.verdict),
+                         std::string{core::to_string(r.verdict.failure)}, r.verdict.reason});
+    }
+    s.nodes.push_back(std::move(n));
+  }
+  if (nodes.empty()) {
+    s.notes.push_back("no node to check: the manager named none and HAProxy lists none");
+  }
+  return s;
+}
+
+// The terminal's width when stdout is one, else `fallback`.
+std::size_t terminal_width(std::size_t fallback) {
+  winsize ws{};
+  if (::isatty(STDOUT_FILENO) != 0 && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) {
+    return ws.ws_col;
+  }
+  return fallback;
+}
+
+} // namespace
+
+int status_command(const std::string& path, const std::string& cluster_name,
+                   const std::string& haproxy_cfg, bool json, bool watch) {
+  auto cfg = config::all_readable(config::load_config(path));
+  if (!cfg) {
+    for (const auto& m : cfg.error().messages) {
+      std::cerr << "dbcheck: configuration error: " << m << '\n';
+    }
+    return k_exit_config;
+  }
+  std::vector<std::string> names;
+  for (const auto& [name, _] : cfg->clusters) {
+    if (cluster_name.empty() || name == cluster_name) {
+      names.push_back(name);
+    }
+  }
+  if (names.empty()) {
+    std::cerr << fmt::format("dbcheck: {}: no [cluster.{}]\n", path, cluster_name);
+    return k_exit_config;
+  }
+  std::vector<core::ClusterStatus> previous;
+  for (bool first = true;; first = false) {
+    const auto round_start = std::chrono::steady_clock::now();
+    // Re-read each round: HAProxy's servers may change while an operator watches.
+    const auto haproxy = config::load_haproxy_cfg(haproxy_cfg);
+    std::vector<core::ClusterStatus> now;
+    for (const auto& name : names) {
+      now.push_back(gather(*cfg, name, haproxy ? &*haproxy : nullptr, haproxy_cfg));
+    }
+    if (json) {
+      std::cout << core::render_status_json(now) << std::flush;
+    } else if (watch) {
+      // Home and clear, then the screen: redrawn in place, what changed marked '*'.
+      std::cout << "\033[H\033[2J"
+                << fmt::format("dbcheck status, every 1s ({:%H:%M:%S} UTC); '*': changed\n\n",
+                               fmt::gmtime(std::time(nullptr)))
+                << core::render_status_text(now, first ? nullptr : &previous, terminal_width(80))
+                << std::flush;
+    } else {
+      std::cout << core::render_status_text(now, nullptr, terminal_width(0)) << std::flush;
+    }
+    if (!watch) {
+      return k_exit_pass;
+    }
+    previous = std::move(now);
+    std::this_thread::sleep_until(round_start + std::chrono::seconds{1});
+  }
+}
+
+} // namespace dbcheck::extcheck

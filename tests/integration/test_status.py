@@ -1,0 +1,115 @@
+"""`dbcheck status`: one screen for the whole cluster, from a real Patroni cluster and the
+shipped HAProxy example's servers; and `--watch` in a real terminal (tmux, 80 columns) while
+Patroni switches the leader over."""
+
+import json
+import os
+import subprocess
+import time
+
+from fixtures.haproxy import render_example_for
+from fixtures.procs import wait_until
+
+
+def _files(pg_cluster, dbcheck_setup, workdir):
+    """The example HAProxy configuration for the cluster, where user haproxy can read it."""
+    cfg, _ = render_example_for(pg_cluster, dbcheck_setup.wrapper, workdir / "haproxy" / "admin.sock")
+    path = workdir / "haproxy.cfg"
+    path.write_text(cfg)
+    return path
+
+
+def _status(dbcheck_bin, config, haproxy_cfg, *args):
+    """`dbcheck status` as user haproxy (who owns the password file), like the checks."""
+    return subprocess.run(["runuser", "-u", "haproxy", "--", str(dbcheck_bin), "--config", str(config),
+                           "status", "--haproxy-config", str(haproxy_cfg), *args],
+                          capture_output=True, text=True, timeout=30)
+
+
+def test_status_shows_every_node_the_manager_and_each_backend(pg_cluster, dbcheck_setup, dbcheck_bin,
+                                                              workdir):
+    leader = pg_cluster.wait_healthy()
+    replicas = sorted(m.name for m in pg_cluster.replicas())
+    haproxy_cfg = _files(pg_cluster, dbcheck_setup, workdir)
+    r = _status(dbcheck_bin, dbcheck_setup.config, haproxy_cfg, "--json")
+    assert r.returncode == 0, r.stderr
+    (c,) = json.loads(r.stdout)["clusters"]
+    assert (c["name"], c["engine"], c["backends"]) == ("pg", "postgres", ["pg_write", "pg_read"]), c
+    assert c["manager"] == f"Patroni names {leader.name} leader", c["manager"]
+    nodes = {n["name"]: n for n in c["nodes"]}
+    # HAProxy's servers are the same nodes as Patroni's members: one row each.
+    assert sorted(nodes) == sorted([leader.name, *replicas]), nodes
+    assert nodes[leader.name]["manager"].startswith("leader "), nodes[leader.name]
+    assert nodes[leader.name]["address"] == leader.pg_addr, nodes[leader.name]
+    assert nodes[leader.name]["verdicts"]["pg_write"]["state"] == "up"
+    assert nodes[leader.name]["verdicts"]["pg_read"] == {
+        "state": "down", "failure": "role", "reason": nodes[leader.name]["verdicts"]["pg_read"]["reason"]}
+    for name in replicas:
+        v = nodes[name]["verdicts"]
+        assert v["pg_write"]["state"] == "down" and v["pg_write"]["failure"] == "role", v
+        assert v["pg_write"]["reason"], v
+        assert v["pg_read"]["state"] == "up", v
+    # The text form: a title, a header, a row per node, and why each DOWN is DOWN.
+    r = _status(dbcheck_bin, dbcheck_setup.config, haproxy_cfg)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == f"pg (postgres): Patroni names {leader.name} leader", lines
+    assert lines[1].split() == ["NODE", "MANAGER", "pg_write", "pg_read"], lines
+    row = next(line for line in lines if line.startswith(f"{leader.name} "))
+    assert row.split()[-3:] == ["UP", "DOWN", "role"], row
+    assert "why DOWN:" in lines, lines
+    assert any(line.startswith(f"  pg_read {leader.name}: ") for line in lines), lines
+    # An unknown cluster is a configuration error, named.
+    r = _status(dbcheck_bin, dbcheck_setup.config, haproxy_cfg, "nope")
+    assert r.returncode == 2 and "no [cluster.nope]" in r.stderr, r.stderr
+
+
+def test_status_watch_in_a_terminal_during_a_switchover(pg_cluster, dbcheck_setup, dbcheck_bin, workdir,
+                                                        figures):
+    old = pg_cluster.wait_healthy()
+    new = pg_cluster.replicas()[0]
+    haproxy_cfg = _files(pg_cluster, dbcheck_setup, workdir)
+    sock = f"dbcheck-status-{os.getpid()}"  # a tmux server of our own, killed at the end
+    tmux = ["tmux", "-L", sock]
+    cmd = (f"runuser -u haproxy -- {dbcheck_bin} --config {dbcheck_setup.config} status pg --watch "
+           f"--haproxy-config {haproxy_cfg}")
+    subprocess.run([*tmux, "new-session", "-d", "-x", "80", "-y", "30", cmd], check=True, timeout=10)
+    screens = []
+
+    def screen():
+        s = subprocess.run([*tmux, "capture-pane", "-p", "-t", "0"], capture_output=True, text=True,
+                           timeout=10).stdout
+        screens.append(s)
+        return s
+
+    def writer_row(s, name):
+        return next((line for line in s.splitlines() if line.startswith(f"{name} ")), "")
+
+    def writer_cell(s, name):
+        """The pg_write cell of `name`'s row ("UP", "*UP", "DOWN", ...), by the header's column."""
+        header = next((line for line in s.splitlines() if line.startswith("NODE ")), "")
+        row = writer_row(s, name)
+        col = header.find("pg_write")
+        return row[col:].split()[0] if col >= 0 and len(row) > col and row[col:].split() else ""
+
+    try:
+        wait_until(lambda: writer_cell(screen(), old.name) == "UP", 30,
+                   f"the watch showing {old.name} UP in pg_write")
+        t0 = time.monotonic()
+        pg_cluster.switchover(new.name, leader=old.name)
+        wait_until(lambda: f"Patroni names {new.name} leader" in screen()
+                   and writer_cell(screens[-1], new.name).lstrip("*") == "UP", 60,
+                   f"the watch showing {new.name} leader and UP in pg_write")
+        seen = time.monotonic() - t0
+        marked = [s for s in screens
+                  if writer_cell(s, new.name) == "*UP" or writer_cell(s, old.name) == "*DOWN"]
+        final = screens[-1]
+    finally:
+        subprocess.run([*tmux, "kill-server"], timeout=10)
+    assert marked, "no redraw marked the change with '*'"
+    too_wide = [line for s in screens for line in s.splitlines() if len(line) > 80]
+    assert not too_wide, too_wide[:3]
+    figures("status --watch", f"{len(screens)} screens captured; the new leader {new.name} shown UP "
+            f"{seen:.1f}s after the switchover request; every line within 80 columns; a screen during "
+            f"the switchover:\n{marked[0].rstrip()}\nthe last:\n{final.rstrip()}")
+    pg_cluster.wait_healthy()
