@@ -175,6 +175,33 @@ def changes(samples, t_fault):
     return out
 
 
+PLOT_STEP_S = 0.25  # bucket of the "writes" timeline
+PLOT_FROM_S = -3.0  # the timeline starts this long before the fault
+
+
+def write_buckets(writer, lost, names, t_fault, t_end):
+    """{"step_s", "from_s", "acked": {node: [count per bucket]}, "lost": {node: [...]},
+    "errors": [...]}: the writer's acknowledged writes by the node that acknowledged them, the
+    lost ones among them, and its errors, per PLOT_STEP_S from PLOT_FROM_S after the fault."""
+    n = max(1, int((t_end - t_fault - PLOT_FROM_S) / PLOT_STEP_S) + 1)
+
+    def index(t):
+        i = int((t - t_fault - PLOT_FROM_S) / PLOT_STEP_S)
+        return i if 0 <= i < n else None
+
+    out = {"step_s": PLOT_STEP_S, "from_s": PLOT_FROM_S, "acked": {}, "lost": {}, "errors": [0] * n}
+    for key, events in (("acked", writer.acks), ("lost", lost)):
+        for t, _, port in events:
+            i = index(t)
+            if i is not None:
+                out[key].setdefault(names.get(port, str(port)), [0] * n)[i] += 1
+    for t, _ in writer.errors:
+        i = index(t)
+        if i is not None:
+            out["errors"][i] += 1
+    return out
+
+
 def judge(lab, v, writer, ctx):
     """Per-variant figures of one run (see bench/failover/losses.py for the classes of loss)."""
     stored = lab.stored(v, ctx["new"])
@@ -230,6 +257,10 @@ def judge(lab, v, writer, ctx):
         "state_lines": [[round(t - t_fault, 3), srv, st] for t, srv, st in events
                         if t_fault - 1 <= t <= ctx["t_end"]][:40],
         "acks_per_s_before": round(sum(1 for t, _, _ in writer.acks if t_fault - 5 <= t < t_fault) / 5),
+        # For drawing the run (plot.py): writes per node and errors, in buckets from the fault.
+        "writes": write_buckets(writer, lost, names, t_fault, ctx["t_end"]),
+        "server_nodes": {srv: n for n, srv in ctx["server_of"][v.key].items()},
+        "t_end_s": round(ctx["t_end"] - t_fault, 3),
     }
     row["gate_window_s"] = row[lab.window_field]
     # The longest time without a kept write from the fault to the end, and from the heal to the
@@ -269,6 +300,10 @@ def main():
     ap.add_argument("--peer", choices=sorted(PEERS),
                     help="the current peer instead of Debian's: patroni4 (Patroni 4.1.4, PostgreSQL only) or "
                          "valkey8 (Valkey 8.0.1, Redis only); section <section>-<peer>")
+    ap.add_argument("--plot", metavar="DIR",
+                    help="also draw each scenario's first run as DIR/<engine>-<scenario>.png "
+                         "(bench/failover/plot.py: writes per node, each configuration's view, the "
+                         "manager's choice, two-writer and error windows)")
     ap.add_argument("--lab", choices=["loopback", "net"], default="loopback",
                     help="net: every host in a network namespace of its own, the partition scenarios "
                          "(bench/failover/partitions.py)")
@@ -326,6 +361,11 @@ def main():
                         failed.append((lab.engine, scen, rep))
                         continue
                     rows += got
+                    if args.plot and rep == 1:
+                        import plot  # matplotlib: loaded only when asked for
+                        out = plot.draw_run(got, Path(args.plot) / f"{lab.engine}-{scen}.png",
+                                            command=" ".join(["bench/failover/run", *sys.argv[1:]]))
+                        print(f"[failover] drew {out}", flush=True)
                     with log.open("a") as f:
                         for r in got:
                             f.write(json.dumps(r) + "\n")
