@@ -7,7 +7,7 @@ import os
 import subprocess
 import time
 
-from fixtures.haproxy import render_example_for
+from fixtures.haproxy import render_example_for, render_redis_example_for
 from fixtures.procs import wait_until
 
 
@@ -113,3 +113,26 @@ def test_status_watch_in_a_terminal_during_a_switchover(pg_cluster, dbcheck_setu
             f"{seen:.1f}s after the switchover request; every line within 80 columns; a screen during "
             f"the switchover:\n{marked[0].rstrip()}\nthe last:\n{final.rstrip()}")
     pg_cluster.wait_healthy()
+
+
+def test_status_of_a_redis_cluster_names_the_sentinels_master(redis_cluster, redis_dbcheck_setup,
+                                                              dbcheck_bin, workdir):
+    """Redis: the master a strict majority of the Sentinels names, and the example's servers
+    (the data nodes) checked for both backends."""
+    master = redis_cluster.master()
+    replica = redis_cluster.replicas(master)[0]
+    cfg, _ = render_redis_example_for(redis_cluster, redis_dbcheck_setup.wrapper,
+                                      workdir / "haproxy" / "admin.sock")
+    haproxy_cfg = workdir / "haproxy.cfg"
+    haproxy_cfg.write_text(cfg)
+    r = _status(dbcheck_bin, redis_dbcheck_setup.config, haproxy_cfg, "--json")
+    assert r.returncode == 0, r.stderr
+    (c,) = json.loads(r.stdout)["clusters"]
+    assert c["engine"] == "redis" and c["backends"] == ["redis_write", "redis_read"], c
+    assert c["manager"] == f"3 of 3 Sentinels name {master.addr} master", c["manager"]
+    nodes = {n["address"]: n for n in c["nodes"]}
+    assert sorted(nodes) == sorted([master.addr, replica.addr]), nodes
+    assert nodes[master.addr]["manager"] == "master 3/3"
+    assert nodes[master.addr]["verdicts"]["redis_write"]["state"] == "up", nodes[master.addr]
+    assert nodes[replica.addr]["verdicts"]["redis_write"]["failure"] == "role", nodes[replica.addr]
+    assert nodes[replica.addr]["verdicts"]["redis_read"]["state"] == "up", nodes[replica.addr]
