@@ -35,10 +35,11 @@ enum class Metric : std::size_t {
   agent_connections_dropped,
   http_connections_dropped,
   agent_reloads,
+  manager_votes,
 };
 
 // In the order of Metric.
-inline constexpr std::array<MetricSpec, 15> k_metrics{{
+inline constexpr std::array<MetricSpec, 16> k_metrics{{
     {"dbcheck_backend_up", MetricType::gauge,
      "1 when the agent reports the backend's local node up (damped, fresh), else 0"},
     {"dbcheck_verdict_age_seconds", MetricType::gauge,
@@ -72,6 +73,10 @@ inline constexpr std::array<MetricSpec, 15> k_metrics{{
      "agent.allow; deadline: not answered 1 s after accept)"},
     {"dbcheck_agent_reloads_total", MetricType::counter,
      "Configuration reloads (SIGHUP), by result"},
+    {"dbcheck_manager_votes", MetricType::gauge,
+     "Redis writer backends: the configured Sentinels in the last round by vote (this: name "
+     "this node master; other: answered without naming it: another master, o_down, "
+     "mid-failover; none: no usable answer)"},
 }};
 
 // --- Interface ---

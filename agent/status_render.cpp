@@ -241,6 +241,16 @@ std::string render_metrics(const std::vector<BackendSnapshot>& all, const AgentS
   head(Metric::agent_reloads);
   sample(Metric::agent_reloads, "", "result=\"ok\"", agent.reloads);
   sample(Metric::agent_reloads, "", "result=\"failed\"", agent.reload_failures);
+  head(Metric::manager_votes);
+  for (const auto& s : all) {
+    if (s.last_report && s.last_report->manager_votes) {
+      const core::ManagerVotes& v = *s.last_report->manager_votes;
+      const std::size_t none = v.configured - std::min(v.configured, v.this_node + v.another);
+      sample(Metric::manager_votes, "", fmt::format("{},vote=\"this\"", backend(s)), v.this_node);
+      sample(Metric::manager_votes, "", fmt::format("{},vote=\"other\"", backend(s)), v.another);
+      sample(Metric::manager_votes, "", fmt::format("{},vote=\"none\"", backend(s)), none);
+    }
+  }
   return out;
 }
 

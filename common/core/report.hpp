@@ -19,6 +19,14 @@ struct Step {
   double latency_ms = 0;
 };
 
+// How the manager's peers voted in a writer check (Redis: the configured Sentinels): for this
+// node, for another, and neither (no answer, nil, o_down, mid-failover).
+struct ManagerVotes {
+  std::size_t configured = 0;
+  std::size_t this_node = 0;
+  std::size_t another = 0;
+};
+
 // One check, complete: the verdict and every step that led to it.
 struct Report {
   std::string backend;
@@ -26,6 +34,7 @@ struct Report {
   std::string role; // "primary" or "replica"
   Verdict verdict;
   std::optional<LagEstimate> lag; // replicas only
+  std::optional<ManagerVotes> manager_votes; // Redis writers only
   std::vector<Step> steps;
   double elapsed_ms = 0;
   double deadline_ms = 0;

@@ -125,6 +125,9 @@ core::Report check_writer(const config::RedisCluster& cluster, const config::Bac
                                    std::move(role), {}};
   report.steps.push_back(std::move(nstep));
   report.verdict = core::evaluate_redis_writer(obs, backend.on_saturation);
+  report.manager_votes = core::ManagerVotes{cluster.sentinels.size(),
+                                            core::votes_for(obs.sentinels, node),
+                                            core::dissenters(obs.sentinels, node)};
   return report;
 }
 

@@ -4,6 +4,7 @@ return the series the rules and the dashboard are written against, every dashboa
 and no rule fires for a healthy cluster."""
 
 import json
+import re
 import subprocess
 import urllib.parse
 import urllib.request
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.agent import start_pg_agents, stop_agents
+from fixtures.agent import http_get, start_pg_agents, start_redis_agents, stop_agents
 from fixtures.ports import free_ports
 from fixtures.procs import start_daemon, wait_until
 
@@ -26,7 +27,7 @@ def _promtool(*args):
 
 def test_rules_pass_promtool_check_and_their_unit_tests():
     res = _promtool("check", "rules", str(RULES))
-    assert res.returncode == 0 and "SUCCESS: 7 rules found" in res.stdout, res.stdout + res.stderr
+    assert res.returncode == 0 and "SUCCESS: 8 rules found" in res.stdout, res.stdout + res.stderr
     res = _promtool("test", "rules", "dbcheck-alerts.test.yml")
     assert res.returncode == 0 and "SUCCESS" in res.stdout, res.stdout + res.stderr
 
@@ -99,16 +100,35 @@ def test_prometheus_scrapes_the_agents_and_the_rules_and_dashboard_hold(promethe
         assert results[must], must
     # A healthy cluster: the rules loaded, and none of them firing or pending.
     groups = _get(port, "/api/v1/rules")["data"]["groups"]
-    assert [len(g["rules"]) for g in groups] == [7], groups
+    assert [len(g["rules"]) for g in groups] == [8], groups
     alerts = _get(port, "/api/v1/alerts")["data"]["alerts"]
     assert alerts == [], alerts
     figures("monitoring", f"Prometheus scraped {len(agents)} agents; sum of writers "
             f"{writers[0]['value'][1]}; "
             f"{len(exprs)} dashboard queries ran ({sum(1 for r in results.values() if r)} with data); "
-            f"7 rules loaded, none firing")
+            f"8 rules loaded, none firing")
 
 
 def _get(port, path):
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     with opener.open(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
         return json.load(r)
+
+
+def test_redis_agents_export_the_sentinels_votes(redis_cluster, agent_bin, workdir):
+    """dbcheck_manager_votes, which DbcheckSentinelDisagreement reads, from real Sentinels: the
+    master's agent has all three naming its node, the replica's none."""
+    master = redis_cluster.master()
+    agents = start_redis_agents(workdir, redis_cluster, agent_bin, interval="1s")
+    try:
+        votes = {}
+        for a in agents:
+            text = http_get(a.http_port, "/metrics")[1]
+            pattern = r'^dbcheck_manager_votes\{backend="redis_write",vote="(\w+)"\} (\d+)$'
+            votes[a.name] = {v: int(n) for v, n in re.findall(pattern, text, re.M)}
+        mine = next(a.name for a in agents if a.name == f"agent-{master.name}")
+        assert votes[mine] == {"this": 3, "other": 0, "none": 0}, votes
+        others = [v for name, v in votes.items() if name != mine]
+        assert others and all(v == {"this": 0, "other": 3, "none": 0} for v in others), votes
+    finally:
+        stop_agents(agents)

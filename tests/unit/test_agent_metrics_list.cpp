@@ -50,6 +50,7 @@ TEST_CASE("every declared metric is exported with its HELP and TYPE, and nothing
   r.backend = "cache";
   r.verdict = {core::State::up, core::Failure::none, "ok"};
   r.lag = core::LagEstimate{0.01, "caught up"};
+  r.manager_votes = core::ManagerVotes{3, 2, 1};
   const auto t0 = probe::Clock::now();
   cache.record(r, t0, {3, {{"max_age", 1}}});
   core::Report failing = r;
@@ -70,6 +71,9 @@ TEST_CASE("every declared metric is exported with its HELP and TYPE, and nothing
   }
   CHECK(typed == declared);
   CHECK(sampled == declared); // each has a sample here, and every sample is declared
+  CHECK(text.find("dbcheck_manager_votes{backend=\"cache\",vote=\"this\"} 2\n"
+                  "dbcheck_manager_votes{backend=\"cache\",vote=\"other\"} 1\n"
+                  "dbcheck_manager_votes{backend=\"cache\",vote=\"none\"} 0\n") != std::string::npos);
   CHECK(text.find("dbcheck_agent_connections_dropped_total{reason=\"write_timeout\"} 2\n") !=
         std::string::npos);
   CHECK(text.find("dbcheck_sentinel_subscriptions_total{cluster=\"cache\"} 3\n") !=
