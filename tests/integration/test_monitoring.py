@@ -85,8 +85,10 @@ def test_prometheus_scrapes_the_agents_and_the_rules_and_dashboard_hold(promethe
                "every agent's pg_write series")
     wait_until(lambda: [r["metric"]["node"] for r in _query(port, 'dbcheck_backend_up{role="primary"} == 1')]
                == [leader.pg_addr], 30, f"{leader.name}'s agent the only writer")
-    writers = _query(port, 'sum by (backend) (dbcheck_backend_up{role="primary"})')
-    assert [(r["metric"], r["value"][1]) for r in writers] == [({"backend": "pg_write"}, "1")], writers
+    by_backend = 'sum by (backend) (dbcheck_backend_up{role="primary"})'
+    wait_until(lambda: [(r["metric"], r["value"][1]) for r in _query(port, by_backend)]
+               == [({"backend": "pg_write"}, "1")], 30, "one writer in pg_write, summed over the agents")
+    writers = _query(port, by_backend)
     readers = _query(port, 'dbcheck_backend_up{role="replica"} == 1')
     assert sorted(r["metric"]["node"] for r in readers) == replicas, readers
     assert _query(port, "dbcheck_verdict_age_seconds < 3"), "fresh verdicts"
@@ -98,15 +100,19 @@ def test_prometheus_scrapes_the_agents_and_the_rules_and_dashboard_hold(promethe
     for must in ('sum by (backend) (dbcheck_backend_up{role="primary"})', "dbcheck_backend_up",
                  "dbcheck_verdict_age_seconds", "dbcheck_agent_draining"):
         assert results[must], must
-    # A healthy cluster: the rules loaded, and none of them firing or pending.
+    # A healthy cluster: the rules loaded, none firing, and the writer rules not even pending.
+    # (On a loaded machine a probe round may time out: DbcheckProbeErrors may be pending, which
+    # is right; it fires only after 5 minutes of them.)
     groups = _get(port, "/api/v1/rules")["data"]["groups"]
     assert [len(g["rules"]) for g in groups] == [8], groups
     alerts = _get(port, "/api/v1/alerts")["data"]["alerts"]
-    assert alerts == [], alerts
+    assert not [a for a in alerts if a["state"] == "firing"], alerts
+    writer_rules = ("DbcheckNoWriter", "DbcheckTwoWriters")
+    assert not [a for a in alerts if a["labels"]["alertname"] in writer_rules], alerts
     figures("monitoring", f"Prometheus scraped {len(agents)} agents; sum of writers "
             f"{writers[0]['value'][1]}; "
             f"{len(exprs)} dashboard queries ran ({sum(1 for r in results.values() if r)} with data); "
-            f"8 rules loaded, none firing")
+            f"8 rules loaded, none firing ({len(alerts)} pending)")
 
 
 def _get(port, path):
