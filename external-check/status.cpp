@@ -96,12 +96,13 @@ core::ClusterStatus gather(const config::Config& cfg, const std::string& name,
       s.manager = fmt::format("no Sentinel majority ({} needed): {}", t.needed, t.detail);
     }
   }
-  // HAProxy's servers of these backends: where it may send traffic, by its own names.
+  // HAProxy's servers of these backends: where it may send traffic, by its own names. Decided
+  // before they are added: a server is "not in Patroni" only when Patroni listed its members.
+  const bool patroni_listed = s.engine == "postgres" && !nodes.empty();
   if (haproxy != nullptr) {
     for (const auto& srv : haproxy->servers) {
       if (srv.port && std::find(s.backends.begin(), s.backends.end(), srv.backend) != s.backends.end()) {
-        add_node(nodes, {srv.name, {srv.host, *srv.port},
-                         s.engine == "postgres" && !nodes.empty() ? "not in Patroni" : ""});
+        add_node(nodes, {srv.name, {srv.host, *srv.port}, patroni_listed ? "not in Patroni" : ""});
       }
     }
   } else {
