@@ -389,6 +389,10 @@ struct AgentServer::Impl {
   // an answer and a close each), and a poller arriving meanwhile must not wait for them all.
   void settle() {
     for (std::size_t i = 0; i < k_settle_batch && !pending.empty(); ++i) {
+      // Newest first: a poller's line comes a moment after its connection, so the newest are
+      // the likeliest to be answered at once (measured under the abuse test: agent-check p99
+      // 4-6 ms this way, 6-8 ms oldest first). The oldest wait for the flood's gap; a silent
+      // poller among them is answered late, not lost.
       Pending p = std::move(pending.back());
       pending.pop_back();
       tcp::socket socket(io);
