@@ -3,12 +3,12 @@
 // start begin with only the right servers UP.
 #include "cli.hpp"
 #include "commands.hpp"
+#include "parallel_checks.hpp"
 
 #include <config/haproxy_cfg.hpp>
 #include <config/load_config.hpp>
 #include <core/report.hpp>
 #include <core/server_state.hpp>
-#include <probe/run_check.hpp>
 
 #include <fmt/format.h>
 
@@ -20,7 +20,6 @@
 #include <cstring>
 #include <iostream>
 #include <optional>
-#include <thread>
 
 namespace dbcheck::extcheck {
 namespace {
@@ -97,10 +96,9 @@ int haproxy_state_command(const std::string& path, const std::string& haproxy_cf
     exit = k_exit_config;
   }
   std::vector<Decision> decisions;
-  std::vector<std::optional<core::Report>> reports;
-  std::vector<std::thread> threads;
+  std::vector<CheckJob> jobs;
+  std::vector<std::optional<std::size_t>> job_of(servers->servers.size()); // index in jobs
   decisions.reserve(servers->servers.size());
-  reports.resize(servers->servers.size());
   for (std::size_t i = 0; i < servers->servers.size(); ++i) {
     const config::HaproxyServer& s = servers->servers[i];
     const config::Backend* backend = nullptr;
@@ -127,22 +125,19 @@ int haproxy_state_command(const std::string& path, const std::string& haproxy_cf
                                            : unreadable->second.front();
       } else {
         const config::Cluster& cluster = cfg->clusters.at(backend->cluster);
-        threads.emplace_back([&cluster, backend, &s, &slot = reports[i], started] {
-          slot = probe::run_check(cluster, *backend, util::HostPort{s.host, *s.port}, started);
-        });
+        job_of[i] = jobs.size();
+        jobs.push_back({&cluster, backend, util::HostPort{s.host, *s.port}});
       }
     }
     decisions.push_back(std::move(d));
   }
-  for (auto& t : threads) {
-    t.join(); // each check returns by its backend's timeout, whatever its peers do
-  }
+  const std::vector<core::Report> reports = run_checks(jobs, started);
   std::vector<core::ServerStart> starts;
   for (Decision& d : decisions) {
     const config::HaproxyServer& s = servers->servers[d.index];
-    if (const auto& r = reports[d.index]) {
-      d.start.up = core::passes(r->verdict);
-      d.why = core::render_line(*r);
+    if (const auto j = job_of[d.index]) {
+      d.start.up = core::passes(reports[*j].verdict);
+      d.why = core::render_line(reports[*j]);
     } else {
       d.why = fmt::format("{} {}:{} DOWN: {}", s.backend, s.host, *s.port, d.why);
     }

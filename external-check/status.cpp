@@ -2,6 +2,7 @@
 // writes and reads, for each cluster, in one screen (or redrawn each second with --watch).
 #include "cli.hpp"
 #include "commands.hpp"
+#include "parallel_checks.hpp"
 
 #include <config/haproxy_cfg.hpp>
 #include <config/load_config.hpp>
@@ -9,7 +10,6 @@
 #include <core/status_table.hpp>
 #include <probe/pg_check.hpp>
 #include <probe/redis_check.hpp>
-#include <probe/run_check.hpp>
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
@@ -30,6 +30,9 @@ struct Node {
   std::string name;
   util::HostPort address;
   std::string manager;
+  std::string timeline;    // Patroni's, or ""
+  std::string manager_lag; // Patroni's, in bytes, or ""
+  bool named_writer = false; // the manager names it leader (master): it has no lag to show
 };
 
 // The backends of `cluster`, writers first, each group by name.
@@ -55,6 +58,22 @@ void add_node(std::vector<Node>& nodes, Node n) {
   nodes.push_back(std::move(n));
 }
 
+// The node's own answer as the check it passes heard it (the leader's from the writer check,
+// a replica's from the reader check); when it passes none, as a reader check heard it (that
+// asks the most: recovery, receiver, timeline, replay), else as a writer check did.
+std::string own_answer(const core::Report* reports, std::size_t count) {
+  const core::Report* shown = nullptr;
+  for (const core::Report* r = reports; r != reports + count; ++r) {
+    if (core::passes(r->verdict)) {
+      return r->own;
+    }
+    if (shown == nullptr || r->role == "replica") {
+      shown = r;
+    }
+  }
+  return shown != nullptr ? shown->own : "";
+}
+
 // One cluster's screen: the manager asked, then every node checked for every backend, all in
 // parallel, each check within its backend's timeout.
 core::ClusterStatus gather(const config::Config& cfg, const std::string& name,
@@ -78,7 +97,9 @@ core::ClusterStatus gather(const config::Config& cfg, const std::string& name,
       s.manager = fmt::format("Patroni names {} leader{}", leader ? leader->name : "no member",
                               view->paused ? " (paused: no automatic failover)" : "");
       for (const auto& m : view->members) {
-        add_node(nodes, {m.name, m.address, fmt::format("{} {}", m.role, m.state)});
+        add_node(nodes, {m.name, m.address, fmt::format("{} {}", m.role, m.state),
+                         m.timeline ? std::to_string(*m.timeline) : "", m.lag,
+                         core::is_leader_role(m.role)});
       }
     } else {
       s.manager = fmt::format("Patroni not read: {}", view.error().detail);
@@ -86,12 +107,24 @@ core::ClusterStatus gather(const config::Config& cfg, const std::string& name,
   } else {
     const auto& redis = std::get<config::RedisCluster>(cluster);
     s.engine = "redis";
-    const core::SentinelTally t = probe::sentinel_majority(redis, deadline);
+    const auto answers = probe::sentinel_answers(redis, deadline);
+    const core::SentinelTally t = core::tally_sentinels(answers, redis.sentinels.size());
+    for (const auto& a : answers) {
+      core::SentinelRow row{util::to_string(a.sentinel), "", "", ""};
+      if (!a.view) {
+        row.names = fmt::format("no answer ({})", core::to_string(a.view.error().kind));
+      } else {
+        row.names = a.view->master ? util::to_string(*a.view->master) : "nil";
+        row.flags = a.view->flags;
+        row.epoch = a.view->config_epoch ? std::to_string(*a.view->config_epoch) : "";
+      }
+      s.sentinels.push_back(std::move(row));
+    }
     if (t.majority) {
       s.manager = fmt::format("{} of {} Sentinels name {} master", t.majority_votes, t.configured,
                               util::to_string(*t.majority));
       add_node(nodes, {"master", *t.majority,
-                       fmt::format("master {}/{}", t.majority_votes, t.configured)});
+                       fmt::format("master {}/{}", t.majority_votes, t.configured), "", "", true});
     } else {
       s.manager = fmt::format("no Sentinel majority ({} needed): {}", t.needed, t.detail);
     }
@@ -102,35 +135,38 @@ core::ClusterStatus gather(const config::Config& cfg, const std::string& name,
   if (haproxy != nullptr) {
     for (const auto& srv : haproxy->servers) {
       if (srv.port && std::find(s.backends.begin(), s.backends.end(), srv.backend) != s.backends.end()) {
-        add_node(nodes, {srv.name, {srv.host, *srv.port}, patroni_listed ? "not in Patroni" : ""});
+        add_node(nodes,
+                 {srv.name, {srv.host, *srv.port}, patroni_listed ? "not in Patroni" : "", "", "", false});
       }
     }
   } else {
     s.notes.push_back(fmt::format("{} not read: only the nodes the manager names are shown", haproxy_cfg));
   }
   // Every node for every backend, at once.
-  std::vector<std::vector<std::optional<core::Report>>> reports(
-      nodes.size(), std::vector<std::optional<core::Report>>(s.backends.size()));
-  std::vector<std::thread> threads;
-  const auto started = probe::Clock::now();
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    for (std::size_t b = 0; b < s.backends.size(); ++b) {
-      threads.emplace_back([&, i, b] {
-        reports[i][b] = probe::run_check(cluster, cfg.backends.at(s.backends[b]), nodes[i].address,
-                                         started);
-      });
+  std::vector<CheckJob> jobs;
+  for (const auto& node : nodes) {
+    for (const auto& b : s.backends) {
+      jobs.push_back({&cluster, &cfg.backends.at(b), node.address});
     }
   }
-  for (auto& t : threads) {
-    t.join();
-  }
+  const std::vector<core::Report> all = run_checks(jobs, probe::Clock::now());
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    core::StatusNode n{nodes[i].name, util::to_string(nodes[i].address), nodes[i].manager, {}};
+    core::StatusNode n;
+    n.name = nodes[i].name;
+    n.address = util::to_string(nodes[i].address);
+    n.manager = nodes[i].manager;
+    n.timeline = nodes[i].timeline;
+    n.manager_lag = nodes[i].manager_lag;
     for (std::size_t b = 0; b < s.backends.size(); ++b) {
-      const core::Report& r = *reports[i][b];
+      const core::Report& r = all[i * s.backends.size() + b];
       n.cells.push_back({s.backends[b], core::passes(r.verdict),
                          std::string{core::to_string(r.verdict.failure)}, r.verdict.reason});
+      if (r.lag && !nodes[i].named_writer) {
+        n.lag_s = r.lag->seconds;
+        n.lag_derivation = r.lag->derivation;
+      }
     }
+    n.own = own_answer(&all[i * s.backends.size()], s.backends.size());
     s.nodes.push_back(std::move(n));
   }
   if (nodes.empty()) {

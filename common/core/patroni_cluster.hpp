@@ -5,6 +5,7 @@
 
 #include <tl/expected.hpp>
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,8 @@ struct PatroniMember {
   std::string unresolved; // why an advertised name was left unresolved (for the reason), or ""
   bool nofailover = false;   // tags.nofailover: never promoted; still a reader
   std::string replicatefrom; // tags.replicatefrom: the member it cascades from, or ""
+  std::optional<long long> timeline; // its PostgreSQL timeline as Patroni last saw it
+  std::string lag; // Patroni's replication lag in bytes ("0", "16"), "unknown", or "" (none given)
 };
 
 // Which replicas a reader backend takes (its `readers` key).

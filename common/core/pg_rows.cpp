@@ -152,4 +152,27 @@ std::string describe(const ReplicaStatus& st, const ReplayPosition& position, in
       polls > 1 ? fmt::format(" (replay polled {} times)", polls) : "");
 }
 
+std::string summarize(const NodeRole& role) {
+  if (role.in_recovery) {
+    return "in recovery";
+  }
+  return role.read_only ? "primary, read-only" : "primary, read-write";
+}
+
+std::string summarize(const ReplicaStatus& st) {
+  if (!st.in_recovery) {
+    return "not in recovery";
+  }
+  std::string out = "replica, ";
+  if (!st.receiver_present) {
+    out += "no WAL receiver";
+  } else {
+    out += st.receiver_status.value_or("receiver hidden");
+    if (st.received_timeline) {
+      out += fmt::format(", timeline {}", *st.received_timeline);
+    }
+  }
+  return st.replay_paused ? out + ", replay paused" : out;
+}
+
 } // namespace dbcheck::core

@@ -81,4 +81,12 @@ std::string describe(const NodeRole& role);
 // replay was read.
 std::string describe(const ReplicaStatus& status, const ReplayPosition& position, int polls);
 
+// The writer query's answer in a few words, for `dbcheck status`: "primary, read-write",
+// "primary, read-only", "in recovery".
+std::string summarize(const NodeRole& role);
+
+// The reader query's answer in a few words, for `dbcheck status`: "replica, streaming,
+// timeline 4", "replica, no WAL receiver", "not in recovery"; ", replay paused" when it is.
+std::string summarize(const ReplicaStatus& status);
+
 } // namespace dbcheck::core

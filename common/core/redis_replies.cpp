@@ -185,6 +185,13 @@ std::string describe(const RedisRole& role) {
                      role.link_state, role.offset);
 }
 
+std::string summarize(const RedisRole& role) {
+  if (role.master) {
+    return "master";
+  }
+  return fmt::format("replica of {}, link {}", util::to_string(role.master_addr), role.link_state);
+}
+
 std::vector<SentinelReplica> parse_sentinel_replicas(const RespValue& reply) {
   std::vector<SentinelReplica> out;
   for (const auto& entry : reply.elements) {

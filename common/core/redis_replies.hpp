@@ -66,6 +66,10 @@ tl::expected<SentinelView, ProbeError> parse_sentinel_master(const RespValue& re
 // A short text for logs: "master offset 123", "replica of 10.0.0.1:6379 (connected) offset 120".
 std::string describe(const RedisRole& role);
 
+// ROLE in a few words, without the offsets that move every second (for `dbcheck status`):
+// "master", "replica of 10.0.0.1:6379, link connected".
+std::string summarize(const RedisRole& role);
+
 // The replicas in SENTINEL REPLICAS' reply (an array of flat field/value arrays); entries
 // without a usable ip and port are left out, anything else is ignored, never an error.
 std::vector<SentinelReplica> parse_sentinel_replicas(const RespValue& reply);

@@ -1,8 +1,12 @@
 #pragma once
 // Everything one check found out, for `dbcheck explain`, logs and the agent's HTTP endpoints.
 
+#include "probe_error.hpp"
 #include "replica_lag.hpp"
 #include "verdict.hpp"
+
+#include <fmt/format.h>
+#include <tl/expected.hpp>
 
 #include <optional>
 #include <string>
@@ -35,12 +39,20 @@ struct Report {
   Verdict verdict;
   std::optional<LagEstimate> lag; // replicas only
   std::optional<ManagerVotes> manager_votes; // Redis writers only
+  std::string own; // the node's own answer in a few words ("primary, read-write"), or its error
   std::vector<Step> steps;
   double elapsed_ms = 0;
   double deadline_ms = 0;
 };
 
 // --- Interface ---
+
+// A node's answer in a few words for Report::own (the summarize() of its type), or
+// "no answer (<failure class>)": the detail is in the node step and the reason already.
+template <class Answer>
+std::string own_words(const tl::expected<Answer, ProbeError>& answer) {
+  return answer ? summarize(*answer) : fmt::format("no answer ({})", to_string(answer.error().kind));
+}
 
 // One line: "pg_write 10.0.0.1:5432 UP: <reason>"; what syslog and `dbcheck check` print.
 std::string render_line(const Report& r);

@@ -47,72 +47,171 @@ std::string column(const std::string& text, std::size_t n) {
   return out;
 }
 
+// A text table: each column as wide as its widest entry, within its bound; no trailing blanks.
+struct Table {
+  struct Column {
+    std::string head;
+    std::size_t max_width;
+  };
+  std::vector<Column> columns;
+  std::vector<std::vector<std::string>> rows;
+
+  std::string render() const {
+    std::vector<std::size_t> w;
+    for (std::size_t i = 0; i < columns.size(); ++i) {
+      std::size_t n = columns[i].head.size();
+      for (const auto& r : rows) {
+        n = std::max(n, r[i].size());
+      }
+      w.push_back(std::min(n, columns[i].max_width));
+    }
+    const auto line = [&](const auto& cell_of) {
+      std::string out;
+      for (std::size_t i = 0; i < columns.size(); ++i) {
+        out += (i == 0 ? "" : " ") + column(cell_of(i), w[i]);
+      }
+      while (!out.empty() && out.back() == ' ') {
+        out.pop_back();
+      }
+      return out + '\n';
+    };
+    std::string out = line([&](std::size_t i) { return columns[i].head; });
+    for (const auto& r : rows) {
+      out += line([&](std::size_t i) { return r[i]; });
+    }
+    return out;
+  }
+};
+
+// "*" when a node's text changed since the last screen.
+std::string mark(const StatusNode* before, const std::string StatusNode::*field,
+                 const StatusNode& now) {
+  return before != nullptr && before->*field != now.*field ? "*" : "";
+}
+
+// The verdicts: NODE, MANAGER, one column per backend. Bounds keep a three-node, two-backend
+// cluster inside 80 columns.
+std::string verdict_table(const ClusterStatus& c, const std::vector<ClusterStatus>* previous) {
+  Table t{{{"NODE", 26}, {"MANAGER", 18}}, {}};
+  for (const auto& b : c.backends) {
+    t.columns.push_back({b, 15});
+  }
+  for (const auto& n : c.nodes) {
+    const StatusNode* before = earlier(previous, c, n);
+    std::vector<std::string> row{n.name + ' ' + n.address,
+                                 mark(before, &StatusNode::manager, n) + n.manager};
+    for (std::size_t b = 0; b < c.backends.size(); ++b) {
+      if (b >= n.cells.size()) {
+        row.emplace_back("?");
+        continue;
+      }
+      const bool changed = before != nullptr && b < before->cells.size() &&
+                           before->cells[b].up != n.cells[b].up;
+      row.push_back((changed ? "*" : "") + cell_text(n.cells[b]));
+    }
+    t.rows.push_back(std::move(row));
+  }
+  return t.render();
+}
+
+// The lag bound as a table cell: "0.02", "unknown", or "" when no reader check ran.
+std::string lag_cell(const StatusNode& n) {
+  if (n.lag_s) {
+    return fmt::format("{:.2f}", *n.lag_s);
+  }
+  return n.lag_derivation.empty() ? "" : "unknown";
+}
+
+// What each node says: the manager's timeline and lag (when it gives them), the node's own
+// answer and the lag bound in seconds. Bounds keep it inside 80 columns.
+std::string opinion_table(const ClusterStatus& c, const std::vector<ClusterStatus>* previous) {
+  bool timeline = false, manager_lag = false;
+  for (const auto& n : c.nodes) {
+    timeline = timeline || !n.timeline.empty();
+    manager_lag = manager_lag || !n.manager_lag.empty();
+  }
+  Table t{{{"NODE", 12}}, {}};
+  if (timeline) {
+    t.columns.push_back({"TL", 4});
+  }
+  if (manager_lag) {
+    t.columns.push_back({"LAG(B)", 10});
+  }
+  t.columns.push_back({"OWN ANSWER", 42});
+  t.columns.push_back({"LAG(S)", 8});
+  for (const auto& n : c.nodes) {
+    const StatusNode* before = earlier(previous, c, n);
+    std::vector<std::string> row{n.name};
+    if (timeline) {
+      row.push_back(n.timeline);
+    }
+    if (manager_lag) {
+      row.push_back(n.manager_lag);
+    }
+    row.push_back(mark(before, &StatusNode::own, n) + n.own);
+    row.push_back(lag_cell(n));
+    t.rows.push_back(std::move(row));
+  }
+  return t.render();
+}
+
+// Each Sentinel's answer.
+std::string sentinel_table(const ClusterStatus& c) {
+  Table t{{{"SENTINEL", 26}, {"NAMES MASTER", 26}, {"FLAGS", 20}, {"EPOCH", 6}}, {}};
+  for (const auto& s : c.sentinels) {
+    t.rows.push_back({s.address, s.names, s.flags, s.epoch});
+  }
+  return t.render();
+}
+
 } // namespace
 
 std::string render_status_text(const std::vector<ClusterStatus>& now,
                                const std::vector<ClusterStatus>* previous, std::size_t width) {
   std::string out;
+  const auto add = [&](const std::string& text) {
+    // Tables are cut line by line like everything else: an 80-column screen stays one.
+    std::size_t from = 0;
+    while (from < text.size()) {
+      const std::size_t nl = std::min(text.find('\n', from), text.size());
+      out += fit(text.substr(from, nl - from), width) + '\n';
+      from = nl + 1;
+    }
+  };
   for (const auto& c : now) {
-    out += fit(fmt::format("{} ({}): {}", c.name, c.engine, c.manager), width) + '\n';
-    // Columns: node (name and address), manager, one per backend; each as wide as its widest
-    // entry, within bounds that keep a three-node, two-backend cluster inside 80 columns.
-    std::size_t node_w = 4, manager_w = 7;
+    add(fmt::format("{} ({}): {}\n", c.name, c.engine, c.manager));
+    add(verdict_table(c, previous));
+    if (!c.nodes.empty()) {
+      add(opinion_table(c, previous));
+    }
+    if (!c.sentinels.empty()) {
+      add(sentinel_table(c));
+    }
+    std::vector<std::string> lag, why;
     for (const auto& n : c.nodes) {
-      node_w = std::max(node_w, n.name.size() + 1 + n.address.size());
-      manager_w = std::max(manager_w, n.manager.size() + 1);
-    }
-    node_w = std::min<std::size_t>(node_w, 26);
-    manager_w = std::min<std::size_t>(manager_w, 18);
-    std::vector<std::size_t> backend_w;
-    for (std::size_t b = 0; b < c.backends.size(); ++b) {
-      std::size_t w = c.backends[b].size();
-      for (const auto& n : c.nodes) {
-        if (b < n.cells.size()) {
-          w = std::max(w, cell_text(n.cells[b]).size() + 1); // +1: the change mark
+      if (!n.lag_derivation.empty()) {
+        lag.push_back(fmt::format("  {}: {}", n.name, n.lag_derivation));
+      }
+      for (std::size_t b = 0; b < c.backends.size() && b < n.cells.size(); ++b) {
+        if (!n.cells[b].up) {
+          why.push_back(fmt::format("  {} {}: {}", c.backends[b], n.name, n.cells[b].reason));
         }
       }
-      backend_w.push_back(std::min<std::size_t>(w, 15));
     }
-    std::string head = column("NODE", node_w) + ' ' + column("MANAGER", manager_w);
-    for (std::size_t b = 0; b < c.backends.size(); ++b) {
-      head += ' ' + column(c.backends[b], backend_w[b]);
-    }
-    while (!head.empty() && head.back() == ' ') {
-      head.pop_back();
-    }
-    out += head + '\n';
-    std::vector<std::string> why;
-    for (const auto& n : c.nodes) {
-      const StatusNode* before = earlier(previous, c, n);
-      const bool manager_changed = before != nullptr && before->manager != n.manager;
-      std::string line = column(n.name + ' ' + n.address, node_w) + ' ' +
-                         column((manager_changed ? "*" : "") + n.manager, manager_w);
-      for (std::size_t b = 0; b < c.backends.size(); ++b) {
-        if (b >= n.cells.size()) {
-          line += ' ' + column("?", backend_w[b]);
-          continue;
-        }
-        const StatusCell& cell = n.cells[b];
-        const bool changed = before != nullptr && b < before->cells.size() &&
-                             before->cells[b].up != cell.up;
-        line += ' ' + column((changed ? "*" : "") + cell_text(cell), backend_w[b]);
-        if (!cell.up) {
-          why.push_back(fit(fmt::format("  {} {}: {}", c.backends[b], n.name, cell.reason), width));
-        }
+    if (!lag.empty()) {
+      add("lag in seconds, how it was bounded:\n");
+      for (const auto& l : lag) {
+        add(l + '\n');
       }
-      while (!line.empty() && line.back() == ' ') {
-        line.pop_back();
-      }
-      out += line + '\n';
     }
     if (!why.empty()) {
-      out += "why DOWN:\n";
+      add("why DOWN:\n");
       for (const auto& w : why) {
-        out += w + '\n';
+        add(w + '\n');
       }
     }
     for (const auto& note : c.notes) {
-      out += fit("note: " + note, width) + '\n';
+      add("note: " + note + '\n');
     }
     out += '\n';
   }
@@ -134,13 +233,24 @@ std::string render_status_json(const std::vector<ClusterStatus>& now) {
       nodes.push_back({{"name", n.name},
                        {"address", n.address},
                        {"manager", n.manager},
+                       {"timeline", n.timeline},
+                       {"manager_lag", n.manager_lag},
+                       {"own", n.own},
+                       {"lag_s", n.lag_s ? nlohmann::json(*n.lag_s) : nlohmann::json(nullptr)},
+                       {"lag_derivation", n.lag_derivation},
                        {"verdicts", verdicts}});
+    }
+    nlohmann::json sentinels = nlohmann::json::array();
+    for (const auto& s : c.sentinels) {
+      sentinels.push_back(
+          {{"address", s.address}, {"names", s.names}, {"flags", s.flags}, {"epoch", s.epoch}});
     }
     clusters.push_back({{"name", c.name},
                         {"engine", c.engine},
                         {"manager", c.manager},
                         {"backends", c.backends},
                         {"nodes", nodes},
+                        {"sentinels", sentinels},
                         {"notes", c.notes}});
   }
   return nlohmann::json{{"clusters", clusters}}.dump(2) + '\n';

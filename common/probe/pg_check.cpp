@@ -64,6 +64,7 @@ core::Report check_writer(const config::PostgresCluster& cluster, const config::
   nstep.answer = role ? core::describe(*role) : role.error().detail;
 
   core::Report report;
+  report.own = core::own_words(role);
   std::optional<WriterManagerResult> m = await_by(manager, deadline);
   if (m && m->members.shared &&
       !(role && m->members.view && core::shared_view_fits_writer(*m->members.view, node, *role))) {
@@ -274,6 +275,7 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
     nstep.answer = status.error().detail;
   }
   report.steps.push_back(std::move(nstep));
+  report.own = core::own_words(status);
   core::ReplicaObservation obs{node,
                                std::move(view),
                                std::move(status),

@@ -124,6 +124,7 @@ core::Report check_writer(const config::RedisCluster& cluster, const config::Bac
   const core::RedisObservation obs{node, std::move(answers), cluster.sentinels.size(),
                                    std::move(role), {}};
   report.steps.push_back(std::move(nstep));
+  report.own = core::own_words(obs.node_answer);
   report.verdict = core::evaluate_redis_writer(obs, backend.on_saturation);
   report.manager_votes = core::ManagerVotes{cluster.sentinels.size(),
                                             core::votes_for(obs.sentinels, node),
@@ -210,6 +211,7 @@ core::Report check_replica(const config::RedisCluster& cluster, const config::Ba
     }
     answer.role->master_addr = book.canonical(answer.role->master_addr);
   }
+  report.own = core::own_words(answer.role);
   core::RedisObservation obs{node, std::move(answers), cluster.sentinels.size(),
                              std::move(answer.role), core::estimate_lag(evidence)};
   report.lag = obs.lag;
@@ -228,12 +230,16 @@ core::Report check_redis(const config::RedisCluster& cluster, const config::Back
              : check_replica(cluster, backend, node, deadline, peers);
 }
 
-core::SentinelTally sentinel_majority(const config::RedisCluster& cluster,
-                                      const Deadline& deadline) {
+std::vector<core::SentinelAnswer> sentinel_answers(const config::RedisCluster& cluster,
+                                                   const Deadline& deadline) {
   auto asked = ask_all_sentinels(network_peers(nullptr), cluster, deadline);
   core::Report unused;
-  return core::tally_sentinels(collect_sentinels(asked, cluster, deadline, unused),
-                               cluster.sentinels.size());
+  return collect_sentinels(asked, cluster, deadline, unused);
+}
+
+core::SentinelTally sentinel_majority(const config::RedisCluster& cluster,
+                                      const Deadline& deadline) {
+  return core::tally_sentinels(sentinel_answers(cluster, deadline), cluster.sentinels.size());
 }
 
 } // namespace dbcheck::probe

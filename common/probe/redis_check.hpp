@@ -11,6 +11,7 @@
 #include <util/host_port.hpp>
 
 #include <memory>
+#include <vector>
 
 namespace dbcheck::probe {
 
@@ -24,7 +25,12 @@ core::Report check_redis(const config::RedisCluster& cluster, const config::Back
                          const std::shared_ptr<Peers>& peers);
 
 // Every configured Sentinel asked (in parallel, with the check credentials) which master it
-// names, counted as a writer check counts them: a strict majority of the configured ones.
+// names, with its flags and epoch, or why it did not answer.
+std::vector<core::SentinelAnswer> sentinel_answers(const config::RedisCluster& cluster,
+                                                   const Deadline& deadline);
+
+// sentinel_answers() counted as a writer check counts them: a strict majority of the
+// configured ones.
 core::SentinelTally sentinel_majority(const config::RedisCluster& cluster,
                                       const Deadline& deadline);
 

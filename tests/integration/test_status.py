@@ -49,6 +49,17 @@ def test_status_shows_every_node_the_manager_and_each_backend(pg_cluster, dbchec
         assert v["pg_write"]["state"] == "down" and v["pg_write"]["failure"] == "role", v
         assert v["pg_write"]["reason"], v
         assert v["pg_read"]["state"] == "up", v
+    # What each says: Patroni's timeline and lag, the node's own answer, the lag in seconds.
+    timeline = nodes[leader.name]["timeline"]
+    assert timeline.isdigit(), nodes[leader.name]
+    assert nodes[leader.name]["own"] == "primary, read-write", nodes[leader.name]
+    assert nodes[leader.name]["lag_s"] is None, nodes[leader.name]
+    for name in replicas:
+        n = nodes[name]
+        assert n["timeline"] == timeline and n["manager_lag"].isdigit(), n
+        assert n["own"] == f"replica, streaming, timeline {timeline}", n
+        assert isinstance(n["lag_s"], float) and 0 <= n["lag_s"] < 10, n
+        assert n["lag_derivation"], n
     # The text form: a title, a header, a row per node, and why each DOWN is DOWN.
     r = _status(dbcheck_bin, dbcheck_setup.config, haproxy_cfg)
     assert r.returncode == 0, r.stderr
@@ -59,6 +70,10 @@ def test_status_shows_every_node_the_manager_and_each_backend(pg_cluster, dbchec
     assert row.split()[-3:] == ["UP", "DOWN", "role"], row
     assert "why DOWN:" in lines, lines
     assert any(line.startswith(f"  pg_read {leader.name}: ") for line in lines), lines
+    assert ["NODE", "TL", "LAG(B)", "OWN", "ANSWER", "LAG(S)"] in [line.split() for line in lines], lines
+    assert "lag in seconds, how it was bounded:" in lines, lines
+    for name in replicas:
+        assert any(line.startswith(f"  {name}: ") for line in lines), lines
     # An unknown cluster is a configuration error, named.
     r = _status(dbcheck_bin, dbcheck_setup.config, haproxy_cfg, "nope")
     assert r.returncode == 2 and "no [cluster.nope]" in r.stderr, r.stderr
@@ -136,3 +151,11 @@ def test_status_of_a_redis_cluster_names_the_sentinels_master(redis_cluster, red
     assert nodes[master.addr]["verdicts"]["redis_write"]["state"] == "up", nodes[master.addr]
     assert nodes[replica.addr]["verdicts"]["redis_write"]["failure"] == "role", nodes[replica.addr]
     assert nodes[replica.addr]["verdicts"]["redis_read"]["state"] == "up", nodes[replica.addr]
+    # Each node's own ROLE, and each Sentinel's answer with its flags and epoch.
+    assert nodes[master.addr]["own"] == "master", nodes[master.addr]
+    assert nodes[replica.addr]["own"] == f"replica of {master.addr}, link connected", nodes[replica.addr]
+    assert nodes[replica.addr]["lag_s"] is not None, nodes[replica.addr]
+    assert len(c["sentinels"]) == 3, c["sentinels"]
+    for sent in c["sentinels"]:
+        assert sent["names"] == master.addr and "master" in sent["flags"].split(","), sent
+        assert sent["epoch"].isdigit(), sent

@@ -28,6 +28,11 @@ TEST_CASE("parse_patroni_cluster reads members, leader and tags", "[core][patron
   CHECK_FALSE(find_member(*v, HostPort{"127.0.0.1", 55443})->noloadbalance);
   CHECK(find_member(*v, HostPort{"127.0.0.1", 5432}) == nullptr);
   CHECK_FALSE(v->paused);
+  // Timeline and lag, shown to operators: a number of bytes, "unknown", or nothing.
+  CHECK(leader->timeline == 1);
+  CHECK(leader->lag.empty());
+  CHECK(find_member(*v, HostPort{"127.0.0.1", 55443})->lag == "0");
+  CHECK(find_member(*v, HostPort{"127.0.0.1", 55444})->lag == "unknown");
 }
 
 TEST_CASE("leader role spellings of Patroni 3 and 4 are accepted", "[core][patroni]") {

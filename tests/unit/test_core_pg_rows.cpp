@@ -14,6 +14,9 @@ TEST_CASE("the writer row", "[core][pg][rows]") {
   CHECK(role->connection_limit == 47);
   CHECK(describe(*role) == "pg_is_in_recovery=f, transaction_read_only=off, connections 3 of 47");
   CHECK(parse_writer_rows({{"t", "on", "3", "47"}})->read_only);
+  CHECK(summarize(*role) == "primary, read-write");
+  CHECK(summarize(*parse_writer_rows({{"f", "on", "3", "47"}})) == "primary, read-only");
+  CHECK(summarize(*parse_writer_rows({{"t", "on", "3", "47"}})) == "in recovery");
 }
 
 TEST_CASE("writer rows of the wrong shape or value are refused", "[core][pg][rows]") {
@@ -54,6 +57,7 @@ TEST_CASE("the replica row", "[core][pg][rows]") {
   CHECK(describe(r->status, r->position, 1) ==
         "in_recovery=t, wal_receiver=streaming, received_timeline=2, replay_paused=f, "
         "replay_lsn=0/3000060, last_replayed_commit_age=0.250s");
+  CHECK(summarize(r->status) == "replica, streaming, timeline 2");
 
   // No receiver, nothing replayed yet: NULLs stay unknown, not zero.
   r = parse_replica_rows({{"t", "f", std::nullopt, "f", std::nullopt, std::nullopt, std::nullopt}});
@@ -64,6 +68,13 @@ TEST_CASE("the replica row", "[core][pg][rows]") {
   CHECK_THAT(describe(r->status, r->position, 3), Catch::Contains("wal_receiver=none") &&
                                                       Catch::Contains("replay_lsn=null") &&
                                                       Catch::EndsWith("(replay polled 3 times)"));
+  CHECK(summarize(r->status) == "replica, no WAL receiver");
+  r = parse_replica_rows({{"t", "t", "streaming", "t", "0/3000060", "0.25", "2"}});
+  REQUIRE(r);
+  CHECK(summarize(r->status) == "replica, streaming, timeline 2, replay paused");
+  r = parse_replica_rows({{"f", "f", std::nullopt, "f", std::nullopt, std::nullopt, std::nullopt}});
+  REQUIRE(r);
+  CHECK(summarize(r->status) == "not in recovery");
 }
 
 TEST_CASE("replica rows that cannot be trusted name the column", "[core][pg][rows]") {

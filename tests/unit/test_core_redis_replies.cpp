@@ -14,6 +14,7 @@ TEST_CASE("ROLE of a master and of a replica", "[core][redis][role]") {
   CHECK(m->master);
   CHECK(m->offset == 3129);
   CHECK(describe(*m) == "master, offset 3129");
+  CHECK(summarize(*m) == "master");
 
   const auto r = parse_role(R::array({R::string("slave"), R::string("10.0.0.1"), R::number(6379),
                                       R::string("connected"), R::number(3120)}));
@@ -23,6 +24,7 @@ TEST_CASE("ROLE of a master and of a replica", "[core][redis][role]") {
   CHECK(r->link_state == "connected");
   CHECK(r->offset == 3120);
   CHECK(describe(*r) == "replica of 10.0.0.1:6379 (connected), offset 3120");
+  CHECK(summarize(*r) == "replica of 10.0.0.1:6379, link connected"); // no offset: it moves
 
   const auto syncing = parse_role(R::array({R::string("slave"), R::string("10.0.0.1"),
                                             R::number(6379), R::string("sync"), R::number(-1)}));

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -13,16 +14,28 @@ using namespace dbcheck::core;
 namespace {
 
 ClusterStatus three_nodes(const std::string& leader) {
-  ClusterStatus c{"pg", "postgres", "Patroni names " + leader + " leader", {"pg_write", "pg_read"}, {}, {}};
+  ClusterStatus c;
+  c.name = "pg";
+  c.engine = "postgres";
+  c.manager = "Patroni names " + leader + " leader";
+  c.backends = {"pg_write", "pg_read"};
   for (const std::string name : {"pg1", "pg2", "pg3"}) {
     const bool is_leader = name == leader;
-    c.nodes.push_back(
-        {name,
-         "10.0.0." + name.substr(2) + ":5432",
-         is_leader ? "leader running" : "replica streaming",
-         {{"pg_write", is_leader, is_leader ? "" : "role",
-           is_leader ? "" : "not the writer: Patroni names " + leader + " leader, and a long tail " + std::string(80, 'x')},
-          {"pg_read", !is_leader, is_leader ? "role" : "", is_leader ? "a primary, not a replica" : ""}}});
+    StatusNode n;
+    n.name = name;
+    n.address = "10.0.0." + name.substr(2) + ":5432";
+    n.manager = is_leader ? "leader running" : "replica streaming";
+    n.cells = {{"pg_write", is_leader, is_leader ? "" : "role",
+                is_leader ? "" : "not the writer: Patroni names " + leader + " leader, and a long tail " + std::string(80, 'x')},
+               {"pg_read", !is_leader, is_leader ? "role" : "", is_leader ? "a primary, not a replica" : ""}};
+    n.timeline = "4";
+    n.manager_lag = is_leader ? "" : "0";
+    n.own = is_leader ? "primary, read-write" : "replica, streaming, timeline 4";
+    if (!is_leader) {
+      n.lag_s = 0.021;
+      n.lag_derivation = "replayed past the primary's WAL position 0.021 s after it was sampled";
+    }
+    c.nodes.push_back(n);
   }
   return c;
 }
@@ -46,7 +59,13 @@ TEST_CASE("status_table: a title, a header, a row per node, why each DOWN is DOW
   CHECK(l[1].rfind("NODE", 0) == 0);
   CHECK(l[2].find("pg1 10.0.0.1:5432") == 0);
   CHECK(l[2].find("UP") != std::string::npos);
-  CHECK(l[5] == "why DOWN:");
+  // What each node says: Patroni's timeline and lag, the node's own answer, the lag bound.
+  CHECK(l[5] == "NODE TL LAG(B) OWN ANSWER                     LAG(S)");
+  CHECK(l[6] == "pg1  4         primary, read-write");
+  CHECK(l[7] == "pg2  4  0      replica, streaming, timeline 4 0.02");
+  CHECK(l[9] == "lag in seconds, how it was bounded:");
+  CHECK(l[10].rfind("  pg2: replayed past the primary's WAL position", 0) == 0);
+  CHECK(std::find(l.begin(), l.end(), "why DOWN:") != l.end());
   for (const auto& line : l) {
     CHECK(line.size() <= 80);
   }
@@ -61,6 +80,9 @@ TEST_CASE("status_table: what changed since the last screen is marked") {
   CHECK(l[2].find("*replica streaming") != std::string::npos); // pg1's manager role changed
   CHECK(l[3].find("*UP") != std::string::npos);                // pg2 became the writer
   CHECK(l[4].find('*') == std::string::npos);                  // pg3: nothing changed
+  CHECK(l[6].find("*replica, streaming") != std::string::npos); // pg1's own answer changed
+  CHECK(l[7].find("*primary, read-write") != std::string::npos); // and pg2's
+  CHECK(l[8].find('*') == std::string::npos);
   // The same screen twice: nothing marked.
   CHECK(render_status_text(before, &before, 80).find('*') == std::string::npos);
 }
@@ -73,4 +95,36 @@ TEST_CASE("status_table: JSON with each node's verdict per backend") {
   CHECK(c["nodes"][0]["verdicts"]["pg_write"]["failure"] == "none");
   CHECK(c["nodes"][1]["verdicts"]["pg_write"]["failure"] == "role");
   CHECK(c["nodes"][1]["address"] == "10.0.0.2:5432");
+  CHECK(c["nodes"][1]["timeline"] == "4");
+  CHECK(c["nodes"][1]["own"] == "replica, streaming, timeline 4");
+  CHECK(c["nodes"][1]["lag_s"] == 0.021);
+  CHECK(c["nodes"][0]["lag_s"].is_null());
+  CHECK(c["sentinels"].empty());
+}
+
+TEST_CASE("status_table: a Redis cluster lists each Sentinel's answer, flags and epoch") {
+  ClusterStatus c;
+  c.name = "cache";
+  c.engine = "redis";
+  c.manager = "2 of 3 Sentinels name 10.0.0.1:6379 master";
+  c.backends = {"r_write"};
+  StatusNode n;
+  n.name = "master";
+  n.address = "10.0.0.1:6379";
+  n.manager = "master 2/3";
+  n.cells = {{"r_write", true, "", ""}};
+  n.own = "master";
+  c.nodes.push_back(n);
+  c.sentinels = {{"10.0.0.1:26379", "10.0.0.1:6379", "master", "3"},
+                 {"10.0.0.2:26379", "10.0.0.1:6379", "master", "3"},
+                 {"10.0.0.3:26379", "no answer (timeout)", "", ""}};
+  const auto l = lines(render_status_text({c}, nullptr, 80));
+  REQUIRE(l.size() >= 9);
+  CHECK(l[3] == "NODE   OWN ANSWER LAG(S)"); // no manager timeline or lag: no such columns
+  CHECK(l[5].rfind("SENTINEL", 0) == 0);
+  CHECK(l[6] == "10.0.0.1:26379 10.0.0.1:6379       master 3");
+  CHECK(l[8] == "10.0.0.3:26379 no answer (timeout)");
+  const auto doc = nlohmann::json::parse(render_status_json({c}));
+  CHECK(doc["clusters"][0]["sentinels"][2]["names"] == "no answer (timeout)");
+  CHECK(doc["clusters"][0]["sentinels"][0]["epoch"] == "3");
 }
