@@ -4,6 +4,7 @@
 #include "agent_server.hpp"
 #include "http_server.hpp"
 #include "log_line.hpp"
+#include "service_manager.hpp"
 
 #include <config/load_config.hpp>
 #include <config/password_file.hpp>
@@ -15,7 +16,6 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -62,7 +62,8 @@ int run(int argc, char** argv) {
                "damped verdicts of this host's database nodes. Configuration: the [agent]\n"
                "section of dbcheck's TOML file. SIGHUP reloads it, SIGTERM drains then exits.",
                "dbcheck-agent"};
-  app.set_version_flag("--version", probe::version_banner("dbcheck-agent"));
+  // A callback: the banner loads the client modules, which a Redis agent never needs otherwise.
+  app.set_version_flag("--version", [] { return probe::version_banner("dbcheck-agent"); });
   std::string path;
   app.add_option("--config", path,
                  "configuration file (default: $DBCHECK_CONFIG, else "
@@ -162,9 +163,8 @@ int run(int argc, char** argv) {
             {{"config", path},
              {"agent_listen", util::to_string(cfg->agent->listen)},
              {"http_listen", util::to_string(cfg->agent->http_listen)}});
-  sd_notify(0, "READY=1");
-  std::uint64_t watchdog_usec = 0;
-  const bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0;
+  notify_service_manager("READY=1");
+  const bool watchdog = watchdog_interval().has_value();
 
   const timespec tick{0, 200'000'000};
   for (;;) {
@@ -172,9 +172,9 @@ int run(int argc, char** argv) {
     const auto now = Clock::now();
     agent.update_drain(now);
     if (sig == SIGHUP) {
-      sd_notify(0, "RELOADING=1");
+      notify_service_manager("RELOADING=1");
       agent.reload();
-      sd_notify(0, "READY=1");
+      notify_service_manager("READY=1");
     } else if (sig == SIGTERM || sig == SIGINT) {
       if (agent.shutdown_since()) {
         log_event("info", "second signal: stopping now", {});
@@ -184,14 +184,14 @@ int run(int argc, char** argv) {
       agent.update_drain(Clock::now());
       log_event("info", "draining before exit",
                 {{"grace", util::format_duration(agent.config()->agent->shutdown_grace)}});
-      sd_notify(0, "STOPPING=1");
+      notify_service_manager("STOPPING=1");
     }
     if (const auto since = agent.shutdown_since();
         since && now - *since >= agent.config()->agent->shutdown_grace) {
       break;
     }
     if (watchdog && agent.probers_alive(now)) {
-      sd_notify(0, "WATCHDOG=1");
+      notify_service_manager("WATCHDOG=1");
     }
   }
   log_event("info", "stopped", {});

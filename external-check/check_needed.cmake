@@ -1,6 +1,6 @@
-# Fails the build when the dbcheck executable (BINARY) loads at start what it should not: libpq
-# and libcurl come from its client modules, loaded only when needed (client_modules.cpp);
-# libstdc++, fmt and toml++ are linked in (external-check/CMakeLists.txt, common/CMakeLists.txt).
+# Fails the build when an executable (BINARY: dbcheck, dbcheck-agent) loads at start what it
+# should not: libpq and libcurl come from its client modules, loaded only when needed
+# (common/probe/client_loader.cpp); libstdc++, fmt and toml++ are linked in (external-check/CMakeLists.txt, common/CMakeLists.txt).
 execute_process(COMMAND ${READELF} -d ${BINARY} OUTPUT_VARIABLE dynamic RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "${READELF} -d ${BINARY} failed")

@@ -52,7 +52,7 @@ struct Commands {
 // Defines dbcheck's options and subcommands on `app`, parsing into `a`.
 Commands define(CLI::App& app, Args& a) {
   Commands c;
-  // Asked only when --version is given: it loads the client libraries (client_modules.cpp).
+  // Asked only when --version is given: it loads the client libraries (probe/client_loader.cpp).
   app.set_version_flag("--version", std::function<std::string()>{[] {
                          return probe::version_banner("dbcheck");
                        }});

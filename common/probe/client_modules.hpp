@@ -1,9 +1,9 @@
 #pragma once
 // The two client libraries that are expensive to load (libpq, libcurl and what they pull in:
-// OpenSSL, GSSAPI, LDAP, GnuTLS...), as modules the external check dlopens only when a check
-// needs them (external-check/client_modules.cpp; docs/architecture.md). Each module is the
-// probe's own wrapper (pg_session.cpp, http_client.cpp) built as a shared object that exports
-// one function, the table below. The agent links the wrappers directly and never sees this.
+// OpenSSL, GSSAPI, LDAP, GnuTLS...), as modules dbcheck and dbcheck-agent dlopen only when a
+// check needs them (client_loader.cpp; docs/architecture.md). Each module is the probe's own
+// wrapper (pg_session.cpp, http_client.cpp) built as a shared object that exports one
+// function, the table below. Sanitizer and fuzz builds link the wrappers directly.
 
 #include "http_client.hpp"
 #include "pg_session.hpp"

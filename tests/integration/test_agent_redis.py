@@ -1,12 +1,19 @@
 """dbcheck-agent on every Redis data node, behind a real HAProxy 2.6 loading
 haproxy-examples/redis-sentinel-agent.cfg; Sentinel events drive re-probes."""
 
+import functools
+import os
+import signal
+import socket
+import struct
 import threading
 import time
 
 import pytest
 
-from fixtures.agent import agent_ask, http_get, render_redis_agent_example, start_redis_agents, stop_agents
+from fixtures.agent import (AgentProcess, agent_ask, http_get, render_redis_agent_example, start_redis_agents,
+                            stop_agents)
+from fixtures.dbcheck import write_redis_config
 from fixtures.procs import wait_until
 from fixtures.sampler import Sampler
 
@@ -141,3 +148,80 @@ def test_reloads_while_polled_keep_the_verdict_and_the_subscriptions(redis_clust
     assert errors == []
     assert {r for r in replies if isinstance(r, str) and not r.startswith("up")} == set()
     assert {r for r in replies if isinstance(r, int)} == {200}
+
+
+class _ServiceManager:
+    """What systemd's side of Type=notify and WatchdogSec= does with an agent's notifications
+    (sd_notify(3)): a datagram socket in the abstract namespace with SO_PASSCRED, so each
+    message arrives with its sender's PID, as systemd reads it to attribute the message."""
+
+    def __init__(self):
+        self.name = f"dbcheck-test-notify-{os.getpid()}"
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+        self.sock.bind("\0" + self.name)
+        self.sock.settimeout(0.2)
+        self.received = []  # (monotonic time, sender pid, text)
+
+    def collect(self):
+        """Every message that has arrived, read within 0.2 s of the last one."""
+        creds_len = socket.CMSG_SPACE(struct.calcsize("3i"))
+        while True:
+            try:
+                data, anc, _, _ = self.sock.recvmsg(4096, creds_len)
+            except socket.timeout:
+                return self.received
+            pid = next((struct.unpack("3i", d)[0] for level, kind, d in anc
+                        if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS), None)
+            self.received.append((time.monotonic(), pid, data.decode()))
+
+    def texts(self):
+        return [text for _, _, text in self.collect()]
+
+
+def test_agent_tells_the_service_manager_ready_reload_watchdog_and_stop(redis_cluster, workdir, agent_bin):
+    """The agent speaks the notification protocol itself (no libsystemd): READY=1 once it
+    listens, RELOADING=1 then READY=1 around a SIGHUP, WATCHDOG=1 while its probers deliver,
+    STOPPING=1 on SIGTERM; each datagram from the agent's own PID. A WATCHDOG_PID naming
+    another process turns the pings off (that watchdog is not the agent's)."""
+    redis_cluster.wait_stable()
+    node = redis_cluster.nodes()[0]
+    manager = _ServiceManager()
+    writer = functools.partial(write_redis_config, cluster=redis_cluster, owner=None)
+    agent = AgentProcess(workdir, "agent-notify", agent_bin, writer, "cache", node.addr, interval="1s",
+                         shutdown_grace="1s")
+    try:
+        agent.start(env={"NOTIFY_SOCKET": "@" + manager.name, "WATCHDOG_USEC": "2000000"})
+        wait_until(lambda: "READY=1" in manager.texts(), 10, "READY=1")
+        wait_until(lambda: manager.texts().count("WATCHDOG=1") >= 3, 10, "three WATCHDOG=1")
+        agent.daemon.signal_stop(sig=signal.SIGHUP)
+        wait_until(lambda: "RELOADING=1" in manager.texts(), 10, "RELOADING=1")
+        wait_until(lambda: manager.texts().count("READY=1") >= 2, 10, "READY=1 after the reload")
+        agent.daemon.signal_stop()
+        wait_until(lambda: "STOPPING=1" in manager.texts(), 10, "STOPPING=1")
+        agent.stop()  # raises on a sanitizer report
+        assert agent.daemon.popen.returncode == 0, agent.log_text()[-2000:]
+        got = manager.collect()
+        order = [t for _, _, t in got if t != "WATCHDOG=1"]
+        assert order == ["READY=1", "RELOADING=1", "READY=1", "STOPPING=1"], order
+        assert {pid for _, pid, _ in got} == {agent.pid}, got
+        # Pinged about every tick (0.2 s) while the probers deliver: always within the 2 s the
+        # manager was told to wait (it would restart the agent otherwise).
+        pings = [at for at, _, t in got if t == "WATCHDOG=1"]
+        assert max(b - a for a, b in zip(pings, pings[1:])) < 2.0, pings
+        # WATCHDOG_PID for another process: the watchdog is not ours, no pings.
+        other = AgentProcess(workdir, "agent-notify-2", agent_bin, writer, "cache", node.addr, interval="1s",
+                             shutdown_grace="1s")
+        other.start(env={"NOTIFY_SOCKET": "@" + manager.name, "WATCHDOG_USEC": "2000000",
+                         "WATCHDOG_PID": "1"})
+        try:
+            wait_until(lambda: [t for _, pid, t in manager.collect() if pid == other.pid] == ["READY=1"], 10,
+                       "READY=1 from the second agent")
+            time.sleep(1.0)  # five ticks: no ping may come
+            assert [t for _, pid, t in manager.collect() if pid == other.pid] == ["READY=1"]
+        finally:
+            other.stop()
+    finally:
+        if agent.daemon is not None:
+            agent.stop()
+        manager.sock.close()
