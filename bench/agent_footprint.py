@@ -270,6 +270,9 @@ def main():
     ap.add_argument("--engine", choices=("pg", "redis", "both"), default="both")
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--detail", action="store_true", help="also the memory of each kind of mapping")
+    ap.add_argument("--write", action="store_true",
+                    help="also write the tables (with --detail's, top 25) to docs/results.md, section "
+                         "agent-footprint")
     args = ap.parse_args()
     from fixtures.binaries import agent_bin
     work = Path(tempfile.mkdtemp(prefix="dbcheck-footprint.", dir="/tmp"))
@@ -280,6 +283,19 @@ def main():
     print("\n".join(table(rows)))
     for f in rows if args.detail else ():
         print("\n" + "\n".join(detail_table(f)))
+    if args.write:
+        import results
+        intro = ("One agent per node at `interval = 1s`, the primary's measured over "
+                 f"{args.seconds:g} s while 10 pollers each ask its agent-check port and its HTTP "
+                 "endpoint once a second. RSS counts every resident page, the libraries' shared "
+                 "ones included; PSS divides those among the processes mapping them; private "
+                 "dirty is the agent's alone.")
+        body = ["## dbcheck-agent at rest: memory and CPU (issue 15: RSS ≤ 10 MB, CPU ≤ 1 % of a core)",
+                "", intro, "", *table(rows)]
+        for f in rows if args.detail else ():
+            body += ["", *detail_table(f, top=25)]
+        results.write_section("agent-footprint", "\n".join(body))
+        print(f"written to {results.RESULTS} (section agent-footprint)")
     return 0
 
 
