@@ -59,16 +59,21 @@ void add_node(std::vector<Node>& nodes, Node n) {
 }
 
 // The node's own answer as the check it passes heard it (the leader's from the writer check,
-// a replica's from the reader check); when it passes none, as a reader check heard it (that
-// asks the most: recovery, receiver, timeline, replay), else as a writer check did.
+// a replica's from the reader check). When it passes none: as the check that failed for
+// another cause than its role heard it (a primary whose writer check cannot read Patroni says
+// "primary, read-write" there; a lagging replica's reader check says what its receiver does),
+// a reader check first; else as a reader check heard it.
 std::string own_answer(const core::Report* reports, std::size_t count) {
   const core::Report* shown = nullptr;
+  int shown_rank = -1;
   for (const core::Report* r = reports; r != reports + count; ++r) {
     if (core::passes(r->verdict)) {
       return r->own;
     }
-    if (shown == nullptr || r->role == "replica") {
+    const int rank = (r->verdict.failure != core::Failure::role ? 2 : 0) + (r->role == "replica" ? 1 : 0);
+    if (rank > shown_rank) {
       shown = r;
+      shown_rank = rank;
     }
   }
   return shown != nullptr ? shown->own : "";
@@ -150,6 +155,10 @@ core::ClusterStatus gather(const config::Config& cfg, const std::string& name,
     }
   }
   const std::vector<core::Report> all = run_checks(jobs, probe::Clock::now());
+  std::size_t readers = 0;
+  for (const auto& backend_name : s.backends) {
+    readers += cfg.backends.at(backend_name).role == config::Role::replica ? 1 : 0;
+  }
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     core::StatusNode n;
     n.name = nodes[i].name;
@@ -161,12 +170,21 @@ core::ClusterStatus gather(const config::Config& cfg, const std::string& name,
       const core::Report& r = all[i * s.backends.size() + b];
       n.cells.push_back({s.backends[b], core::passes(r.verdict),
                          std::string{core::to_string(r.verdict.failure)}, r.verdict.reason});
-      if (r.lag && !nodes[i].named_writer) {
+      if (!r.lag || nodes[i].named_writer) {
+        continue;
+      }
+      // Several reader backends: the loosest bound is shown (unknown the loosest of all),
+      // with the backend that found it.
+      const bool looser = n.lag_derivation.empty() ||
+                          (n.lag_s && (!r.lag->seconds || *r.lag->seconds > *n.lag_s));
+      if (looser) {
         n.lag_s = r.lag->seconds;
-        n.lag_derivation = r.lag->derivation;
+        n.lag_derivation = readers > 1 ? fmt::format("{} ({})", r.lag->derivation, s.backends[b])
+                                       : r.lag->derivation;
       }
     }
-    n.own = own_answer(&all[i * s.backends.size()], s.backends.size());
+    // data(): a cluster no backend uses has no reports, and all[0] would not exist.
+    n.own = own_answer(all.data() + i * s.backends.size(), s.backends.size());
     s.nodes.push_back(std::move(n));
   }
   if (nodes.empty()) {

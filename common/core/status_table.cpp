@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <iterator>
+#include <string>
 
 namespace dbcheck::core {
 namespace {
@@ -31,7 +33,20 @@ std::string cell_text(const StatusCell& cell) {
   return cell.up ? "UP" : fmt::format("DOWN {}", cell.failure);
 }
 
-// `text` cut to `width` columns (bytes: the table is ASCII but for names), "..." at the end.
+// `text` with every control character (ESC, CR, LF...) as '?': peers' words (Patroni's lag,
+// Sentinel's flags, Redis's link state, reasons quoting them) must not drive the terminal or
+// break the screen's lines.
+std::string printable(std::string text) {
+  for (char& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      c = '?';
+    }
+  }
+  return text;
+}
+
+// `text` cut to `width` columns (bytes: the table is ASCII but for names), "..." at the end;
+// 0: not cut.
 std::string fit(std::string text, std::size_t width) {
   if (width > 3 && text.size() > width) {
     text.resize(width - 3);
@@ -40,35 +55,46 @@ std::string fit(std::string text, std::size_t width) {
   return text;
 }
 
-// `text` padded (or cut) to exactly `n` columns.
-std::string column(const std::string& text, std::size_t n) {
-  std::string out = text.size() > n ? text.substr(0, n) : text;
+// How a column's entries give way when the screen is narrow.
+enum class Cut {
+  end,  // "replica, streaming, time..." (texts)
+  head, // "...prod-1" (names: their ends tell them apart)
+};
+
+// `text` padded to exactly `n` columns, or cut as `cut` says with "..." marking the cut.
+std::string column(const std::string& text, std::size_t n, Cut cut) {
+  std::string out = text;
+  if (out.size() > n && n > 3) {
+    out = cut == Cut::end ? out.substr(0, n - 3) + "..." : "..." + out.substr(out.size() - (n - 3));
+  }
   out.resize(n, ' ');
   return out;
 }
 
-// A text table: each column as wide as its widest entry, within its bound; no trailing blanks.
+// A text table: each column as wide as its widest entry, within its bound when the screen is
+// narrow (`bounded`), cut with "..." beyond it; no trailing blanks.
 struct Table {
   struct Column {
     std::string head;
     std::size_t max_width;
+    Cut cut = Cut::end;
   };
   std::vector<Column> columns;
   std::vector<std::vector<std::string>> rows;
 
-  std::string render() const {
+  std::string render(bool bounded) const {
     std::vector<std::size_t> w;
     for (std::size_t i = 0; i < columns.size(); ++i) {
       std::size_t n = columns[i].head.size();
       for (const auto& r : rows) {
         n = std::max(n, r[i].size());
       }
-      w.push_back(std::min(n, columns[i].max_width));
+      w.push_back(bounded ? std::min(n, columns[i].max_width) : n);
     }
     const auto line = [&](const auto& cell_of) {
       std::string out;
       for (std::size_t i = 0; i < columns.size(); ++i) {
-        out += (i == 0 ? "" : " ") + column(cell_of(i), w[i]);
+        out += (i == 0 ? "" : " ") + column(printable(cell_of(i)), w[i], columns[i].cut);
       }
       while (!out.empty() && out.back() == ' ') {
         out.pop_back();
@@ -83,6 +109,26 @@ struct Table {
   }
 };
 
+// Patroni's lag in bytes in at most 7 characters, exact enough to act on: "0", "512B",
+// "3.1MiB", "12GiB"; anything not a number of bytes ("unknown") as Patroni said it.
+std::string bytes_cell(const std::string& lag) {
+  if (lag.empty() || lag.size() > 18 || lag.find_first_not_of("0123456789") != std::string::npos) {
+    return lag;
+  }
+  double v = std::stod(lag);
+  if (v == 0) {
+    return "0";
+  }
+  static constexpr const char* k_units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  std::size_t u = 0;
+  while (v >= 1024 && u + 1 < std::size(k_units)) {
+    v /= 1024;
+    ++u;
+  }
+  return u == 0 || v >= 10 ? fmt::format("{:.0f}{}", v, k_units[u])
+                           : fmt::format("{:.1f}{}", v, k_units[u]);
+}
+
 // "*" when a node's text changed since the last screen.
 std::string mark(const StatusNode* before, const std::string StatusNode::*field,
                  const StatusNode& now) {
@@ -91,8 +137,9 @@ std::string mark(const StatusNode* before, const std::string StatusNode::*field,
 
 // The verdicts: NODE, MANAGER, one column per backend. Bounds keep a three-node, two-backend
 // cluster inside 80 columns.
-std::string verdict_table(const ClusterStatus& c, const std::vector<ClusterStatus>* previous) {
-  Table t{{{"NODE", 26}, {"MANAGER", 18}}, {}};
+std::string verdict_table(const ClusterStatus& c, const std::vector<ClusterStatus>* previous,
+                          bool bounded) {
+  Table t{{{"NODE", 26, Cut::head}, {"MANAGER", 18}}, {}};
   for (const auto& b : c.backends) {
     t.columns.push_back({b, 15});
   }
@@ -111,34 +158,36 @@ std::string verdict_table(const ClusterStatus& c, const std::vector<ClusterStatu
     }
     t.rows.push_back(std::move(row));
   }
-  return t.render();
+  return t.render(bounded);
 }
 
-// The lag bound as a table cell: "0.02", "unknown", or "" when no reader check ran.
+// The lag bound as a table cell: "0.02", "312", "unknown", or "" when no reader check ran.
 std::string lag_cell(const StatusNode& n) {
   if (n.lag_s) {
-    return fmt::format("{:.2f}", *n.lag_s);
+    return *n.lag_s < 100 ? fmt::format("{:.2f}", *n.lag_s) : fmt::format("{:.0f}", *n.lag_s);
   }
   return n.lag_derivation.empty() ? "" : "unknown";
 }
 
 // What each node says: the manager's timeline and lag (when it gives them), the node's own
 // answer and the lag bound in seconds. Bounds keep it inside 80 columns.
-std::string opinion_table(const ClusterStatus& c, const std::vector<ClusterStatus>* previous) {
+std::string opinion_table(const ClusterStatus& c, const std::vector<ClusterStatus>* previous,
+                          bool bounded) {
   bool timeline = false, manager_lag = false;
   for (const auto& n : c.nodes) {
     timeline = timeline || !n.timeline.empty();
     manager_lag = manager_lag || !n.manager_lag.empty();
   }
-  Table t{{{"NODE", 12}}, {}};
+  // 14 + 3 + 7 + 44 + 7 and the blanks between: 79 columns.
+  Table t{{{"NODE", 14, Cut::head}}, {}};
   if (timeline) {
-    t.columns.push_back({"TL", 4});
+    t.columns.push_back({"TL", 3});
   }
   if (manager_lag) {
-    t.columns.push_back({"LAG(B)", 10});
+    t.columns.push_back({"LAG(B)", 7});
   }
-  t.columns.push_back({"OWN ANSWER", 42});
-  t.columns.push_back({"LAG(S)", 8});
+  t.columns.push_back({"OWN ANSWER", 44});
+  t.columns.push_back({"LAG(S)", 7});
   for (const auto& n : c.nodes) {
     const StatusNode* before = earlier(previous, c, n);
     std::vector<std::string> row{n.name};
@@ -146,22 +195,24 @@ std::string opinion_table(const ClusterStatus& c, const std::vector<ClusterStatu
       row.push_back(n.timeline);
     }
     if (manager_lag) {
-      row.push_back(n.manager_lag);
+      row.push_back(bytes_cell(n.manager_lag));
     }
     row.push_back(mark(before, &StatusNode::own, n) + n.own);
     row.push_back(lag_cell(n));
     t.rows.push_back(std::move(row));
   }
-  return t.render();
+  return t.render(bounded);
 }
 
-// Each Sentinel's answer.
-std::string sentinel_table(const ClusterStatus& c) {
-  Table t{{{"SENTINEL", 26}, {"NAMES MASTER", 26}, {"FLAGS", 20}, {"EPOCH", 6}}, {}};
+// Each Sentinel's answer. 21 + 21 + 29 + 5 and the blanks: 79 columns ("255.255.255.255:26379"
+// whole; flags such as "master,failover_in_progress" whole).
+std::string sentinel_table(const ClusterStatus& c, bool bounded) {
+  Table t{{{"SENTINEL", 21, Cut::head}, {"NAMES MASTER", 21, Cut::head}, {"FLAGS", 29}, {"EPOCH", 5}},
+          {}};
   for (const auto& s : c.sentinels) {
     t.rows.push_back({s.address, s.names, s.flags, s.epoch});
   }
-  return t.render();
+  return t.render(bounded);
 }
 
 } // namespace
@@ -174,18 +225,18 @@ std::string render_status_text(const std::vector<ClusterStatus>& now,
     std::size_t from = 0;
     while (from < text.size()) {
       const std::size_t nl = std::min(text.find('\n', from), text.size());
-      out += fit(text.substr(from, nl - from), width) + '\n';
+      out += fit(printable(text.substr(from, nl - from)), width) + '\n';
       from = nl + 1;
     }
   };
   for (const auto& c : now) {
     add(fmt::format("{} ({}): {}\n", c.name, c.engine, c.manager));
-    add(verdict_table(c, previous));
+    add(verdict_table(c, previous, width > 0));
     if (!c.nodes.empty()) {
-      add(opinion_table(c, previous));
+      add(opinion_table(c, previous, width > 0));
     }
     if (!c.sentinels.empty()) {
-      add(sentinel_table(c));
+      add(sentinel_table(c, width > 0));
     }
     std::vector<std::string> lag, why;
     for (const auto& n : c.nodes) {
@@ -253,7 +304,10 @@ std::string render_status_json(const std::vector<ClusterStatus>& now) {
                         {"sentinels", sentinels},
                         {"notes", c.notes}});
   }
-  return nlohmann::json{{"clusters", clusters}}.dump(2) + '\n';
+  // Peers' words may not be UTF-8: replaced, never an exception.
+  return nlohmann::json{{"clusters", clusters}}.dump(2, ' ', false,
+                                                     nlohmann::json::error_handler_t::replace) +
+         '\n';
 }
 
 } // namespace dbcheck::core

@@ -19,7 +19,9 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cstring>
+#include <mutex>
 #include <string>
 
 namespace dbcheck::probe {
@@ -69,15 +71,30 @@ template <class Table> Loaded<Table> load(const char* file, const char* entry) {
   return l;
 }
 
-// Loaded once, by whichever thread asks first (a static local's initialisation is serialised).
-const Loaded<PgModule>& pq() {
-  static const auto module = load<PgModule>("dbcheck-pq.so", "dbcheck_pq_module");
-  return module;
+// The module's table, loaded by whichever thread asks first. Only a success is kept: a failed
+// load (EMFILE, ENOMEM, a package upgrade half done) is tried again by the next check, so an
+// agent that runs for months does not fail its checks closed until someone restarts it.
+template <class Table> Loaded<Table> cached(const char* file, const char* entry) {
+  static std::atomic<const Table*> table{nullptr};
+  static std::mutex loading;
+  if (const Table* t = table.load(std::memory_order_acquire)) {
+    return {t, {}};
+  }
+  const std::lock_guard lock(loading);
+  if (const Table* t = table.load(std::memory_order_acquire)) {
+    return {t, {}};
+  }
+  Loaded<Table> l = load<Table>(file, entry);
+  table.store(l.table, std::memory_order_release);
+  return l;
 }
 
-const Loaded<HttpModule>& curl() {
-  static const auto module = load<HttpModule>("dbcheck-curl.so", "dbcheck_curl_module");
-  return module;
+Loaded<PgModule> pq() {
+  return cached<PgModule>("dbcheck-pq.so", "dbcheck_pq_module");
+}
+
+Loaded<HttpModule> curl() {
+  return cached<HttpModule>("dbcheck-curl.so", "dbcheck_curl_module");
 }
 
 } // namespace
@@ -94,7 +111,7 @@ PgSession::~PgSession() = default;
 
 tl::expected<PgSession, core::ProbeError> PgSession::connect(const PgTarget& target,
                                                              const Deadline& deadline) {
-  const auto& m = pq();
+  const auto m = pq();
   if (m.table == nullptr) {
     return tl::unexpected(core::ProbeError{core::Failure::internal, m.error, {}});
   }
@@ -108,7 +125,7 @@ PgSession::query(const std::string& sql, const std::vector<std::string>& params,
 }
 
 int libpq_version() {
-  const auto& m = pq();
+  const auto m = pq();
   return m.table != nullptr ? m.table->libpq_version() : 0;
 }
 
@@ -116,7 +133,7 @@ int libpq_version() {
 
 std::vector<HttpReply> get_all(const std::vector<std::string>& urls, const HttpOptions& options,
                                const Deadline& deadline, const EnoughFn& enough) {
-  const auto& m = curl();
+  const auto m = curl();
   if (m.table != nullptr) {
     return m.table->get_all(urls, options, deadline, enough);
   }
@@ -134,7 +151,7 @@ std::vector<HttpReply> get_all(const std::vector<std::string>& urls, const HttpO
 HttpReply post_json(const std::string& url, const std::string& json_body,
                     const std::optional<HttpCredentials>& credentials, const HttpOptions& options,
                     const Deadline& deadline) {
-  const auto& m = curl();
+  const auto m = curl();
   if (m.table != nullptr) {
     return m.table->post_json(url, json_body, credentials, options, deadline);
   }
@@ -145,7 +162,7 @@ HttpReply post_json(const std::string& url, const std::string& json_body,
 }
 
 std::string libcurl_version() {
-  const auto& m = curl();
+  const auto m = curl();
   return m.table != nullptr ? m.table->libcurl_version() : "? (" + m.error + ")";
 }
 

@@ -50,6 +50,10 @@ core::Report run_check(const config::Cluster& cluster, const config::Backend& ba
     report.verdict = {core::State::down, core::Failure::internal,
                       fmt::format("internal error: {}", e.what())};
   }
+  if (report.own.empty()) {
+    // The check ended before the node's answer was summarised (timeout, no thread).
+    report.own = fmt::format("no answer ({})", core::to_string(report.verdict.failure));
+  }
   report.backend = backend.name;
   report.node = util::to_string(node);
   report.role = std::string{config::to_string(backend.role)};

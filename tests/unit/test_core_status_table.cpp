@@ -128,3 +128,42 @@ TEST_CASE("status_table: a Redis cluster lists each Sentinel's answer, flags and
   CHECK(doc["clusters"][0]["sentinels"][2]["names"] == "no answer (timeout)");
   CHECK(doc["clusters"][0]["sentinels"][0]["epoch"] == "3");
 }
+
+TEST_CASE("status_table: long entries are cut with '...' on a screen, never in a pipe", "[core]") {
+  ClusterStatus c = three_nodes("pg1");
+  c.nodes[1].name = "postgresql-production-2";
+  c.nodes[2].name = "postgresql-production-3";
+  c.nodes[1].own = "replica, streaming, timeline 12, replay paused, and then some more words";
+  c.nodes[1].manager_lag = "12884901888"; // 12 GiB
+  const auto screen = lines(render_status_text({c}, nullptr, 80));
+  const auto opinion = std::find_if(screen.begin(), screen.end(), [](const std::string& l) {
+    return l.rfind("NODE", 0) == 0 && l.find("OWN ANSWER") != std::string::npos;
+  });
+  REQUIRE(opinion != screen.end());
+  // Names keep their ends (what tells them apart); texts keep their starts; a cut says so.
+  CHECK(opinion[2].rfind("...roduction-2 ", 0) == 0); // 14 columns
+  CHECK(opinion[3].rfind("...roduction-3 ", 0) == 0);
+  CHECK(opinion[2].find("12GiB") != std::string::npos); // bytes in units, never cut short
+  CHECK(opinion[2].find("...") != std::string::npos);
+  for (const auto& line : screen) {
+    CHECK(line.size() <= 80);
+  }
+  // Piped (width 0): everything whole.
+  const auto whole = render_status_text({c}, nullptr, 0);
+  CHECK(whole.find("postgresql-production-2") != std::string::npos);
+  CHECK(whole.find("and then some more words") != std::string::npos);
+}
+
+TEST_CASE("status_table: peers' words cannot drive the terminal or break the JSON", "[core]") {
+  ClusterStatus c = three_nodes("pg1");
+  c.nodes[1].manager_lag = "\x1b[2Jgotcha";
+  c.nodes[2].own = "replica of x, link \x1b]0;title\x07\nfake line";
+  c.nodes[2].cells[0].reason = "bad\xff\xfe utf-8 \x1b[31m";
+  const auto text = render_status_text({c}, nullptr, 0);
+  CHECK(text.find('\x1b') == std::string::npos);
+  CHECK(text.find('\x07') == std::string::npos);
+  CHECK(text.find("\nfake line") == std::string::npos);
+  const auto doc = nlohmann::json::parse(render_status_json({c})); // no exception, valid UTF-8
+  CHECK(doc["clusters"][0]["nodes"][2]["verdicts"]["pg_write"]["reason"].get<std::string>().find("utf-8") !=
+        std::string::npos);
+}
