@@ -62,7 +62,7 @@ std::optional<std::chrono::microseconds> watchdog_interval() {
   if (!usec || *usec == 0) {
     return std::nullopt;
   }
-  if (const char* pid = std::getenv("WATCHDOG_PID"); pid != nullptr) {
+  if (std::getenv("WATCHDOG_PID") != nullptr) {
     const auto owner = number_from_env("WATCHDOG_PID");
     if (!owner || *owner != static_cast<unsigned long long>(::getpid())) {
       return std::nullopt; // meant for another process (one that started us)

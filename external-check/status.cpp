@@ -117,7 +117,7 @@ core::ClusterStatus gather(const config::Config& cfg, const std::string& name,
     for (const auto& a : answers) {
       core::SentinelRow row{util::to_string(a.sentinel), "", "", ""};
       if (!a.view) {
-        row.names = fmt::format("no answer ({})", core::to_string(a.view.error().kind));
+        row.names = core::no_answer(a.view.error().kind);
       } else {
         row.names = a.view->master ? util::to_string(*a.view->master) : "nil";
         row.flags = a.view->flags;

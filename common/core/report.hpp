@@ -47,11 +47,16 @@ struct Report {
 
 // --- Interface ---
 
-// A node's answer in a few words for Report::own (the summarize() of its type), or
-// "no answer (<failure class>)": the detail is in the node step and the reason already.
+// "no answer (<failure class>)": what a peer that did not answer said, in a few words (the
+// detail is in its step and the reason already).
+inline std::string no_answer(Failure why) {
+  return fmt::format("no answer ({})", to_string(why));
+}
+
+// A node's answer in a few words for Report::own (the summarize() of its type), or no_answer().
 template <class Answer>
 std::string own_words(const tl::expected<Answer, ProbeError>& answer) {
-  return answer ? summarize(*answer) : fmt::format("no answer ({})", to_string(answer.error().kind));
+  return answer ? summarize(*answer) : no_answer(answer.error().kind);
 }
 
 // One line: "pg_write 10.0.0.1:5432 UP: <reason>"; what syslog and `dbcheck check` print.

@@ -220,23 +220,26 @@ std::string sentinel_table(const ClusterStatus& c, bool bounded) {
 std::string render_status_text(const std::vector<ClusterStatus>& now,
                                const std::vector<ClusterStatus>* previous, std::size_t width) {
   std::string out;
-  const auto add = [&](const std::string& text) {
-    // Tables are cut line by line like everything else: an 80-column screen stays one.
+  // A table's lines (their cells already printable), each cut to the screen.
+  const auto add_table = [&](const std::string& table) {
     std::size_t from = 0;
-    while (from < text.size()) {
-      const std::size_t nl = std::min(text.find('\n', from), text.size());
-      out += fit(printable(text.substr(from, nl - from)), width) + '\n';
+    while (from < table.size()) {
+      const std::size_t nl = std::min(table.find('\n', from), table.size());
+      out += fit(table.substr(from, nl - from), width) + '\n';
       from = nl + 1;
     }
   };
+  // One line of text that may quote a peer (a reason, a derivation): made printable whole, so
+  // a line break inside it cannot start a line of its own, then cut to the screen.
+  const auto add_line = [&](const std::string& text) { out += fit(printable(text), width) + '\n'; };
   for (const auto& c : now) {
-    add(fmt::format("{} ({}): {}\n", c.name, c.engine, c.manager));
-    add(verdict_table(c, previous, width > 0));
+    add_line(fmt::format("{} ({}): {}", c.name, c.engine, c.manager));
+    add_table(verdict_table(c, previous, width > 0));
     if (!c.nodes.empty()) {
-      add(opinion_table(c, previous, width > 0));
+      add_table(opinion_table(c, previous, width > 0));
     }
     if (!c.sentinels.empty()) {
-      add(sentinel_table(c, width > 0));
+      add_table(sentinel_table(c, width > 0));
     }
     std::vector<std::string> lag, why;
     for (const auto& n : c.nodes) {
@@ -250,19 +253,19 @@ std::string render_status_text(const std::vector<ClusterStatus>& now,
       }
     }
     if (!lag.empty()) {
-      add("lag in seconds, how it was bounded:\n");
+      add_line("lag in seconds, how it was bounded:");
       for (const auto& l : lag) {
-        add(l + '\n');
+        add_line(l);
       }
     }
     if (!why.empty()) {
-      add("why DOWN:\n");
+      add_line("why DOWN:");
       for (const auto& w : why) {
-        add(w + '\n');
+        add_line(w);
       }
     }
     for (const auto& note : c.notes) {
-      add("note: " + note + '\n');
+      add_line("note: " + note);
     }
     out += '\n';
   }

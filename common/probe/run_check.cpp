@@ -52,7 +52,7 @@ core::Report run_check(const config::Cluster& cluster, const config::Backend& ba
   }
   if (report.own.empty()) {
     // The check ended before the node's answer was summarised (timeout, no thread).
-    report.own = fmt::format("no answer ({})", core::to_string(report.verdict.failure));
+    report.own = core::no_answer(report.verdict.failure);
   }
   report.backend = backend.name;
   report.node = util::to_string(node);
