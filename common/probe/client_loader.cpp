@@ -1,14 +1,15 @@
-// The executables' side of the client modules (client_modules.hpp): the probe's libpq and
-// libcurl wrappers, defined here as calls into dbcheck-pq.so and dbcheck-curl.so, each loaded
-// on its first use. A Redis check, --help and config-check thus never load libpq or libcurl
-// (nor OpenSSL, GSSAPI, LDAP... behind them): process start is most of an external check's
-// cost, and it grows with every library loaded and relocated. A Redis agent never maps them:
-// 4 MiB less resident, most of it OpenSSL.
+// The executables' side of the client modules (client_modules.hpp): the probe's libpq,
+// libcurl and libevent wrappers, defined here as calls into dbcheck-pq.so, dbcheck-curl.so and
+// dbcheck-event.so, each loaded on its first use. A Redis check, --help and config-check thus
+// never load libpq or libcurl (nor OpenSSL, GSSAPI, LDAP... behind them): process start is
+// most of an external check's cost, and it grows with every library loaded and relocated. A
+// Redis agent never maps them: 4 MiB less resident, most of it OpenSSL.
 //
-// These definitions replace pg_session.cpp and http_client.cpp in dbcheck and dbcheck-agent:
-// the linker takes them from this object first, so it never pulls those two members out of
-// dbcheck_probe's archive (every symbol they define must be defined here too, or the link
-// fails on duplicates), and --as-needed drops libpq and libcurl (checked after the link).
+// These definitions replace pg_session.cpp, http_client.cpp and plain_http.cpp in dbcheck and
+// dbcheck-agent: the linker takes them from this object first, so it never pulls those
+// members out of dbcheck_probe's archive (every symbol they define must be defined here too,
+// or the link fails on duplicates), and --as-needed drops libpq, libcurl and libevent (checked
+// after the link).
 #include <probe/client_modules.hpp>
 #include <util/url.hpp>
 
@@ -97,6 +98,24 @@ Loaded<HttpModule> curl() {
   return cached<HttpModule>("dbcheck-curl.so", "dbcheck_curl_module");
 }
 
+Loaded<PlainHttpModule> event() {
+  return cached<PlainHttpModule>("dbcheck-event.so", "dbcheck_event_module");
+}
+
+// Each URL's reply when a module cannot be loaded: why, handed to `enough` as get_all would.
+std::vector<HttpReply> unloaded(const std::vector<std::string>& urls, const std::string& error,
+                                const EnoughFn& enough) {
+  std::vector<HttpReply> replies(urls.size());
+  for (std::size_t i = 0; i < urls.size(); ++i) {
+    replies[i].attempt.url = util::redact_url(urls[i]);
+    replies[i].attempt.error = error;
+    if (enough(i, replies[i])) {
+      break;
+    }
+  }
+  return replies;
+}
+
 } // namespace
 
 // --- pg_session.cpp ---
@@ -131,21 +150,12 @@ int libpq_version() {
 
 // --- http_client.cpp ---
 
-std::vector<HttpReply> get_all(const std::vector<std::string>& urls, const HttpOptions& options,
-                               const Deadline& deadline, const EnoughFn& enough) {
+std::vector<HttpReply> curl_get_all(const std::vector<std::string>& urls,
+                                    const HttpOptions& options, const Deadline& deadline,
+                                    const EnoughFn& enough) {
   const auto m = curl();
-  if (m.table != nullptr) {
-    return m.table->get_all(urls, options, deadline, enough);
-  }
-  std::vector<HttpReply> replies(urls.size());
-  for (std::size_t i = 0; i < urls.size(); ++i) {
-    replies[i].attempt.url = util::redact_url(urls[i]);
-    replies[i].attempt.error = m.error;
-    if (enough(i, replies[i])) {
-      break;
-    }
-  }
-  return replies;
+  return m.table != nullptr ? m.table->curl_get_all(urls, options, deadline, enough)
+                            : unloaded(urls, m.error, enough);
 }
 
 HttpReply post_json(const std::string& url, const std::string& json_body,
@@ -164,6 +174,21 @@ HttpReply post_json(const std::string& url, const std::string& json_body,
 std::string libcurl_version() {
   const auto m = curl();
   return m.table != nullptr ? m.table->libcurl_version() : "? (" + m.error + ")";
+}
+
+// --- plain_http.cpp ---
+
+std::vector<HttpReply> plain_get_all(const std::vector<std::string>& urls,
+                                     const HttpOptions& options, const Deadline& deadline,
+                                     const EnoughFn& enough) {
+  const auto m = event();
+  return m.table != nullptr ? m.table->plain_get_all(urls, options, deadline, enough)
+                            : unloaded(urls, m.error, enough);
+}
+
+std::string libevent_version() {
+  const auto m = event();
+  return m.table != nullptr ? m.table->libevent_version() : "? (" + m.error + ")";
 }
 
 } // namespace dbcheck::probe

@@ -1,18 +1,20 @@
 #pragma once
-// The two client libraries that are expensive to load (libpq, libcurl and what they pull in:
-// OpenSSL, GSSAPI, LDAP, GnuTLS...), as modules dbcheck and dbcheck-agent dlopen only when a
-// check needs them (client_loader.cpp; docs/architecture.md). Each module is the probe's own
-// wrapper (pg_session.cpp, http_client.cpp) built as a shared object that exports one
-// function, the table below. Sanitizer and fuzz builds link the wrappers directly.
+// The client libraries, as modules dbcheck and dbcheck-agent dlopen only when a check needs
+// them (client_loader.cpp; docs/architecture.md): libpq and libcurl are expensive to load
+// (OpenSSL, GSSAPI, LDAP, GnuTLS... behind them), libevent is cheap but only PostgreSQL checks
+// use it. Each module is the probe's own wrapper (pg_session.cpp, http_client.cpp,
+// plain_http.cpp) built as a shared object that exports one function, the table below.
+// Sanitizer and fuzz builds link the wrappers directly.
 
 #include "http_client.hpp"
 #include "pg_session.hpp"
+#include "plain_http.hpp"
 
 namespace dbcheck::probe {
 
 // A module and the binary loading it must come from the same build: the tables pass C++
 // objects (std::string, tl::expected) by reference.
-inline constexpr const char* k_module_abi = "dbcheck " DBCHECK_VERSION " modules 1";
+inline constexpr const char* k_module_abi = "dbcheck " DBCHECK_VERSION " modules 2";
 
 // dbcheck-pq.so: PgSession (pg_session.cpp).
 struct PgModule {
@@ -25,10 +27,10 @@ struct PgModule {
   int (*libpq_version)();
 };
 
-// dbcheck-curl.so: get_all and post_json (http_client.cpp).
+// dbcheck-curl.so: curl_get_all and post_json (http_client.cpp).
 struct HttpModule {
   const char* abi;
-  std::vector<HttpReply> (*get_all)(const std::vector<std::string>&, const HttpOptions&,
+  std::vector<HttpReply> (*curl_get_all)(const std::vector<std::string>&, const HttpOptions&,
                                     const Deadline&, const EnoughFn&);
   HttpReply (*post_json)(const std::string&, const std::string&,
                          const std::optional<HttpCredentials>&, const HttpOptions&,
@@ -36,8 +38,17 @@ struct HttpModule {
   std::string (*libcurl_version)();
 };
 
+// dbcheck-event.so: plain_get_all (plain_http.cpp).
+struct PlainHttpModule {
+  const char* abi;
+  std::vector<HttpReply> (*plain_get_all)(const std::vector<std::string>&, const HttpOptions&,
+                                          const Deadline&, const EnoughFn&);
+  std::string (*libevent_version)();
+};
+
 } // namespace dbcheck::probe
 
 // The one symbol each module exports.
 extern "C" const dbcheck::probe::PgModule* dbcheck_pq_module();
 extern "C" const dbcheck::probe::HttpModule* dbcheck_curl_module();
+extern "C" const dbcheck::probe::PlainHttpModule* dbcheck_event_module();

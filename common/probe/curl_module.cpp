@@ -5,7 +5,7 @@
 namespace dbcheck::probe {
 namespace {
 
-const HttpModule k_module{k_module_abi, &get_all, &post_json, &libcurl_version};
+const HttpModule k_module{k_module_abi, &curl_get_all, &post_json, &libcurl_version};
 
 } // namespace
 } // namespace dbcheck::probe

@@ -91,8 +91,9 @@ bool transport_failed(const Transfer& t, CURLcode rc, const HttpOptions& options
 
 } // namespace
 
-std::vector<HttpReply> get_all(const std::vector<std::string>& urls, const HttpOptions& options,
-                               const Deadline& deadline, const EnoughFn& enough) {
+std::vector<HttpReply> curl_get_all(const std::vector<std::string>& urls,
+                                    const HttpOptions& options, const Deadline& deadline,
+                                    const EnoughFn& enough) {
   global_init_once();
   std::vector<HttpReply> replies(urls.size());
   MultiPtr multi(curl_multi_init(), &curl_multi_cleanup);

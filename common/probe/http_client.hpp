@@ -1,5 +1,6 @@
 #pragma once
-// Parallel HTTP GETs that stop at the first acceptable answer or the deadline (libcurl multi).
+// Parallel HTTP GETs that stop at the first acceptable answer or the deadline, and the POST of
+// a switchover (libcurl; plain http:// GETs through libevent: plain_http.hpp).
 
 #include "deadline.hpp"
 
@@ -49,9 +50,15 @@ using EnoughFn = std::function<bool(std::size_t index, HttpReply& reply)>;
 // so, when all have finished, or at `deadline`, whichever comes first. Transfers still
 // running then are aborted and reported as "not needed" (stopped early) or timed out.
 // Returns one reply per URL, in the order given. Never throws; never outlives the deadline by
-// more than libcurl's poll granularity (~1 ms).
+// more than the client's timer granularity (~1 ms). Plain http:// to IP addresses goes
+// through plain_get_all (plain_http.hpp), anything else through curl_get_all (http_route.cpp).
 std::vector<HttpReply> get_all(const std::vector<std::string>& urls, const HttpOptions& options,
                                const Deadline& deadline, const EnoughFn& enough);
+
+// get_all's contract, with libcurl: https, host names, credentials in the URL.
+std::vector<HttpReply> curl_get_all(const std::vector<std::string>& urls,
+                                    const HttpOptions& options, const Deadline& deadline,
+                                    const EnoughFn& enough);
 
 // POSTs `json_body` (Content-Type: application/json) to `url`, with basic authentication when
 // `credentials` are given (refused, as an error, unless `url` is https://), and returns

@@ -1,9 +1,10 @@
-// Names the client libraries' versions; libpq and libcurl are asked by their wrappers
-// (pg_session.cpp, http_client.cpp), hiredis has only its version macros.
+// Names the client libraries' versions; libpq, libcurl and libevent are asked by their wrappers
+// (pg_session.cpp, http_client.cpp, plain_http.cpp), hiredis has only its version macros.
 #include "library_versions.hpp"
 
 #include "http_client.hpp"
 #include "pg_session.hpp"
+#include "plain_http.hpp"
 
 #include <fmt/format.h>
 
@@ -13,9 +14,9 @@ namespace dbcheck::probe {
 
 std::string library_versions() {
   const int pq = libpq_version(); // e.g. 150018; 0 when it cannot be loaded
-  return fmt::format("libpq {}, hiredis {}.{}.{}, libcurl {}",
+  return fmt::format("libpq {}, hiredis {}.{}.{}, libcurl {}, libevent {}",
                      pq > 0 ? fmt::format("{}.{}", pq / 10000, pq % 10000) : "?", HIREDIS_MAJOR,
-                     HIREDIS_MINOR, HIREDIS_PATCH, libcurl_version());
+                     HIREDIS_MINOR, HIREDIS_PATCH, libcurl_version(), libevent_version());
 }
 
 std::string version_banner(const std::string& program) {

@@ -1,7 +1,11 @@
 #include "url.hpp"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
+#include <array>
 #include <cctype>
+#include <string_view>
 
 namespace dbcheck::util {
 
@@ -44,6 +48,69 @@ std::optional<std::string> url_origin(const std::string& url) {
     authority += scheme == "http" ? ":80" : ":443";
   }
   return scheme + "://" + authority;
+}
+
+std::optional<PlainHttpTarget> plain_http_target(const std::string& url) {
+  constexpr std::string_view scheme = "http://";
+  if (url.size() < scheme.size() ||
+      !std::equal(scheme.begin(), scheme.end(), url.begin(), [](char a, char b) {
+        return a == std::tolower(static_cast<unsigned char>(b));
+      })) {
+    return std::nullopt;
+  }
+  const std::string rest = url.substr(scheme.size());
+  const auto path_at = rest.find_first_of("/?#");
+  const std::string authority = rest.substr(0, path_at);
+  std::string target = path_at == std::string::npos ? "" : rest.substr(path_at);
+  target = target.substr(0, target.find('#')); // a fragment is never sent
+  if (target.empty() || target.front() == '?') {
+    target.insert(0, "/");
+  }
+  // The request line carries the target as it is: a space or control byte could split it.
+  if (std::any_of(target.begin(), target.end(),
+                  [](unsigned char c) { return c <= 0x20 || c >= 0x7f; })) {
+    return std::nullopt;
+  }
+  PlainHttpTarget t;
+  t.target = target;
+  std::string port;
+  std::array<unsigned char, 16> raw{};
+  if (!authority.empty() && authority.front() == '[') {
+    const auto close = authority.find(']');
+    if (close == std::string::npos) {
+      return std::nullopt;
+    }
+    t.address = authority.substr(1, close - 1);
+    if (inet_pton(AF_INET6, t.address.c_str(), raw.data()) != 1) {
+      return std::nullopt; // a zone ("%eth0") or not an address
+    }
+    const std::string after = authority.substr(close + 1);
+    if (!after.empty() && after.front() != ':') {
+      return std::nullopt;
+    }
+    port = after.empty() ? "" : after.substr(1);
+  } else {
+    const auto colon = authority.find(':');
+    t.address = authority.substr(0, colon);
+    // inet_pton, not inet_aton: only the dotted quad, never "10.1" or "0x0a000001".
+    if (inet_pton(AF_INET, t.address.c_str(), raw.data()) != 1) {
+      return std::nullopt; // a host name, credentials ('@'), or nothing
+    }
+    port = colon == std::string::npos ? "" : authority.substr(colon + 1);
+  }
+  if (!port.empty()) {
+    if (port.size() > 5 || !std::all_of(port.begin(), port.end(),
+                                        [](unsigned char c) { return std::isdigit(c) != 0; })) {
+      return std::nullopt;
+    }
+    t.port = std::stoi(port);
+    if (t.port < 1 || t.port > 65535) {
+      return std::nullopt;
+    }
+  }
+  const bool v6 = t.address.find(':') != std::string::npos;
+  t.host_header = (v6 ? "[" + t.address + "]" : t.address) + ":" + std::to_string(t.port);
+  return t;
 }
 
 } // namespace dbcheck::util

@@ -40,7 +40,8 @@ FILES = [Path("/usr/bin/dbcheck"), Path("/usr/sbin/dbcheck-agent"), UNIT,
          Path("/usr/share/dbcheck/monitoring/dbcheck-alerts.test.yml"),
          Path("/usr/share/dbcheck/monitoring/dbcheck-dashboard.json")]
 # The external check's client modules, loaded on demand (common/probe/client_modules.hpp).
-MODULES = [Path("/usr/lib/dbcheck/dbcheck-pq.so"), Path("/usr/lib/dbcheck/dbcheck-curl.so")]
+MODULES = [Path("/usr/lib/dbcheck/dbcheck-pq.so"), Path("/usr/lib/dbcheck/dbcheck-curl.so"),
+           Path("/usr/lib/dbcheck/dbcheck-event.so")]
 FILES += MODULES
 
 
@@ -103,7 +104,8 @@ def test_package_installs_every_file(installed):
         assert run(["man", "-w", page]).stdout.strip().endswith(".gz"), page
     assert run(["getent", "passwd", "dbcheck"]).stdout.startswith("dbcheck:")
     version = run(["/usr/bin/dbcheck", "--version"]).stdout
-    assert "libpq" in version and "hiredis" in version and "libcurl" in version, version
+    assert "libpq" in version and "hiredis" in version and "libcurl" in version \
+        and "libevent" in version, version
 
 
 def test_agent_unit_verifies(installed):

@@ -21,3 +21,32 @@ TEST_CASE("origins say which server a URL reaches", "[util][url]") {
   CHECK_FALSE(url_origin("http://10.0.0.1:/x"));
   CHECK_FALSE(url_origin(""));
 }
+
+TEST_CASE("plain http targets: IP literals over http:// only", "[util][url]") {
+  using dbcheck::util::plain_http_target;
+  const auto v4 = plain_http_target("HTTP://10.0.0.1:8008/cluster?x=1#frag");
+  REQUIRE(v4);
+  CHECK(v4->address == "10.0.0.1");
+  CHECK(v4->port == 8008);
+  CHECK(v4->host_header == "10.0.0.1:8008");
+  CHECK(v4->target == "/cluster?x=1");
+  const auto v6 = plain_http_target("http://[::1]:8008");
+  REQUIRE(v6);
+  CHECK(v6->address == "::1");
+  CHECK(v6->host_header == "[::1]:8008");
+  CHECK(v6->target == "/");
+  const auto bare = plain_http_target("http://127.0.0.1?q");
+  REQUIRE(bare);
+  CHECK(bare->port == 80);
+  CHECK(bare->target == "/?q");
+  // What needs the full client, or is no URL at all.
+  for (const char* other :
+       {"https://10.0.0.1:8008/", "http://patroni1:8008/", "http://u:p@10.0.0.1:8008/",
+        "http://10.1:8008/", "http://0x0a000001/", "http://[fe80::1%eth0]:8008/",
+        "http://[::1:8008/", "http://[::1]x/", "http://10.0.0.1:0/", "http://10.0.0.1:65536/",
+        "http://10.0.0.1:80a/", "http://10.0.0.1:8008/a b", "http://10.0.0.1:8008/a\r\nX: y",
+        "http://", "10.0.0.1:8008", ""}) {
+    CAPTURE(other);
+    CHECK_FALSE(plain_http_target(other));
+  }
+}
