@@ -10,7 +10,8 @@ aligned anonymous regions), the live threads' stacks (found by each thread's sta
 each library). CPU: user + system ticks of /proc/<pid>/stat over the window.
 
 Standalone, it starts the lab itself (fixtures of tests/integration: etcd + 3 Patroni members,
-or 2 Redis nodes + 3 Sentinels, one agent per node) and measures the agent of the primary:
+or 2 Redis nodes + 3 Sentinels, one agent per node) and measures the agent of the primary and,
+for PostgreSQL, the floor beside it (bench/floor/pg_resident.c: libpq alone, connected):
 
   . scripts/pythonpath
   DBCHECK_AGENT_BIN=build-mem/agent/dbcheck-agent python3 bench/agent_footprint.py [--engine pg|redis]
@@ -23,6 +24,7 @@ import argparse
 import os
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -238,10 +240,42 @@ def detail_table(f, top=80):
     return out
 
 
+# ------------------------------------------------------------------ the floor
+def libpq_floor(work, primary, seconds, detail):
+    """The Footprint of bench/floor/pg_resident.c (libpq alone, one kept connection to Patroni
+    member `primary`, one query a second) over `seconds`: what no PostgreSQL agent built on
+    Debian's libpq can go under. Stopped (by PID) at the end."""
+    from fixtures.patroni import HC_PASSWORD, HC_USER
+    from main import BUILD_BENCH, build_tools
+    tool = build_tools(BUILD_BENCH)["pg_resident"]
+    pgpass = work / "floor.pgpass"
+    pgpass.write_text(f"*:*:*:{HC_USER}:{HC_PASSWORD}\n")
+    pgpass.chmod(0o600)
+    host, port = primary.pg_addr.split(":")
+    proc = subprocess.Popen([str(tool), host, port, "appdb", HC_USER],
+                            env={"PATH": "/usr/bin:/bin", "PGPASSFILE": str(pgpass)})
+    try:
+        time.sleep(2)  # connected and asked, as the agent was before its window
+        if proc.poll() is not None:
+            raise RuntimeError(f"pg_resident exited {proc.returncode} (its reason is above)")
+        c0, t0 = cpu_ticks(proc.pid), time.monotonic()
+        time.sleep(seconds)
+        c1, t1 = cpu_ticks(proc.pid), time.monotonic()
+        r, st = rollup(proc.pid), status_fields(proc.pid)
+        regions = classify(proc.pid) if detail else {}
+    finally:
+        proc.terminate()
+        proc.wait()
+    return Footprint("floor: libpq alone, connected (bench/floor/pg_resident.c)", r["Rss"], r["Pss"],
+                     r["Private_Dirty"], int(st["VmHWM"]), int(st["VmSize"]), int(st["Threads"]),
+                     100 * (c1 - c0) / CLK_TCK / (t1 - t0), t1 - t0, 0, 0, regions)
+
+
 # ------------------------------------------------------------------ standalone: own lab
 def run_lab(engine, work, agent_bin, seconds, detail):
     """Start the lab of `engine` ('pg' or 'redis') under `work`, one agent per node at
-    interval 1s, measure the primary's agent; everything stopped (by PID) at the end."""
+    interval 1s, measure the primary's agent (and, for 'pg', the libpq floor beside it): a list
+    of Footprints; everything stopped (by PID) at the end."""
     from fixtures.agent import start_pg_agents, start_redis_agents
     from fixtures.patroni import PatroniCluster
     from fixtures.redis import RedisSentinelCluster
@@ -258,7 +292,10 @@ def run_lab(engine, work, agent_bin, seconds, detail):
         agents = start(work / f"{engine}-agents", cluster, agent_bin, interval="1s")
         agent = next(a for a in agents if a.name == f"agent-{primary.name}")
         time.sleep(3)  # a few rounds before the window
-        return measure(label, agent.pid, agent.agent_port, agent.http_port, backend, seconds, detail=detail)
+        rows = [measure(label, agent.pid, agent.agent_port, agent.http_port, backend, seconds, detail=detail)]
+        if engine == "pg":
+            rows.append(libpq_floor(work, primary, seconds, detail))
+        return rows
     finally:
         for a in agents:
             a.stop()
@@ -277,8 +314,8 @@ def main():
     from fixtures.binaries import agent_bin
     work = Path(tempfile.mkdtemp(prefix="dbcheck-footprint.", dir="/tmp"))
     work.chmod(0o755)
-    rows = [run_lab(e, work, agent_bin(), args.seconds, args.detail)
-            for e in (("pg", "redis") if args.engine == "both" else (args.engine,))]
+    rows = [f for e in (("pg", "redis") if args.engine == "both" else (args.engine,))
+            for f in run_lab(e, work, agent_bin(), args.seconds, args.detail)]
     shutil.rmtree(work, ignore_errors=True)  # kept (logs) when a run raised
     print("\n".join(table(rows)))
     for f in rows if args.detail else ():
@@ -289,7 +326,10 @@ def main():
                  f"{args.seconds:g} s while 10 pollers each ask its agent-check port and its HTTP "
                  "endpoint once a second. RSS counts every resident page, the libraries' shared "
                  "ones included; PSS divides those among the processes mapping them; private "
-                 "dirty is the agent's alone.")
+                 "dirty is the agent's alone. The floor row is a C program that links only libpq "
+                 "and keeps one connection to the same node, asking it once a second "
+                 "(bench/floor/pg_resident.c): what no PostgreSQL agent on Debian's libpq (OpenSSL, "
+                 "GnuTLS through LDAP, Kerberos) can go under.")
         body = ["## dbcheck-agent at rest: memory and CPU (issue 15: RSS ≤ 10 MB, CPU ≤ 1 % of a core)",
                 "", intro, "", *table(rows)]
         for f in rows if args.detail else ():

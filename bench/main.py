@@ -49,6 +49,7 @@ BUILD_BENCH = Path(os.environ.get("DBCHECK_BENCH_BUILD") or REPO / "build-bench"
 TOOLS = {
     **ext.FLOORS,
     "agent_poll": ("load/agent_poll.c", []),
+    "pg_resident": ("floor/pg_resident.c", ["libpq"]),
     "openloop": ("load/openloop.c", []),
 }
 # The agent's per-address caps (issue 14): beyond them, pollers that all come from 127.0.0.1 are
