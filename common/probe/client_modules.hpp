@@ -31,7 +31,7 @@ struct PgModule {
 struct HttpModule {
   const char* abi;
   std::vector<HttpReply> (*curl_get_all)(const std::vector<std::string>&, const HttpOptions&,
-                                    const Deadline&, const EnoughFn&);
+                                         const Deadline&, const EnoughFn&);
   HttpReply (*post_json)(const std::string&, const std::string&,
                          const std::optional<HttpCredentials>&, const HttpOptions&,
                          const Deadline&);

@@ -13,8 +13,9 @@ namespace dbcheck::probe {
 // --- Interface ---
 
 // get_all's contract (http_client.hpp) for URLs that util::plain_http_target accepts; any other
-// URL gets an error reply, unasked. Never throws; returns by the deadline (to the millisecond
-// of libevent's timer), whatever the servers do.
+// URL gets an error reply, unasked. Never throws; returns by the deadline (libevent's precise
+// timer: within a millisecond on an idle machine), whatever the servers do. Memory per GET is
+// bounded by options.max_body and 192 KiB of headers and unread bytes.
 std::vector<HttpReply> plain_get_all(const std::vector<std::string>& urls,
                                      const HttpOptions& options, const Deadline& deadline,
                                      const EnoughFn& enough);

@@ -58,6 +58,11 @@ std::optional<PlainHttpTarget> plain_http_target(const std::string& url) {
       })) {
     return std::nullopt;
   }
+  // Nothing outside printable ASCII anywhere: a NUL would cut the address short for inet_pton,
+  // a space or line break would split the request line.
+  if (std::any_of(url.begin(), url.end(), [](unsigned char c) { return c <= 0x20 || c >= 0x7f; })) {
+    return std::nullopt;
+  }
   const std::string rest = url.substr(scheme.size());
   const auto path_at = rest.find_first_of("/?#");
   const std::string authority = rest.substr(0, path_at);
@@ -65,11 +70,6 @@ std::optional<PlainHttpTarget> plain_http_target(const std::string& url) {
   target = target.substr(0, target.find('#')); // a fragment is never sent
   if (target.empty() || target.front() == '?') {
     target.insert(0, "/");
-  }
-  // The request line carries the target as it is: a space or control byte could split it.
-  if (std::any_of(target.begin(), target.end(),
-                  [](unsigned char c) { return c <= 0x20 || c >= 0x7f; })) {
-    return std::nullopt;
   }
   PlainHttpTarget t;
   t.target = target;

@@ -27,9 +27,9 @@ struct PlainHttpTarget {
 };
 
 // `url` as a PlainHttpTarget when it is http:// (any case) to an IPv4 or bracketed IPv6
-// literal (no zone), with an optional port and no credentials, and its path holds no space or
-// control character; nullopt for anything else (https, a host name, "user@"), which needs a
-// full client.
+// literal (no zone), with an optional port and no credentials, and holds only printable ASCII
+// (no space, control byte or NUL); nullopt for anything else (https, a host name, "user@"),
+// which needs a full client.
 std::optional<PlainHttpTarget> plain_http_target(const std::string& url);
 
 } // namespace dbcheck::util

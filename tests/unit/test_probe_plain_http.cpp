@@ -1,6 +1,7 @@
 // The plain http:// client (probe::plain_get_all, libevent) against a one-connection-at-a-time
-// server on 127.0.0.1 that answers what each test scripts: a good answer, garbage, an answer
-// too large, silence; and a port nobody listens on. The integration tests run the same cases
+// server on 127.0.0.1 that answers what each test scripts: a good answer, garbage, answers too
+// large or malformed, an interim answer, an endless chunk-size line, silence; and a port
+// nobody listens on. The integration tests run the same cases
 // through dbcheck against fake and real Patroni members.
 #include <probe/plain_http.hpp>
 
@@ -14,6 +15,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -65,6 +67,8 @@ private:
       if (c < 0) {
         continue;
       }
+      const timeval two_seconds{2, 0}; // a client that never sends cannot hold the test
+      ::setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &two_seconds, sizeof two_seconds);
       std::string request;
       char buf[4096];
       while (request.find("\r\n\r\n") == std::string::npos) {
@@ -94,18 +98,30 @@ private:
   std::thread m_thread;
 };
 
-// A port on 127.0.0.1 nobody listens on (bound, never listened, then closed).
-int unused_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), len);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
+// A port on 127.0.0.1 bound for the test's whole life but never listened on: connects to it
+// are refused, and no other process can take it meanwhile.
+class RefusingPort {
+public:
+  RefusingPort() {
+    m_fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (m_fd < 0 || ::bind(m_fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+        ::getsockname(m_fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      throw std::runtime_error("cannot bind on 127.0.0.1");
+    }
+    port = ntohs(addr.sin_port);
+  }
+  ~RefusingPort() { ::close(m_fd); }
+  RefusingPort(const RefusingPort&) = delete;
+  RefusingPort& operator=(const RefusingPort&) = delete;
+  int port = 0;
+
+private:
+  int m_fd = -1;
+};
 
 probe::HttpReply get_one(const std::string& url, util::Duration budget,
                          std::size_t max_body = 4096) {
@@ -147,12 +163,51 @@ TEST_CASE("a plain GET reads a whole answer, chunked or not", "[probe][http]") {
 
 TEST_CASE("a plain GET refuses what is not an answer, saying why", "[probe][http]") {
   SECTION("nobody listens") {
-    const auto port = unused_port();
-    const auto r = get_one("http://127.0.0.1:" + std::to_string(port) + "/", util::Duration{2000});
+    const RefusingPort refusing;
+    const std::string origin = "127.0.0.1:" + std::to_string(refusing.port);
+    const auto r = get_one("http://" + origin + "/", util::Duration{2000});
     CHECK(r.attempt.status == 0);
     CHECK_FALSE(r.attempt.timed_out);
+    CHECK(r.attempt.error == "cannot connect to " + origin + ": connection refused");
+  }
+  SECTION("closed without a word: no stale errno quoted as the cause") {
+    ScriptedServer s("", false);
+    const auto r = get_one(s.url(), util::Duration{2000});
+    CHECK(r.attempt.status == 0);
     CHECK(r.attempt.error ==
-          "cannot connect to 127.0.0.1:" + std::to_string(port) + ": connection refused");
+          "127.0.0.1:" + std::to_string(s.port) + " closed the connection before answering");
+  }
+  SECTION("an interim answer is refused at once, not collected") {
+    std::string answers;
+    for (int i = 0; i < 50; ++i) {
+      answers += "HTTP/1.1 100 Continue\r\nX-Pad: " + std::string(60000, 'x') + "\r\n\r\n";
+    }
+    ScriptedServer s(answers, true);
+    const auto r = get_one(s.url(), util::Duration{5000});
+    CHECK(r.attempt.status == 100);
+    CHECK_FALSE(r.attempt.timed_out);
+    CHECK(r.attempt.error.find("sent an interim answer (100) to a GET") != std::string::npos);
+  }
+  SECTION("headers past the cap") {
+    ScriptedServer s("HTTP/1.1 200 OK\r\nX-Pad: " + std::string(100000, 'x') + "\r\n\r\n{}", true);
+    const auto r = get_one(s.url(), util::Duration{5000});
+    CHECK(r.attempt.status == 200);
+    CHECK(r.attempt.error.find("malformed headers, or more than") != std::string::npos);
+  }
+  SECTION("a malformed chunk size") {
+    ScriptedServer s("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
+                     true);
+    const auto r = get_one(s.url(), util::Duration{5000});
+    CHECK(r.attempt.status == 200);
+    CHECK(r.attempt.error.find("chunked encoding malformed") != std::string::npos);
+  }
+  SECTION("an endless chunk-size line ends at the cap, not at the deadline") {
+    ScriptedServer s(
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + std::string(1 << 20, '1'), true);
+    const auto r = get_one(s.url(), util::Duration{10000});
+    CHECK(r.attempt.status == 200);
+    CHECK_FALSE(r.attempt.timed_out);
+    CHECK(r.attempt.error == "answer larger than 4096 bytes, or its chunked encoding malformed");
   }
   SECTION("not HTTP") {
     ScriptedServer s("SSH-2.0-OpenSSH_9.2\r\n\r\n", false);

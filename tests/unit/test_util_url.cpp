@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <string>
+
 using dbcheck::util::redact_url;
 using dbcheck::util::url_origin;
 
@@ -49,4 +51,6 @@ TEST_CASE("plain http targets: IP literals over http:// only", "[util][url]") {
     CAPTURE(other);
     CHECK_FALSE(plain_http_target(other));
   }
+  // A NUL would end the address early for inet_pton: http://10.0.0.1 with a Host cut short.
+  CHECK_FALSE(plain_http_target(std::string("http://10.0.0.1\0evil:8008/x", 27)));
 }
