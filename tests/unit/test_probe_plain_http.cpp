@@ -23,22 +23,35 @@ using namespace dbcheck;
 
 namespace {
 
+// A TCP socket bound to an ephemeral port of 127.0.0.1 (its number into `port`); throws if it
+// cannot be had.
+int bind_loopback(int& port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    if (fd >= 0) {
+      ::close(fd);
+    }
+    throw std::runtime_error("cannot bind on 127.0.0.1");
+  }
+  port = ntohs(addr.sin_port);
+  return fd;
+}
+
 // Listens on 127.0.0.1; sends `answer` to each connection once its request is in, then holds
 // the connection open until the test ends (`hold`) or closes it.
 class ScriptedServer {
 public:
   ScriptedServer(std::string answer, bool hold) : m_answer(std::move(answer)), m_hold(hold) {
-    m_fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    if (m_fd < 0 || ::bind(m_fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
-        ::listen(m_fd, 8) != 0 ||
-        ::getsockname(m_fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    m_fd = bind_loopback(port);
+    if (::listen(m_fd, 8) != 0) {
+      ::close(m_fd);
       throw std::runtime_error("cannot listen on 127.0.0.1");
     }
-    port = ntohs(addr.sin_port);
     m_thread = std::thread([this] { serve(); });
   }
   ~ScriptedServer() {
@@ -102,18 +115,7 @@ private:
 // are refused, and no other process can take it meanwhile.
 class RefusingPort {
 public:
-  RefusingPort() {
-    m_fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    if (m_fd < 0 || ::bind(m_fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
-        ::getsockname(m_fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      throw std::runtime_error("cannot bind on 127.0.0.1");
-    }
-    port = ntohs(addr.sin_port);
-  }
+  RefusingPort() : m_fd(bind_loopback(port)) {}
   ~RefusingPort() { ::close(m_fd); }
   RefusingPort(const RefusingPort&) = delete;
   RefusingPort& operator=(const RefusingPort&) = delete;
