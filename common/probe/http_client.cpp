@@ -153,14 +153,7 @@ std::vector<HttpReply> curl_get_all(const std::vector<std::string>& urls,
   }
   for (auto& t : transfers) {
     if (!t->done) {
-      HttpAttempt& a = replies[t->index].attempt;
-      a.latency_ms = elapsed_ms(t->started, Clock::now());
-      if (stop) {
-        a.error = "not needed: the answers already in decide";
-      } else {
-        a.timed_out = true;
-        a.error = "no answer before the deadline";
-      }
+      end_unfinished(replies[t->index].attempt, stop, t->started);
     }
   }
   for (auto& e : easies) {

@@ -46,6 +46,19 @@ using EnoughFn = std::function<bool(std::size_t index, HttpReply& reply)>;
 
 // --- Interface ---
 
+// Ends the attempt of a GET still running (or never started) when get_all returns: "not
+// needed" when the answers in already decided (`stopped`), else timed out. Both clients say
+// it the same way, so a reason reads alike whichever one asked.
+inline void end_unfinished(HttpAttempt& a, bool stopped, Clock::time_point started) {
+  a.latency_ms = elapsed_ms(started, Clock::now());
+  if (stopped) {
+    a.error = "not needed: the answers already in decide";
+  } else {
+    a.timed_out = true;
+    a.error = "no answer before the deadline";
+  }
+}
+
 // GETs every URL at once; hands each finished transfer to `enough` and returns when it says
 // so, when all have finished, or at `deadline`, whichever comes first. Transfers still
 // running then are aborted and reported as "not needed" (stopped early) or timed out.

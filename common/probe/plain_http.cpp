@@ -332,20 +332,13 @@ std::vector<HttpReply> plain_get_all(const std::vector<std::string>& urls,
   }
   for (auto& t : transfers) {
     if (!t->done) {
-      HttpAttempt& a = replies[t->index].attempt;
-      a.latency_ms = elapsed_ms(t->started, Clock::now());
-      if (call.stop) {
-        a.error = "not needed: the answers already in decide";
-      } else {
-        a.timed_out = true;
-        a.error = "no answer before the deadline";
-      }
+      end_unfinished(replies[t->index].attempt, call.stop, t->started);
     }
   }
   // URLs never started because the answers already decided.
   for (std::size_t i = transfers.size(); i < urls.size(); ++i) {
     replies[i].attempt.url = util::redact_url(urls[i]);
-    replies[i].attempt.error = "not needed: the answers already in decide";
+    end_unfinished(replies[i].attempt, true, Clock::now());
   }
   return replies;
 }
