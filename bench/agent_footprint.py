@@ -192,24 +192,30 @@ class Pollers:
             t.join(5)
 
 
+def window(label, pid, seconds, detail=False, counts=lambda: (0, 0)):
+    """A Footprint of process `pid` over `seconds`: its CPU over the window, its memory at the
+    end; `counts()` gives (answers, errors) so far, counted across the window."""
+    a0, e0 = counts()
+    c0, t0 = cpu_ticks(pid), time.monotonic()
+    time.sleep(seconds)
+    c1, t1 = cpu_ticks(pid), time.monotonic()
+    a1, e1 = counts()
+    r, st = rollup(pid), status_fields(pid)
+    regions = classify(pid) if detail else {}
+    return Footprint(label, r["Rss"], r["Pss"], r["Private_Dirty"], int(st["VmHWM"]), int(st["VmSize"]),
+                     int(st["Threads"]),
+                     100 * (c1 - c0) / CLK_TCK / (t1 - t0), t1 - t0, a1 - a0, e1 - e0, regions)
+
+
 def measure(engine, pid, agent_port, http_port, backend, seconds, pollers=10, detail=False):
     """A Footprint of agent `pid` over `seconds` with `pollers` pollers (they start 2 s before
     the window, so their first connections are not in it); memory read at the window's end."""
     p = Pollers(pollers, agent_port, http_port, backend).start()
     try:
         time.sleep(2)
-        a0, e0 = p.answers, p.errors
-        c0, t0 = cpu_ticks(pid), time.monotonic()
-        time.sleep(seconds)
-        c1, t1 = cpu_ticks(pid), time.monotonic()
-        answers, errors = p.answers - a0, p.errors - e0
-        r, st = rollup(pid), status_fields(pid)
-        regions = classify(pid) if detail else {}
+        return window(engine, pid, seconds, detail, counts=lambda: (p.answers, p.errors))
     finally:
         p.stop()
-    return Footprint(engine, r["Rss"], r["Pss"], r["Private_Dirty"], int(st["VmHWM"]), int(st["VmSize"]),
-                     int(st["Threads"]),
-                     100 * (c1 - c0) / CLK_TCK / (t1 - t0), t1 - t0, answers, errors, regions)
 
 
 # ------------------------------------------------------------------ report
@@ -258,17 +264,10 @@ def libpq_floor(work, primary, seconds, detail):
         time.sleep(2)  # connected and asked, as the agent was before its window
         if proc.poll() is not None:
             raise RuntimeError(f"pg_resident exited {proc.returncode} (its reason is above)")
-        c0, t0 = cpu_ticks(proc.pid), time.monotonic()
-        time.sleep(seconds)
-        c1, t1 = cpu_ticks(proc.pid), time.monotonic()
-        r, st = rollup(proc.pid), status_fields(proc.pid)
-        regions = classify(proc.pid) if detail else {}
+        return window("floor: libpq alone, connected (bench/floor/pg_resident.c)", proc.pid, seconds, detail)
     finally:
         proc.terminate()
         proc.wait()
-    return Footprint("floor: libpq alone, connected (bench/floor/pg_resident.c)", r["Rss"], r["Pss"],
-                     r["Private_Dirty"], int(st["VmHWM"]), int(st["VmSize"]), int(st["Threads"]),
-                     100 * (c1 - c0) / CLK_TCK / (t1 - t0), t1 - t0, 0, 0, regions)
 
 
 # ------------------------------------------------------------------ standalone: own lab
