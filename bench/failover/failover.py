@@ -357,6 +357,10 @@ def main():
                         except Exception:  # noqa: BLE001 - report, then retry or go on
                             print(f"[failover] {lab.engine} {scen} #{rep} attempt {attempt} FAILED:\n"
                                   f"{traceback.format_exc()}", flush=True)
+                            renewed = lab.renew_incomplete_logs()
+                            if renewed:
+                                print(f"[failover] restarted HAProxy {', '.join(renewed)} with a new log "
+                                      "(it dropped log lines)", flush=True)
                     if got is None:
                         failed.append((lab.engine, scen, rep))
                         continue

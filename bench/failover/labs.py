@@ -96,6 +96,14 @@ class Lab:
         for v in self.variants:
             self.haproxies[v.key] = HAProxy(self.workdir / v.key, v.cfg, place=self.place).start()
 
+    def renew_incomplete_logs(self):
+        """Restart, each with a new log, the HAProxies that dropped log lines (a dropped line
+        poisons its log for every later run); returns their keys."""
+        keys = [k for k, h in self.haproxies.items() if h.dropped_logs()]
+        for k in keys:
+            self.haproxies[k].restart_with_new_log()
+        return keys
+
     def server_name(self, v, name):
         """Node `name` as variant v's HAProxy names the server."""
         return str(self.node_port(name)) if v.names_by_port else name

@@ -69,8 +69,12 @@ class Variant:
     names_by_port: bool = False
 
 
+# nbthread 1 as timestamped_log() sets for the dbcheck configurations: every configuration runs
+# alike, and with more threads HAProxy 2.6 drops a log line under load (a lost state line would
+# read as a server that never changed).
 HEAD = """global
     {log}
+    nbthread 1
     user haproxy
     group haproxy
     external-check
