@@ -40,14 +40,28 @@ PEERS = {"patroni4": ("DBCHECK_PATRONI", "4"), "valkey8": ("DBCHECK_REDIS", "val
 
 DBCHECK = dbcheck_bin()
 AGENT = agent_bin()
+# What the demo showed that was not what it should be: each a line; any makes the demo exit 1
+# (./scripts/test runs the demo, so a wrong route fails the suite).
+WRONG = []
+
+
+def expect(ok, what):
+    """Note `what` as wrong (and say so at once) unless `ok`."""
+    if not ok:
+        WRONG.append(what)
+        print(f"  !! WRONG: {what}", flush=True)
 
 
 def explain(config, backend, member):
-    """`dbcheck explain --json` for one node: (exit code, parsed report)."""
+    """`dbcheck explain --json` for one node, run as the operator would (root): (exit code,
+    the verdict's reason, or dbcheck's own error when it printed no report)."""
     p = subprocess.run([str(DBCHECK), "--config", str(config), "explain", backend, member.addr,
                         "--json"],
                        capture_output=True, text=True, timeout=10)
-    return p.returncode, json.loads(p.stdout)
+    try:
+        return p.returncode, json.loads(p.stdout)["verdict"]["reason"]
+    except (ValueError, KeyError):
+        return p.returncode, f"dbcheck exited {p.returncode}: {p.stderr.strip()}"
 
 
 def routed_to(port, cluster):
@@ -84,10 +98,13 @@ def show_redis(cluster, config, hap, ports):
     sends a write and a read connection."""
     m = cluster.master()
     print(f"\nSentinel majority names: {m.name if m else 'none'} (3 Sentinels, quorum 2)")
+    expect(m is not None, "no master named by a Sentinel majority")
     show_backends(cluster, cluster.nodes(), config, hap, ports, redis_routed_to, node_width=7,
-                  backends=("redis_write", "redis_read"), columns=("write", "read"))
-    print(f"a read connection (port {ports['redis_read']}) lands on: "
-          f"{redis_routed_to(ports['redis_read'], cluster)}")
+                  backends=("redis_write", "redis_read"), columns=("write", "read"),
+                  writer=m.name if m else None)
+    read = redis_routed_to(ports['redis_read'], cluster)
+    print(f"a read connection (port {ports['redis_read']}) lands on: {read}")
+    expect(read.endswith(("(slave)", "(replica)")), f"a read connection landed on {read}, not on a replica")
 
 
 def show_agents(title, agents, backends, hap):
@@ -100,11 +117,12 @@ def show_agents(title, agents, backends, hap):
           ", ".join(f"{b}={hap.servers_up(b)}" for b in backends))
 
 
-def show_backends(cluster, nodes, config, hap, ports, route, node_width, backends, columns):
+def show_backends(cluster, nodes, config, hap, ports, route, node_width, backends, columns, writer):
     """The verdict table: a row per node of `nodes` (name, address, PASS/fail of
     `dbcheck explain` for each of the write and read `backends`, headed `columns`, then
     both reasons); HAProxy's UP servers per backend; and where route(port, cluster)
-    says a write connection through HAProxy lands."""
+    says a write connection through HAProxy lands. Only `writer` (the node the manager names)
+    may pass the write backend and only the others the read one: anything else is WRONG."""
     width = max(map(len, columns)) + 1
     print(f"{'node':{node_width}} {'address':17} " + "".join(f"{c:{width}} " for c in columns) +
           f"reason ({' | '.join(backends)})")
@@ -112,10 +130,16 @@ def show_backends(cluster, nodes, config, hap, ports, route, node_width, backend
         results = [explain(config, b, n) for b in backends]
         print(f"{n.name:{node_width}} {n.addr:17} " +
               "".join(f"{'PASS' if rc == 0 else 'fail':{width}} " for rc, _ in results) +
-              " | ".join(report['verdict']['reason'] for _, report in results))
-    print("HAProxy servers UP: " + " ".join(f"{b}={hap.servers_up(b)}" for b in backends))
+              " | ".join(reason for _, reason in results))
+        for (rc, reason), backend, should in zip(results, backends, (n.name == writer, n.name != writer)):
+            expect((rc == 0) == should, f"{n.name} {'failed' if should else 'passed'} {backend}: {reason}")
+    up = {b: hap.servers_up(b) for b in backends}
+    print("HAProxy servers UP: " + " ".join(f"{b}={up[b]}" for b in backends))
+    expect(up[backends[0]] == [writer], f"HAProxy has {up[backends[0]]} UP in {backends[0]}, not [{writer}]")
     write = backends[0]
-    print(f"a write connection (port {ports[write]}) lands on: {route(ports[write], cluster)}")
+    landed = route(ports[write], cluster)
+    print(f"a write connection (port {ports[write]}) lands on: {landed}")
+    expect(landed.startswith(f"{writer} ("), f"a write connection landed on {landed}, not on {writer}")
 
 
 def show(cluster, config, hap, ports):
@@ -123,10 +147,13 @@ def show(cluster, config, hap, ports):
     sends a write connection and six read connections."""
     leader = cluster.leader()
     print(f"\nPatroni leader: {leader.name if leader else 'none'}")
+    expect(leader is not None, "Patroni names no leader")
     show_backends(cluster, cluster.members(), config, hap, ports, routed_to, node_width=6,
-                  backends=("pg_write", "pg_read"), columns=("pg_write", "pg_read"))
+                  backends=("pg_write", "pg_read"), columns=("pg_write", "pg_read"),
+                  writer=leader.name if leader else None)
     reads = sorted({routed_to(ports['pg_read'], cluster) for _ in range(6)})
     print(f"read connections (port {ports['pg_read']}) land on: {', '.join(reads)}")
+    expect(all(r.endswith("(replica)") for r in reads), f"a read connection landed on {reads}")
 
 
 def main():
@@ -237,7 +264,7 @@ The lab keeps running (--keep). In another shell, try:
   echo 'show stat' | socat stdio UNIX-CONNECT:{work / 'haproxy' / 'admin.sock'} | cut -d, -f1,2,18
   PGPASSWORD={APP_PASSWORD} psql -h 127.0.0.1 -p {ports['pg_write']} -U {APP_USER} {APP_DB}
   {DBCHECK} --config {rconfig} explain redis_write {rmaster.addr}
-  redis-cli -p {rports['redis_write']} --user default --pass {ADMIN_PASSWORD} --no-auth-warning ROLE
+  REDISCLI_AUTH={ADMIN_PASSWORD} redis-cli -p {rports['redis_write']} --user default ROLE
 Press Ctrl-C (or send SIGTERM to {os.getpid()}) to stop everything the demo started.""", flush=True)
             signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
             try:
@@ -245,6 +272,10 @@ Press Ctrl-C (or send SIGTERM to {os.getpid()}) to stop everything the demo star
                     time.sleep(3600)
             except KeyboardInterrupt:
                 print("\nstopping the lab ...")
+        if WRONG:
+            print(f"\nthe demo showed {len(WRONG)} thing(s) that were wrong:\n  " + "\n  ".join(WRONG))
+            return 1
+        print("\nevery verdict and route was as it should be")
         return 0
     finally:
         for h in [hap, rhap, *started_haproxies]:

@@ -88,7 +88,7 @@ def watch_partition(lab):
     """One partition scenario on a started lab, printed as it happens; returns the lost counts."""
     old = F.start_state(lab, "partition")
     watch = W.ManagerWatch(lab.primary).start()
-    roles, writers, heal = {}, {}, None
+    roles, writers, heal, wrong = {}, {}, None, False
     try:
         roles = lab.role_watches()
         writers = {v.key: lab.writer(v) for v in lab.variants}
@@ -113,7 +113,8 @@ def watch_partition(lab):
             if t_switch and time.monotonic() - t_switch >= labs.HOLD:
                 break
             if time.monotonic() - screen.t_fault > 90:
-                print("the manager did not move within 90 s", flush=True)
+                print("  !! WRONG: the manager did not move within 90 s", flush=True)
+                wrong = True
                 break
         how = ("its Patroni rejoins as a replica" if lab.engine == "pg"
                else "Sentinel converts it to a replica")
@@ -126,7 +127,13 @@ def watch_partition(lab):
                                                       for v in lab.variants if v.dbcheck):
             time.sleep(TICK)
             screen.block()
-        screen.block("   (settled)")
+        unsettled = [v.label for v in lab.variants if v.dbcheck and not F.routed_only(lab, v, new)]
+        if unsettled:
+            print(f"  !! WRONG: 30 s after the heal, not routed to {new} alone: {', '.join(unsettled)}",
+                  flush=True)
+            wrong = True
+        else:
+            screen.block("   (settled)")
     finally:
         lab.heal_all()  # whatever happened, no cut stays
         for w in writers.values():
@@ -142,6 +149,7 @@ def watch_partition(lab):
               f"lost {len(lost):7}")
     print("(which of these no router could have saved, and why: docs/failover.md, 'Partitions'; "
           "the scenario run 20 times: bench/failover/run --lab net)")
+    return not wrong
 
 
 def main():
@@ -149,19 +157,20 @@ def main():
     # process and namespace the demo started is removed.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     signal.signal(signal.SIGINT, lambda *_: sys.exit(130))
+    right = True
     for lab_cls in P.LABS:
         workdir = Path(tempfile.mkdtemp(prefix=f"dbcheck-demo-partition-{lab_cls.engine}."))
         workdir.chmod(0o755)
         lab = lab_cls(workdir)
-        print(f"\n##### {lab_cls.engine}: starting the lab, every host a network namespace ({workdir}) ...",
-              flush=True)
+        print(f"\n##### {lab_cls.engine}: starting the lab, every host a network namespace ...\n"
+              f"lab directory: {workdir}", flush=True)
         try:
             lab.start()
-            watch_partition(lab)
+            right = watch_partition(lab) and right
         finally:
             lab.stop()
             subprocess.run(["rm", "-rf", str(workdir)], check=False)
-    return 0
+    return 0 if right else 1
 
 
 if __name__ == "__main__":

@@ -3,11 +3,14 @@
 #include <fmt/format.h>
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string.h> // explicit_bzero
 #include <vector>
 
@@ -30,6 +33,53 @@ struct WipeOnExit {
   ~WipeOnExit() { explicit_bzero(buf.data(), buf.size()); }
 };
 
+// A user's login name from /etc/passwd alone. NSS is not asked: a directory service could
+// block, and this only decorates an error message.
+std::optional<std::string> login_of(uid_t uid) {
+  std::FILE* f = std::fopen("/etc/passwd", "re");
+  if (f == nullptr) {
+    return std::nullopt;
+  }
+  std::optional<std::string> name;
+  while (const passwd* pw = ::fgetpwent(f)) {
+    if (pw->pw_uid == uid) {
+      name = pw->pw_name;
+      break;
+    }
+  }
+  std::fclose(f);
+  return name;
+}
+
+// "haproxy (uid 105)", or "uid 105" for a uid /etc/passwd does not name.
+std::string user_name(uid_t uid) {
+  const auto login = login_of(uid);
+  return login ? fmt::format("{} (uid {})", *login, uid) : fmt::format("uid {}", uid);
+}
+
+// What `sudo -u` takes for this uid: its login, else sudo's "#N".
+std::string sudo_user(uid_t uid) {
+  return login_of(uid).value_or(fmt::format("#{}", uid));
+}
+
+// The advice when the file's owner is not this process's user: run as root or as the owner.
+// Changing the owner is never suggested: HAProxy's checks read the file as its present owner,
+// and a chown for a hand-run command would take every server DOWN.
+std::string run_as_owner(uid_t owner) {
+  return fmt::format("belongs to {}, and this process runs as {}: run this command as root or as "
+                     "that user (e.g. sudo -u {} ...)",
+                     user_name(owner), user_name(::geteuid()), sudo_user(owner));
+}
+
+// Why a file this process may not open can still be used (none when it cannot be stat'ed).
+std::string not_permitted_hint(const std::string& file) {
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0 || st.st_uid == ::geteuid()) {
+    return "";
+  }
+  return "; it " + run_as_owner(st.st_uid);
+}
+
 } // namespace
 
 Secret::Wiped::~Wiped() {
@@ -51,7 +101,10 @@ tl::expected<Secret, std::string> read_private_file(const std::string& file, std
           "{} {} is a symbolic link; name the file itself (a link could be pointed elsewhere)",
           what, file));
     }
-    return tl::make_unexpected(fmt::format("cannot read {} {}: {}", what, file, std::strerror(errno)));
+    const int err = errno;
+    return tl::make_unexpected(fmt::format("cannot read {} {}: {}{}", what, file,
+                                           std::strerror(err),
+                                           err == EACCES ? not_permitted_hint(file) : ""));
   }
   struct stat st {};
   if (::fstat(f.fd, &st) != 0) {
@@ -60,10 +113,11 @@ tl::expected<Secret, std::string> read_private_file(const std::string& file, std
   if (!S_ISREG(st.st_mode)) {
     return tl::make_unexpected(fmt::format("{} {} is not a regular file", what, file));
   }
-  if (st.st_uid != ::geteuid() && st.st_uid != 0) {
-    return tl::make_unexpected(fmt::format(
-        "{} {} is owned by uid {}, not by this process's user (uid {}) or root; run: chown {} {}",
-        what, file, st.st_uid, ::geteuid(), ::geteuid(), file));
+  // Root may read a file any user owns (the operator running dbcheck by hand reads the file
+  // HAProxy's user owns); anyone else only their own or root's, so no other account can choose
+  // what they send.
+  if (::geteuid() != 0 && st.st_uid != ::geteuid() && st.st_uid != 0) {
+    return tl::make_unexpected(fmt::format("{} {} {}", what, file, run_as_owner(st.st_uid)));
   }
   if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
     return tl::make_unexpected(fmt::format(

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <string>
@@ -54,7 +55,8 @@ TEST_CASE("an oversized file is refused", "[config][secret]") {
   CHECK(read_password_file(d.write("edge", std::string(4096, 'x'), 0600))->reveal().size() == 4096);
 }
 
-TEST_CASE("a file another user owns is refused", "[config][secret]") {
+TEST_CASE("root reads a file another user owns; others are told to run as its owner",
+          "[config][secret]") {
   if (::geteuid() != 0) {
     WARN("not root: cannot give the file to another user; rule not exercised");
     return;
@@ -62,10 +64,48 @@ TEST_CASE("a file another user owns is refused", "[config][secret]") {
   TempDir d;
   const auto theirs = d.write("theirs", "s3cret\n", 0600);
   REQUIRE(::chown(theirs.c_str(), 65534, 65534) == 0);
-  CHECK(read_password_file(theirs).error() ==
-        "password file " + theirs +
-            " is owned by uid 65534, not by this process's user (uid 0) or root; run: chown 0 " +
-            theirs);
+  CHECK(read_password_file(theirs)->reveal() == "s3cret");
+
+  // The same file read by a third user (uid 65533), in a child that can drop root.
+  REQUIRE(::chmod(d.path.c_str(), 0755) == 0);
+  const auto mine = d.write("mine", "s3cret\n", 0600);
+  REQUIRE(::chown(mine.c_str(), 65533, 65533) == 0);
+  int out[2];
+  REQUIRE(::pipe(out) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    if (::setgid(65533) != 0 || ::setuid(65533) != 0) {
+      ::_exit(3);
+    }
+    const auto refused = read_password_file(theirs);
+    const auto own = read_password_file(mine);
+    const std::string text = (refused ? std::string{"read"} : refused.error()) + "\n" +
+                             (own ? std::string{own->reveal()} : own.error());
+    const auto written = ::write(out[1], text.data(), text.size());
+    ::_exit(written == static_cast<ssize_t>(text.size()) ? 0 : 4);
+  }
+  ::close(out[1]);
+  std::string text;
+  char buf[512];
+  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) {
+    text.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(out[0]);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  const auto refused = text.substr(0, text.find('\n'));
+  CHECK(text.substr(text.find('\n') + 1) == "s3cret");
+  // Mode 0600: the child cannot open it, and is told whose it is and how to run.
+  CHECK_THAT(refused, Catch::Matchers::StartsWith("cannot read password file " + theirs +
+                                                  ": Permission denied; it belongs to "));
+  CHECK_THAT(refused, Catch::Matchers::Contains("this process runs as uid 65533: run this command "
+                                                "as root or as that user"));
+  CHECK_THAT(refused, Catch::Matchers::Contains("(e.g. sudo -u #65534 ...)") ||
+                          Catch::Matchers::Contains("(e.g. sudo -u nobody ...)"));
+  CHECK_THAT(refused, !Catch::Matchers::Contains("chown"));
 }
 
 TEST_CASE("copies of a secret share one buffer", "[config][secret]") {
