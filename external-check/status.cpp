@@ -7,6 +7,7 @@
 #include <config/haproxy_cfg.hpp>
 #include <config/load_config.hpp>
 #include <core/report.hpp>
+#include <core/sentinel_replicas.hpp>
 #include <core/status_table.hpp>
 #include <probe/pg_check.hpp>
 #include <probe/redis_check.hpp>
@@ -56,6 +57,21 @@ void add_node(std::vector<Node>& nodes, Node n) {
     }
   }
   nodes.push_back(std::move(n));
+}
+
+// HAProxy's name for the server at `addr` in one of `backends`, or "".
+std::string haproxy_name(const config::HaproxyServers* haproxy,
+                         const std::vector<std::string>& backends, const util::HostPort& addr) {
+  if (haproxy == nullptr) {
+    return "";
+  }
+  for (const auto& srv : haproxy->servers) {
+    if (srv.port && srv.host == addr.host && *srv.port == addr.port &&
+        std::find(backends.begin(), backends.end(), srv.backend) != backends.end()) {
+      return srv.name;
+    }
+  }
+  return "";
 }
 
 // The node's own answer as the check it passes heard it (the leader's from the writer check,
@@ -112,9 +128,9 @@ core::ClusterStatus gather(const config::Config& cfg, const std::string& name,
   } else {
     const auto& redis = std::get<config::RedisCluster>(cluster);
     s.engine = "redis";
-    const auto answers = probe::sentinel_answers(redis, deadline);
-    const core::SentinelTally t = core::tally_sentinels(answers, redis.sentinels.size());
-    for (const auto& a : answers) {
+    const auto survey = probe::survey_sentinels(redis, deadline);
+    const core::SentinelTally t = core::tally_sentinels(survey.answers, redis.sentinels.size());
+    for (const auto& a : survey.answers) {
       core::SentinelRow row{util::to_string(a.sentinel), "", "", ""};
       if (!a.view) {
         row.names = core::no_answer(a.view.error().kind);
@@ -132,6 +148,20 @@ core::ClusterStatus gather(const config::Config& cfg, const std::string& name,
                        fmt::format("master {}/{}", t.majority_votes, t.configured), "", "", true});
     } else {
       s.manager = fmt::format("no Sentinel majority ({} needed): {}", t.needed, t.detail);
+    }
+    // The replicas, where reads go: named as HAProxy names them, else by their place.
+    const core::KnownReplicas known = core::merge_replica_listings(survey.listings);
+    for (std::size_t i = 0; i < known.replicas.size(); ++i) {
+      const auto& r = known.replicas[i];
+      std::string shown = haproxy_name(haproxy, s.backends, r.addr);
+      if (shown.empty()) {
+        shown = known.replicas.size() == 1 ? "replica" : fmt::format("replica-{}", i + 1);
+      }
+      add_node(nodes, {std::move(shown), r.addr,
+                       core::replica_manager_words(r, redis.sentinels.size()), "", "", false});
+    }
+    if (!known.note.empty()) {
+      s.notes.push_back(known.note);
     }
   }
   // HAProxy's servers of these backends: where it may send traffic, by its own names. Decided

@@ -55,6 +55,36 @@ std::string fit(std::string text, std::size_t width) {
   return text;
 }
 
+// `text` in lines of at most `width` columns, broken at blanks (a word longer than a line
+// cut), the lines after the first indented by two; 0: one line.
+std::vector<std::string> wrap(const std::string& text, std::size_t width) {
+  if (width <= 3 || text.size() <= width) {
+    return {text};
+  }
+  std::vector<std::string> lines;
+  std::string rest = text;
+  for (;;) {
+    const std::size_t room = lines.empty() ? width : width - 2;
+    const std::string indent = lines.empty() ? "" : "  ";
+    if (rest.size() <= room) {
+      lines.push_back(indent + rest);
+      return lines;
+    }
+    const std::size_t blank = rest.rfind(' ', room);
+    if (blank == std::string::npos || blank == 0) {
+      lines.push_back(indent + fit(rest.substr(0, room + 3), room));
+      const std::size_t next = rest.find(' ', room);
+      if (next == std::string::npos) {
+        return lines;
+      }
+      rest = rest.substr(next + 1);
+    } else {
+      lines.push_back(indent + rest.substr(0, blank));
+      rest = rest.substr(blank + 1);
+    }
+  }
+}
+
 // How a column's entries give way when the screen is narrow.
 enum class Cut {
   end,  // "replica, streaming, time..." (texts)
@@ -235,6 +265,13 @@ std::string render_status_text(const std::vector<ClusterStatus>& now,
   for (const auto& c : now) {
     add_line(fmt::format("{} ({}): {}", c.name, c.engine, c.manager));
     add_table(verdict_table(c, previous, width > 0));
+    // Right below the rows they are about (nodes that may be missing), not below a long list;
+    // wrapped, not cut: their ends say what to do.
+    for (const auto& note : c.notes) {
+      for (const auto& l : wrap("note: " + printable(note), width)) {
+        out += l + '\n';
+      }
+    }
     if (!c.nodes.empty()) {
       add_table(opinion_table(c, previous, width > 0));
     }
@@ -263,9 +300,6 @@ std::string render_status_text(const std::vector<ClusterStatus>& now,
       for (const auto& w : why) {
         add_line(w);
       }
-    }
-    for (const auto& note : c.notes) {
-      add_line("note: " + note);
     }
     out += '\n';
   }

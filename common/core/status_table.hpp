@@ -52,11 +52,12 @@ struct ClusterStatus {
 // --- Interface ---
 
 // The clusters as text: per cluster a title line; a table of verdicts (NODE, MANAGER, one
-// column per backend: UP, or DOWN and the failure class); a table of what each node says (the
-// manager's timeline and lag, the node's own answer, the lag bound in seconds); for Redis each
-// Sentinel's answer; then how each lag was derived and why each DOWN is DOWN. A cell, manager
-// role or own answer that differs from `previous` (the last screen, when redrawing) is marked
-// '*'. With `width` > 0 no line is longer (long texts are cut with "..."); 0: nothing is cut.
+// column per backend: UP, or DOWN and the failure class), the notes right below it ("note:
+// ..."); a table of what each node says (the manager's timeline and lag, the node's own
+// answer, the lag bound in seconds); for Redis each Sentinel's answer; then how each lag was
+// derived and why each DOWN is DOWN. A cell, manager role or own answer that differs from
+// `previous` (the last screen, when redrawing) is marked '*'. With `width` > 0 no line is
+// longer (long texts are cut with "..."); 0: nothing is cut.
 std::string render_status_text(const std::vector<ClusterStatus>& now,
                                const std::vector<ClusterStatus>* previous, std::size_t width);
 

@@ -237,6 +237,17 @@ std::vector<core::SentinelAnswer> sentinel_answers(const config::RedisCluster& c
   return collect_sentinels(asked, cluster, deadline, unused);
 }
 
+SentinelSurvey survey_sentinels(const config::RedisCluster& cluster, const Deadline& deadline) {
+  const auto peers = network_peers(nullptr);
+  auto asked = ask_all_sentinels(peers, cluster, deadline);
+  auto listed = ask_all_for_replicas(peers, cluster, deadline);
+  core::Report unused;
+  SentinelSurvey s;
+  s.answers = collect_sentinels(asked, cluster, deadline, unused);
+  s.listings = collect_replica_listings(listed, cluster, deadline);
+  return s;
+}
+
 core::SentinelTally sentinel_majority(const config::RedisCluster& cluster,
                                       const Deadline& deadline) {
   return core::tally_sentinels(sentinel_answers(cluster, deadline), cluster.sentinels.size());

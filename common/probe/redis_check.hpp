@@ -7,6 +7,7 @@
 
 #include <config/config.hpp>
 #include <core/report.hpp>
+#include <core/sentinel_replicas.hpp>
 #include <core/sentinel_vote.hpp>
 #include <util/host_port.hpp>
 
@@ -14,6 +15,12 @@
 #include <vector>
 
 namespace dbcheck::probe {
+
+// What the Sentinels said for `dbcheck status`.
+struct SentinelSurvey {
+  std::vector<core::SentinelAnswer> answers;  // which master each names, in the configured order
+  std::vector<core::ReplicaListing> listings; // which replicas each lists, in the same order
+};
 
 // --- Interface ---
 
@@ -28,6 +35,10 @@ core::Report check_redis(const config::RedisCluster& cluster, const config::Back
 // names, with its flags and epoch, or why it did not answer.
 std::vector<core::SentinelAnswer> sentinel_answers(const config::RedisCluster& cluster,
                                                    const Deadline& deadline);
+
+// What `dbcheck status` asks of the Sentinels: each one's answer (as sentinel_answers()) and
+// the replicas each lists (SENTINEL REPLICAS), all asked at once, by `deadline`.
+SentinelSurvey survey_sentinels(const config::RedisCluster& cluster, const Deadline& deadline);
 
 // sentinel_answers() counted as a writer check counts them: a strict majority of the
 // configured ones.

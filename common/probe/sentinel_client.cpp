@@ -87,7 +87,65 @@ SentinelResult ask_sentinel(Peers& peers, const config::RedisCluster& cluster,
   return finish(std::move(view));
 }
 
+// Asks one Sentinel which replicas of the master it lists. The status screen needs them; the
+// checks never do (they ask each node itself), so this is asked only there.
+core::ReplicaListing ask_replicas(Peers& peers, const config::RedisCluster& cluster,
+                                  const util::HostPort& sentinel, const Deadline& deadline) {
+  const auto fail = [&](ProbeError e, bool refused = false) {
+    return core::ReplicaListing{sentinel, tl::make_unexpected(std::move(e)), refused};
+  };
+  const auto link = peers.redis(sentinel);
+  if (auto opened = link->open(deadline); !opened) {
+    return fail(opened.error());
+  }
+  std::vector<RedisCommand> cmds =
+      auth_command(cluster.sentinel_user.value_or(""), cluster.sentinel_password.reveal());
+  const std::size_t first = cmds.size();
+  cmds.push_back({"SENTINEL", "REPLICAS", cluster.master_name});
+  auto replies = link->pipeline(cmds, deadline);
+  if (!replies) {
+    return fail(replies.error());
+  }
+  if (first == 1 && (*replies)[0].type == RespValue::Type::error) {
+    return fail(core::classify_redis_error((*replies)[0].str));
+  }
+  const RespValue& r = (*replies)[first];
+  if (r.type == RespValue::Type::error) {
+    return fail(core::classify_redis_error(r.str), r.str.rfind("NOPERM", 0) == 0);
+  }
+  if (r.type != RespValue::Type::array) {
+    return fail({core::Failure::protocol, "malformed SENTINEL REPLICAS reply (not an array)", ""});
+  }
+  return {sentinel, core::parse_sentinel_replicas(r), false};
+}
+
 } // namespace
+
+std::vector<std::future<core::ReplicaListing>>
+ask_all_for_replicas(const std::shared_ptr<Peers>& peers, const config::RedisCluster& cluster,
+                     const Deadline& deadline) {
+  std::vector<std::future<core::ReplicaListing>> futures;
+  for (const auto& s : cluster.sentinels) {
+    futures.push_back(spawn(
+        [cluster, s, deadline, peers] { return ask_replicas(*peers, cluster, s, deadline); }));
+  }
+  return futures;
+}
+
+std::vector<core::ReplicaListing>
+collect_replica_listings(std::vector<std::future<core::ReplicaListing>>& asked,
+                         const config::RedisCluster& cluster, const Deadline& deadline) {
+  std::vector<core::ReplicaListing> listings;
+  for (std::size_t i = 0; i < asked.size(); ++i) {
+    if (std::optional<core::ReplicaListing> l = await_by(asked[i], deadline)) {
+      listings.push_back(std::move(*l));
+    } else {
+      listings.push_back(
+          {cluster.sentinels[i], tl::make_unexpected(not_finished("SENTINEL REPLICAS")), false});
+    }
+  }
+  return listings;
+}
 
 std::vector<std::future<SentinelResult>> ask_all_sentinels(const std::shared_ptr<Peers>& peers,
                                                            const config::RedisCluster& cluster,

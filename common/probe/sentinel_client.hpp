@@ -8,6 +8,7 @@
 
 #include <config/config.hpp>
 #include <core/report.hpp>
+#include <core/sentinel_replicas.hpp>
 #include <core/sentinel_vote.hpp>
 
 #include <future>
@@ -41,5 +42,17 @@ std::vector<core::SentinelAnswer> collect_sentinels(std::vector<std::future<Sent
 // step goes to `report`.
 void resolve_masters(NameBook& book, std::vector<core::SentinelAnswer>& answers,
                      const Deadline& deadline, core::Report& report);
+
+// Asks every Sentinel of `cluster` on its own thread which replicas it lists (SENTINEL
+// REPLICAS), each bounded by `deadline`.
+std::vector<std::future<core::ReplicaListing>>
+ask_all_for_replicas(const std::shared_ptr<Peers>& peers, const config::RedisCluster& cluster,
+                     const Deadline& deadline);
+
+// The listings, in the configured order, waiting no longer than `deadline`: a Sentinel that
+// did not answer by then counts as a timeout.
+std::vector<core::ReplicaListing>
+collect_replica_listings(std::vector<std::future<core::ReplicaListing>>& asked,
+                         const config::RedisCluster& cluster, const Deadline& deadline);
 
 } // namespace dbcheck::probe

@@ -1,6 +1,7 @@
 """`dbcheck status`: one screen for the whole cluster, from a real Patroni cluster and the
-shipped HAProxy example's servers; and `--watch` in a real terminal (tmux, 80 columns) while
-Patroni switches the leader over."""
+shipped HAProxy example's servers; from a real Redis Sentinel cluster (the master and the
+replicas the Sentinels list, or why they are missing); and `--watch` in a real terminal (tmux,
+80 columns) while Patroni switches the leader over."""
 
 import json
 import os
@@ -9,6 +10,7 @@ import time
 
 from fixtures.haproxy import render_example_for, render_redis_example_for
 from fixtures.procs import wait_until
+from fixtures.redis import HC_USER
 
 
 def _files(pg_cluster, dbcheck_setup, workdir):
@@ -159,3 +161,81 @@ def test_status_of_a_redis_cluster_names_the_sentinels_master(redis_cluster, red
     for sent in c["sentinels"]:
         assert sent["names"] == master.addr and "master" in sent["flags"].split(","), sent
         assert sent["epoch"].isdigit(), sent
+
+
+def _redis_haproxy_cfg(redis_cluster, redis_dbcheck_setup, workdir):
+    cfg, _ = render_redis_example_for(redis_cluster, redis_dbcheck_setup.wrapper,
+                                      workdir / "haproxy" / "admin.sock")
+    path = workdir / "haproxy.cfg"
+    path.write_text(cfg)
+    return path
+
+
+def test_status_of_a_redis_cluster_lists_the_replicas_the_sentinels_know(redis_cluster, redis_dbcheck_setup,
+                                                                         dbcheck_bin, workdir):
+    """Without HAProxy's servers, the Sentinels alone name every node: the master, and the
+    replica where reads go (SENTINEL REPLICAS), each checked for both backends."""
+    master = redis_cluster.wait_stable()
+    (replica,) = redis_cluster.replicas(master)
+    no_haproxy = workdir / "no-haproxy.cfg"
+    r = _status(dbcheck_bin, redis_dbcheck_setup.config, no_haproxy, "--json")
+    assert r.returncode == 0, r.stderr
+    (c,) = json.loads(r.stdout)["clusters"]
+    nodes = {n["address"]: n for n in c["nodes"]}
+    assert sorted(nodes) == sorted([master.addr, replica.addr]), c
+    assert (nodes[master.addr]["name"], nodes[master.addr]["manager"]) == ("master", "master 3/3")
+    assert (nodes[replica.addr]["name"], nodes[replica.addr]["manager"]) == ("replica", "replica 3/3")
+    assert nodes[replica.addr]["verdicts"]["redis_read"]["state"] == "up", nodes[replica.addr]
+    assert nodes[replica.addr]["verdicts"]["redis_write"]["failure"] == "role", nodes[replica.addr]
+    assert nodes[master.addr]["verdicts"]["redis_write"]["state"] == "up", nodes[master.addr]
+    assert [s["address"] for s in c["sentinels"]] == [s.addr for s in redis_cluster.sentinels()], c
+    assert all(s["names"] == master.addr for s in c["sentinels"]), c["sentinels"]
+    # Only HAProxy's file is missing, and the note says so; nothing about the replicas.
+    assert c["notes"] == [f"{no_haproxy} not read: only the nodes the manager names are shown"], c
+    # The text says the same: a row per node, the replica UP for reads.
+    r = _status(dbcheck_bin, redis_dbcheck_setup.config, no_haproxy)
+    assert r.returncode == 0, r.stderr
+    rows = {line.split()[1]: line.split() for line in r.stdout.splitlines()
+            if line.startswith(("master ", "replica "))}
+    assert rows[master.addr][2:] == ["master", "3/3", "UP", "DOWN", "role"], rows
+    assert rows[replica.addr][2:] == ["replica", "3/3", "DOWN", "role", "UP"], rows
+    # With HAProxy's file, the replica goes by HAProxy's name, still one row.
+    haproxy_cfg = _redis_haproxy_cfg(redis_cluster, redis_dbcheck_setup, workdir)
+    r = _status(dbcheck_bin, redis_dbcheck_setup.config, haproxy_cfg, "--json")
+    (c,) = json.loads(r.stdout)["clusters"]
+    assert [(n["name"], n["manager"]) for n in c["nodes"]] == [("master", "master 3/3"),
+                                                               (replica.name, "replica 3/3")], c
+    assert c["notes"] == [], c
+
+
+def test_status_says_when_the_sentinel_acl_refuses_replicas(redis_cluster, redis_dbcheck_setup, dbcheck_bin,
+                                                            workdir):
+    """A Sentinel ACL without +sentinel|replicas (the line shipped before it): the replicas
+    cannot be listed, and the table says so and how to fix it, rather than leave them out."""
+    master = redis_cluster.wait_stable()
+    sentinels = redis_cluster.sentinels()
+    note = ("replicas unknown: the Sentinel user may not run SENTINEL REPLICAS (NOPERM); "
+            "add +sentinel|replicas to its ACL")
+    try:
+        for s in sentinels:
+            assert redis_cluster.sentinel_admin(s, "ACL", "SETUSER", HC_USER, "-sentinel|replicas") == "OK"
+        r = _status(dbcheck_bin, redis_dbcheck_setup.config, workdir / "no-haproxy.cfg", "--json")
+        assert r.returncode == 0, r.stderr
+        (c,) = json.loads(r.stdout)["clusters"]
+        assert [n["address"] for n in c["nodes"]] == [master.addr], c
+        assert note in c["notes"], c["notes"]
+        r = _status(dbcheck_bin, redis_dbcheck_setup.config, workdir / "no-haproxy.cfg")
+        assert r.returncode == 0, r.stderr
+        assert f"note: {note}" in r.stdout.splitlines(), r.stdout
+        # One Sentinel refusing: the others' list, the refuser named.
+        for s in sentinels[1:]:
+            assert redis_cluster.sentinel_admin(s, "ACL", "SETUSER", HC_USER, "+sentinel|replicas") == "OK"
+        r = _status(dbcheck_bin, redis_dbcheck_setup.config, workdir / "no-haproxy.cfg", "--json")
+        (c,) = json.loads(r.stdout)["clusters"]
+        assert len(c["nodes"]) == 2, c
+        partial = (f"replicas as 2 of 3 Sentinels list them: the Sentinel user may not run SENTINEL "
+                   f"REPLICAS on {sentinels[0].addr} (NOPERM); add +sentinel|replicas to its ACL")
+        assert partial in c["notes"], c["notes"]
+    finally:
+        for s in sentinels:
+            redis_cluster.sentinel_admin(s, "ACL", "SETUSER", HC_USER, "+sentinel|replicas")

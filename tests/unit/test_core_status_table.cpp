@@ -167,3 +167,24 @@ TEST_CASE("status_table: peers' words cannot drive the terminal or break the JSO
   CHECK(doc["clusters"][0]["nodes"][2]["verdicts"]["pg_write"]["reason"].get<std::string>().find("utf-8") !=
         std::string::npos);
 }
+
+TEST_CASE("status_table: a note sits below the verdicts, wrapped whole on a screen", "[core]") {
+  ClusterStatus c = three_nodes("pg1");
+  const std::string note = "replicas unknown: the Sentinel user may not run SENTINEL REPLICAS "
+                           "(NOPERM); add +sentinel|replicas to its ACL";
+  c.notes = {note};
+  const auto l = lines(render_status_text({c}, nullptr, 60));
+  const auto first =
+      std::find(l.begin(), l.end(), "note: replicas unknown: the Sentinel user may not run");
+  REQUIRE(first != l.end());
+  // Right after the last row of the verdict table, before what each node says.
+  CHECK((first - 1)->rfind("pg3 ", 0) == 0);
+  std::string joined = *first;
+  for (auto it = first + 1; it != l.end() && it->rfind("  ", 0) == 0; ++it) {
+    CHECK(it->size() <= 60);
+    joined += " " + it->substr(2);
+  }
+  CHECK(joined == "note: " + note);
+  // Piped: one line.
+  CHECK(render_status_text({c}, nullptr, 0).find("note: " + note + "\n") != std::string::npos);
+}
