@@ -124,7 +124,8 @@ Commands define(CLI::App& app, Args& a) {
       ->capture_default_str()
       ->type_name("FILE");
   c.status->add_flag("--json", a.json, "print it as JSON");
-  c.status->add_flag("--watch", a.watch, "redraw every second, marking what changed, until ^C");
+  c.status->add_flag("--watch", a.watch,
+                     "redraw every second, marking what changed, until ^C or its terminal closes");
   c.status->fallthrough();
 
   c.haproxy_state = app.add_subcommand(

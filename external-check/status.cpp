@@ -3,6 +3,7 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "parallel_checks.hpp"
+#include "terminal_hangup.hpp"
 
 #include <config/haproxy_cfg.hpp>
 #include <config/load_config.hpp>
@@ -21,7 +22,6 @@
 #include <chrono>
 #include <ctime>
 #include <iostream>
-#include <thread>
 
 namespace dbcheck::extcheck {
 namespace {
@@ -253,6 +253,10 @@ int status_command(const std::string& path, const std::string& cluster_name,
     std::cerr << fmt::format("dbcheck: {}: no [cluster.{}]\n", path, cluster_name);
     return k_exit_config;
   }
+  if (watch) {
+    // Its terminal gone (a dropped SSH session, a closed window), a watch ends as watch(1) does.
+    end_on_hangup();
+  }
   std::vector<core::ClusterStatus> previous;
   for (bool first = true;; first = false) {
     const auto round_start = std::chrono::steady_clock::now();
@@ -275,10 +279,16 @@ int status_command(const std::string& path, const std::string& cluster_name,
       std::cout << core::render_status_text(now, nullptr, terminal_width(0)) << std::flush;
     }
     if (!watch) {
-      return k_exit_pass;
+      return std::cout ? k_exit_pass : k_exit_fail;
+    }
+    // No SIGHUP may come: a hangup signals only the session's leader, and runuser or sudo
+    // leading it keep theirs. Then only the output tells: EIO or a hung-up terminal, EPIPE or
+    // a pipe with no reader.
+    if (!std::cout || hung_up_before(STDOUT_FILENO, round_start + std::chrono::seconds{1})) {
+      std::cerr << "dbcheck: status --watch: the output is gone (terminal closed?): ending\n";
+      return k_exit_hangup;
     }
     previous = std::move(now);
-    std::this_thread::sleep_until(round_start + std::chrono::seconds{1});
   }
 }
 

@@ -1,12 +1,16 @@
 """`dbcheck status`: one screen for the whole cluster, from a real Patroni cluster and the
 shipped HAProxy example's servers; from a real Redis Sentinel cluster (the master and the
 replicas the Sentinels list, or why they are missing); and `--watch` in a real terminal (tmux,
-80 columns) while Patroni switches the leader over."""
+80 columns) while Patroni switches the leader over, ending when its terminal goes away."""
 
 import json
 import os
+import pty
+import signal
 import subprocess
 import time
+
+import pytest
 
 from fixtures.haproxy import render_example_for, render_redis_example_for
 from fixtures.procs import wait_until
@@ -92,6 +96,7 @@ def test_status_watch_in_a_terminal_during_a_switchover(pg_cluster, dbcheck_setu
            f"--haproxy-config {haproxy_cfg}")
     subprocess.run([*tmux, "new-session", "-d", "-x", "80", "-y", "30", cmd], check=True, timeout=10)
     screens = []
+    started = []
 
     def screen():
         s = subprocess.run([*tmux, "capture-pane", "-p", "-t", "0"], capture_output=True, text=True,
@@ -112,6 +117,7 @@ def test_status_watch_in_a_terminal_during_a_switchover(pg_cluster, dbcheck_setu
     try:
         wait_until(lambda: writer_cell(screen(), old.name) == "UP", 30,
                    f"the watch showing {old.name} UP in pg_write")
+        started = _pane_processes(tmux)
         t0 = time.monotonic()
         pg_cluster.switchover(new.name, leader=old.name)
         wait_until(lambda: f"Patroni names {new.name} leader" in screen()
@@ -123,6 +129,7 @@ def test_status_watch_in_a_terminal_during_a_switchover(pg_cluster, dbcheck_setu
         final = screens[-1]
     finally:
         subprocess.run([*tmux, "kill-server"], timeout=10)
+        _assert_all_end(started)
     assert marked, "no redraw marked the change with '*'"
     too_wide = [line for s in screens for line in s.splitlines() if len(line) > 80]
     assert not too_wide, too_wide[:3]
@@ -161,6 +168,66 @@ def test_status_of_a_redis_cluster_names_the_sentinels_master(redis_cluster, red
     for sent in c["sentinels"]:
         assert sent["names"] == master.addr and "master" in sent["flags"].split(","), sent
         assert sent["epoch"].isdigit(), sent
+
+
+def _stat(pid):
+    """(state, start time) of process `pid` from /proc."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return fields[0], fields[19]
+
+
+def _process(pid):
+    """(pid, start time) of a running process, to tell it from a later one given its PID."""
+    return pid, _stat(pid)[1]
+
+
+def _alive(proc):
+    """True while `proc` runs: a zombie has ended (only its parent, maybe init, has yet to
+    reap it)."""
+    try:
+        state, start = _stat(proc[0])
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return start == proc[1] and state != "Z"
+
+
+def _descendants(pid):
+    """`pid` and every process below it, each as _process() gives it."""
+    out = []
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            out.append(_process(p))
+            with open(f"/proc/{p}/task/{p}/children") as f:
+                todo.extend(int(c) for c in f.read().split())
+        except FileNotFoundError:
+            pass
+    return out
+
+
+def _pane_processes(tmux):
+    """The processes of the tmux server's only pane: its command and all it started."""
+    pid = subprocess.run([*tmux, "list-panes", "-F", "#{pane_pid}"], capture_output=True, text=True,
+                         timeout=10, check=True).stdout.split()
+    assert len(pid) == 1, pid
+    return _descendants(int(pid[0]))
+
+
+def _assert_all_end(procs, timeout=15):
+    """Waits (bounded) for each of `procs` to end; any still running is killed by its PID, and
+    the test fails naming it. Returns the seconds it took."""
+    t0 = time.monotonic()
+    try:
+        wait_until(lambda: not any(_alive(p) for p in procs), timeout,
+                   "every process the watch's pane started to end")
+    finally:
+        left = [p for p in procs if _alive(p)]
+        for pid, _ in left:
+            os.kill(pid, signal.SIGKILL)
+    assert not left, f"still running after the terminal went away: {left}"
+    return time.monotonic() - t0
 
 
 def _redis_haproxy_cfg(redis_cluster, redis_dbcheck_setup, workdir):
@@ -239,3 +306,81 @@ def test_status_says_when_the_sentinel_acl_refuses_replicas(redis_cluster, redis
     finally:
         for s in sentinels:
             redis_cluster.sentinel_admin(s, "ACL", "SETUSER", HC_USER, "+sentinel|replicas")
+
+
+# How an operator runs it as HAProxy's user: runuser forks and waits, leading the pane's session
+# (the terminal's hangup signals it, not dbcheck); setpriv execs, so dbcheck leads it itself.
+LAUNCHERS = {
+    "runuser": ["runuser", "-u", "haproxy", "--"],
+    "setpriv": ["setpriv", "--reuid=haproxy", "--regid=haproxy", "--init-groups", "--"],
+}
+
+
+@pytest.mark.parametrize("launcher", sorted(LAUNCHERS))
+def test_status_watch_ends_when_its_terminal_goes_away(launcher, redis_cluster, redis_dbcheck_setup,
+                                                       dbcheck_bin, workdir, figures):
+    """tmux killed under a running --watch (a closed window, a dropped SSH session): the watch
+    and whatever ran it end, none left behind."""
+    master = redis_cluster.wait_stable()
+    haproxy_cfg = _redis_haproxy_cfg(redis_cluster, redis_dbcheck_setup, workdir)
+    tmux = ["tmux", "-L", f"dbcheck-status-{launcher}-{os.getpid()}"]
+    cmd = " ".join([*LAUNCHERS[launcher], str(dbcheck_bin), "--config", str(redis_dbcheck_setup.config),
+                    "status", "cache", "--watch", "--haproxy-config", str(haproxy_cfg)])
+    subprocess.run([*tmux, "new-session", "-d", "-x", "80", "-y", "30", cmd], check=True, timeout=10)
+    started = []
+    try:
+        wait_until(lambda: f"master {master.addr}" in subprocess.run(
+            [*tmux, "capture-pane", "-p", "-t", "0"], capture_output=True, text=True, timeout=10).stdout,
+            30, "the watch showing the master")
+        started = _pane_processes(tmux)
+        assert any(open(f"/proc/{pid}/comm").read().strip() == "dbcheck" for pid, _ in started), started
+    finally:
+        subprocess.run([*tmux, "kill-server"], timeout=10)
+        took = _assert_all_end(started)
+    figures(f"status --watch under {launcher}, terminal killed",
+            f"{len(started)} processes ({launcher} and dbcheck, or dbcheck alone) all gone {took:.1f}s "
+            "after tmux kill-server")
+
+
+def _watch(dbcheck_bin, redis_dbcheck_setup, haproxy_cfg, stdout):
+    """--watch as user haproxy, started by us (setpriv execs: the PID is dbcheck's)."""
+    return subprocess.Popen([*LAUNCHERS["setpriv"], str(dbcheck_bin), "--config",
+                             str(redis_dbcheck_setup.config), "status", "cache", "--watch",
+                             "--haproxy-config", str(haproxy_cfg)],
+                            stdout=stdout, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+
+
+def _ends(p, timeout=10):
+    try:
+        return p.wait(timeout=timeout)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def test_status_watch_ends_on_hangup_a_closed_pipe_or_terminal(redis_cluster, redis_dbcheck_setup,
+                                                               dbcheck_bin, workdir):
+    """Each way its output can go away ends --watch with 129, promptly (bounded waits)."""
+    redis_cluster.wait_stable()
+    haproxy_cfg = _redis_haproxy_cfg(redis_cluster, redis_dbcheck_setup, workdir)
+    # SIGHUP, as a terminal's hangup sends it to the session leader.
+    p = _watch(dbcheck_bin, redis_dbcheck_setup, haproxy_cfg, subprocess.PIPE)
+    assert p.stdout.read(1), p.stderr.read()
+    p.send_signal(signal.SIGHUP)
+    assert _ends(p) == 129
+    # The pipe's reader gone (EPIPE: dbcheck ignores SIGPIPE).
+    p = _watch(dbcheck_bin, redis_dbcheck_setup, haproxy_cfg, subprocess.PIPE)
+    assert p.stdout.read(1), p.stderr.read()
+    p.stdout.close()
+    assert _ends(p) == 129
+    assert "the output is gone" in p.stderr.read().decode(), "no word on why it ended"
+    # A terminal whose other side closed, not its controlling one (no SIGHUP comes): EIO.
+    master_fd, slave_fd = pty.openpty()
+    p = _watch(dbcheck_bin, redis_dbcheck_setup, haproxy_cfg, slave_fd)
+    os.close(slave_fd)
+    try:
+        assert os.read(master_fd, 1)
+    finally:
+        os.close(master_fd)
+    assert _ends(p) == 129
