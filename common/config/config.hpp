@@ -37,6 +37,7 @@ struct PostgresCluster {
   // External checks of this host share the members' view for this long (0: never; at most 2 s),
   // in this directory (none: /tmp/dbcheck-shared-<euid>): probe/shared_views.hpp.
   util::Duration shared_view_max_age{0};
+  int shared_view_max_age_line = 0; // where it is written (0: not), for config-check
   std::optional<std::string> shared_view_dir;
   // `dbcheck switchover` only: Patroni REST basic-auth user and the path of its password file
   // (read when a switchover runs, never by checks: the check user cannot read it).
@@ -71,6 +72,10 @@ struct Backend {
   util::Duration max_lag{1000}; // replicas: the most staleness allowed
   core::SaturationPolicy on_saturation = core::SaturationPolicy::up;
   core::ReaderChoice readers = core::ReaderChoice::any; // PostgreSQL replicas: which ones read
+  // Where config-check's comparison with haproxy.cfg points: the [backend.NAME] header, and the
+  // `timeout` that applies (the backend's own or [defaults]'; 0: the built-in default).
+  int line = 0;
+  int timeout_line = 0;
 };
 
 // The [agent] section: how dbcheck-agent listens, probes and damps (ignored by dbcheck).

@@ -163,7 +163,84 @@ split_address(std::string_view a) {
   return std::pair{std::string{host}, number};
 }
 
+// What `default-server` lines set for the servers after them, and what a server line sets.
+struct ServerChecks {
+  util::Duration inter{2000};
+  int inter_line = 0;
+  bool agent_check = false;
+  std::optional<std::string> agent_send;
+};
+
+// Applies the check keywords among `words` (from `first`) to `c`; a value that is not a time
+// leaves HAProxy's own `-c` to complain.
+void apply_server_keywords(const std::vector<std::string>& words, std::size_t first, int line,
+                           ServerChecks& c) {
+  for (std::size_t i = first; i < words.size(); ++i) {
+    const std::string& k = words[i];
+    if (k == "inter" && i + 1 < words.size()) {
+      if (auto t = parse_haproxy_time(words[++i])) {
+        c.inter = *t;
+        c.inter_line = line;
+      }
+    } else if (k == "agent-send" && i + 1 < words.size()) {
+      c.agent_send = words[++i];
+    } else if (k == "agent-check") {
+      c.agent_check = true;
+    } else if (k == "no-agent-check") {
+      c.agent_check = false;
+    }
+  }
+}
+
+// Applies a proxy-level line (in `defaults`, `backend` or `listen`) that bears on checks.
+void apply_proxy_line(const std::vector<std::string>& w, int line, HaproxyBackend& p,
+                      ServerChecks& dflt) {
+  const bool no = w[0] == "no" && w.size() >= 3;
+  const std::size_t o = no ? 1 : 0;
+  if (w[o] == "option" && w.size() > o + 1 && w[o + 1] == "external-check") {
+    p.external_check = !no;
+    p.external_check_line = line;
+  } else if (w[0] == "external-check" && w.size() >= 3 && w[1] == "command") {
+    p.command = w[2];
+    p.command_line = line;
+  } else if (w[0] == "timeout" && w.size() >= 3 && (w[1] == "check" || w[1] == "connect")) {
+    const auto t = parse_haproxy_time(w[2]);
+    if (w[1] == "check") {
+      p.timeout_check = t;
+      p.timeout_check_line = line;
+    } else {
+      p.timeout_connect = t;
+      p.timeout_connect_line = line;
+    }
+  } else if (w[0] == "default-server") {
+    apply_server_keywords(w, 1, line, dflt);
+  }
+}
+
 } // namespace
+
+std::optional<util::Duration> parse_haproxy_time(std::string_view text) {
+  std::size_t digits = 0;
+  while (digits < text.size() && digits < 12 && text[digits] >= '0' && text[digits] <= '9') {
+    ++digits;
+  }
+  if (digits == 0 || (digits < text.size() && text[digits] >= '0' && text[digits] <= '9')) {
+    return std::nullopt;
+  }
+  const long long n = std::strtoll(std::string{text.substr(0, digits)}.c_str(), nullptr, 10);
+  const std::string_view unit = text.substr(digits);
+  if (unit == "us") {
+    return util::Duration{(n + 999) / 1000};
+  }
+  constexpr std::array<std::pair<std::string_view, long long>, 6> k_units = {
+      {{"", 1}, {"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000}, {"d", 86'400'000}}};
+  for (const auto& [name, factor] : k_units) {
+    if (unit == name) {
+      return util::Duration{n * factor};
+    }
+  }
+  return std::nullopt;
+}
 
 tl::expected<HaproxyServers, std::string> parse_haproxy_cfg(std::string_view text,
                                                             const std::string& file,
@@ -173,6 +250,10 @@ tl::expected<HaproxyServers, std::string> parse_haproxy_cfg(std::string_view tex
   std::string proxy;    // its name
   std::string state_file;
   std::string state_base;
+  // Each `defaults` section starts afresh, and the proxies after it start from it.
+  HaproxyBackend defaults;
+  ServerChecks defaults_server;
+  ServerChecks proxy_server;
   int number = 0;
   while (!text.empty()) {
     const auto eol = text.find('\n');
@@ -190,7 +271,22 @@ tl::expected<HaproxyServers, std::string> parse_haproxy_cfg(std::string_view tex
     if (std::find(k_sections.begin(), k_sections.end(), w[0]) != k_sections.end()) {
       section = w[0];
       proxy = w.size() > 1 ? w[1] : "";
+      if (section == "defaults") {
+        defaults = HaproxyBackend{};
+        defaults_server = ServerChecks{};
+      } else if (section == "backend" || section == "listen") {
+        HaproxyBackend b = defaults;
+        b.name = proxy;
+        b.line = number;
+        out.backends.push_back(std::move(b));
+        proxy_server = defaults_server;
+      }
       continue;
+    }
+    if (section == "defaults") {
+      apply_proxy_line(w, number, defaults, defaults_server);
+    } else if (section == "backend" || section == "listen") {
+      apply_proxy_line(w, number, out.backends.back(), proxy_server);
     }
     if (section == "global" && w.size() >= 2 && w[0] == "server-state-file") {
       state_file = w[1];
@@ -231,6 +327,12 @@ tl::expected<HaproxyServers, std::string> parse_haproxy_cfg(std::string_view tex
     s.port = address->second;
     s.checked = std::find(w.begin() + 3, w.end(), "check") != w.end();
     s.line = number;
+    ServerChecks c = proxy_server;
+    apply_server_keywords(w, 3, number, c);
+    s.inter = c.inter;
+    s.inter_line = c.inter_line;
+    s.agent_check = c.agent_check;
+    s.agent_send = std::move(c.agent_send);
     out.servers.push_back(std::move(s));
   }
   // HAProxy's rule (srv_state_get_filepath): absolute, or no base: the name as written.

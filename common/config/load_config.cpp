@@ -197,6 +197,7 @@ std::optional<std::string> want_one_of(const toml::node& n, Errors& e, const std
 // Backend's own (config.hpp is the one place they are written).
 struct Defaults {
   util::Duration timeout = Backend{}.timeout;
+  int timeout_line = 0;
   util::Duration max_lag = Backend{}.max_lag;
   core::SaturationPolicy on_saturation = Backend{}.on_saturation;
 };
@@ -226,6 +227,7 @@ const std::vector<KeySpec<Defaults>>& defaults_keys() {
        [](Defaults& d, const toml::node& n, Errors& e, const std::string& key) {
          if (auto v = want_duration(n, e, key)) {
            d.timeout = *v;
+           d.timeout_line = static_cast<int>(n.source().begin.line);
          }
        }},
       {"max_lag",
@@ -362,6 +364,7 @@ const std::vector<KeySpec<PostgresCluster>>& postgres_keys() {
              return;
            }
            c.shared_view_max_age = *v;
+           c.shared_view_max_age_line = static_cast<int>(n.source().begin.line);
          }
        }},
       {"shared_view_dir",
@@ -657,8 +660,11 @@ const std::vector<KeySpec<BackendDraft>>& backend_keys() {
            b.has_role = true;
          }
        }},
-      {"timeout", [](BackendDraft& b, const toml::node& n, Errors& e,
-                     const std::string& key) { b.timeout = want_duration(n, e, key); }},
+      {"timeout",
+       [](BackendDraft& b, const toml::node& n, Errors& e, const std::string& key) {
+         b.timeout = want_duration(n, e, key);
+         b.backend.timeout_line = static_cast<int>(n.source().begin.line);
+       }},
       {"max_lag",
        [](BackendDraft& b, const toml::node& n, Errors& e, const std::string& key) {
          b.max_lag = want_duration(n, e, key);
@@ -853,6 +859,7 @@ tl::expected<Config, ConfigError> parse_config(std::string_view text, const std:
           [&](const std::string& name, const toml::table& t, const toml::source_region& where) {
             BackendDraft d;
             d.backend.name = name;
+            d.backend.line = static_cast<int>(where.begin.line);
             d.where = where;
             apply_keys(t, backend_keys(), "backend." + name, d, e);
             drafts.push_back(std::move(d));
@@ -893,6 +900,9 @@ tl::expected<Config, ConfigError> parse_config(std::string_view text, const std:
       e.add(d.saturation_where, sec + ".on_saturation", "applies only to role = \"primary\"");
     }
     b.timeout = d.timeout.value_or(defaults.timeout);
+    if (!d.timeout) {
+      b.timeout_line = defaults.timeout_line;
+    }
     b.max_lag = d.max_lag.value_or(defaults.max_lag);
     b.on_saturation = d.on_saturation.value_or(defaults.on_saturation);
     cfg.backends.emplace(b.name, std::move(b));
