@@ -31,6 +31,8 @@ struct Args {
   SwitchoverArgs switchover;
   std::string shell;
   std::string haproxy_cfg = "/etc/haproxy/haproxy.cfg";
+  std::string compare_cfg; // config-check --haproxy-config: none unless given
+  bool live = false;
   std::string state_output;
   bool write_state_file = false;
   std::string status_cluster;
@@ -76,8 +78,20 @@ Commands define(CLI::App& app, Args& a) {
   c.explain->add_flag("--json", a.json, "print the explanation as JSON");
   c.explain->fallthrough();
 
-  c.config_check =
-      app.add_subcommand("config-check", "validate the configuration file and exit (0 or 2)");
+  c.config_check = app.add_subcommand(
+      "config-check", "validate the configuration file and exit (0 or 2); with --haproxy-config, "
+                      "also every mismatch with HAProxy's configuration, each with file:line");
+  auto* compare =
+      c.config_check
+          ->add_option("--haproxy-config", a.compare_cfg,
+                       "compare with this HAProxy configuration: backends that run dbcheck "
+                       "without a [backend.NAME] and the reverse, servers without `check`, "
+                       "timeout not below HAProxy's kill time, shared_view_max_age above inter")
+          ->type_name("FILE");
+  c.config_check
+      ->add_flag("--live", a.live,
+                 "then check each server of dbcheck's backends once and print the verdicts")
+      ->needs(compare);
   c.config_check->fallthrough();
 
   std::string setup_names;
@@ -193,7 +207,7 @@ int run(int argc, char** argv) {
       first_words["setup-sql"].emplace_back(f.name);
     }
     first_words["completion"] = {"bash"};
-    std::cout << bash_completion(app, first_words, {"--config"});
+    std::cout << bash_completion(app, first_words, {"--config", "--haproxy-config"});
     return k_exit_pass;
   }
   if (c.setup_sql->parsed()) {
@@ -216,7 +230,7 @@ int run(int argc, char** argv) {
                                  a.state_output, started);
   }
   if (c.config_check->parsed()) {
-    return config_check(path);
+    return config_check(path, a.compare_cfg, a.live);
   }
   if (c.check->parsed()) {
     return manual_check(path, a.backend, a.node, Shape::line, started);

@@ -248,23 +248,4 @@ int manual_check(const std::string& path, const std::string& backend, const std:
   return exit_code(*report);
 }
 
-int config_check(const std::string& path) {
-  auto cfg = load(path, Output::terminal, true);
-  if (!cfg) {
-    return cfg.error();
-  }
-  std::cout << fmt::format("{}: OK, {} cluster(s), {} backend(s)\n", path, cfg->clusters.size(),
-                           cfg->backends.size());
-  for (const auto& w : cfg->warnings) {
-    std::cerr << "warning: " << w << '\n';
-  }
-  for (const auto& [name, b] : cfg->backends) {
-    std::cout << fmt::format(
-        "  backend {}: cluster {}, role {}, timeout {}{}\n", name, b.cluster,
-        config::to_string(b.role), util::format_duration(b.timeout),
-        b.role == config::Role::replica ? ", max_lag " + util::format_duration(b.max_lag) : "");
-  }
-  return k_exit_pass;
-}
-
 } // namespace dbcheck::extcheck

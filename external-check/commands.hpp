@@ -40,8 +40,11 @@ int haproxy_check(const std::string& path, const std::vector<std::string>& args,
 int manual_check(const std::string& path, const std::string& backend, const std::string& node,
                  Shape shape, probe::Clock::time_point started);
 
-// `dbcheck config-check`: every problem of the file, or a summary of what it defines.
-int config_check(const std::string& path);
+// `dbcheck config-check`: every problem of the file, or a summary of what it defines; with
+// `haproxy_cfg` (not ""), every mismatch with HAProxy's configuration (config/haproxy_match.hpp),
+// and with `live`, a table of one check of each server HAProxy asks dbcheck about. Exit 0 when
+// all agree, 2 for a configuration error or any mismatch (live verdicts do not change it).
+int config_check(const std::string& path, const std::string& haproxy_cfg, bool live);
 
 // Where `dbcheck haproxy-state` writes its file.
 enum class StateOutput { stdout_only, file, named_in_haproxy_cfg };

@@ -31,6 +31,7 @@ def complete(dbcheck_bin, *words):
     (("explain", "--j"), ["--json"]),
     (("haproxy-state", "--w"), ["--write-state-file"]),
     (("status", "--w"), ["--watch"]),
+    (("config-check", "--"), ["--haproxy-config", "--help", "--live"]),
 ])
 def test_bash_completion(dbcheck_bin, words, want):
     assert complete(dbcheck_bin, *words) == want
@@ -41,3 +42,9 @@ def test_config_option_completes_file_names(dbcheck_bin, tmp_path):
         (tmp_path / name).write_text("")
     assert complete(dbcheck_bin, "--config", f"{tmp_path}/dbcheck") == \
         sorted([f"{tmp_path}/dbcheck.toml", f"{tmp_path}/dbcheck-redis.toml"])
+
+
+def test_haproxy_config_option_completes_file_names(dbcheck_bin, tmp_path):
+    (tmp_path / "haproxy.cfg").write_text("")
+    assert complete(dbcheck_bin, "config-check", "--haproxy-config", f"{tmp_path}/hap") == \
+        [f"{tmp_path}/haproxy.cfg"]
