@@ -1,6 +1,7 @@
 #pragma once
 // What dbcheck needs of an HAProxy configuration file: its backends' `server` lines (name,
-// address, port, whether HAProxy checks them). Not a validator: HAProxy's own `-c` is that;
+// address, port, whether and how often HAProxy checks them) and the check settings of each
+// backend (which external check, its timeouts). Not a validator: HAProxy's own `-c` is that;
 // lines this does not understand are skipped or reported, never guessed at.
 
 #include <util/duration.hpp>
