@@ -147,7 +147,8 @@ Commands define(CLI::App& app, Args& a) {
       "check every server of dbcheck's backends in an HAProxy configuration now and print a "
       "server-state file (load-server-state-from-file global) that starts a fresh HAProxy with "
       "only those that pass UP; each verdict on stderr; a server that cannot be decided starts "
-      "DOWN");
+      "DOWN; every other line, and every admin state (MAINT, DRAIN), is kept from the file "
+      "HAProxy last saved");
   c.haproxy_state->add_option("--haproxy-config", a.haproxy_cfg, "HAProxy's configuration file")
       ->capture_default_str()
       ->type_name("FILE");

@@ -49,11 +49,12 @@ int config_check(const std::string& path, const std::string& haproxy_cfg, bool l
 // Where `dbcheck haproxy-state` writes its file.
 enum class StateOutput { stdout_only, file, named_in_haproxy_cfg };
 
-// `dbcheck haproxy-state`: an HAProxy server-state file from the verdicts of `haproxy_cfg`'s
-// servers in dbcheck's backends, checked now: on stdout, or replacing `output` (or the
-// configuration's own server-state-file) atomically; each server's verdict on stderr. Exit 0,
-// or 2 when the configuration could not be loaded (every checked server then starts DOWN) or
-// nothing could be written.
+// `dbcheck haproxy-state`: the server-state file `haproxy_cfg` names, as HAProxy last saved it,
+// with the operational state of each server of dbcheck's backends set from its verdict, checked
+// now (every other field and server kept): on stdout, or replacing `output` (or that file)
+// atomically; each server's verdict on stderr. Exit 0, also when there is no dbcheck
+// configuration at `path` (nothing written); 2 when it cannot be loaded, the saved file cannot
+// be read or understood, or nothing could be written (nothing written then either).
 int haproxy_state_command(const std::string& path, const std::string& haproxy_cfg,
                           StateOutput where, const std::string& output,
                           probe::Clock::time_point started);

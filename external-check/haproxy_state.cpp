@@ -1,6 +1,7 @@
 // `dbcheck haproxy-state`: HAProxy 2.6 starts every server UP until its checks say otherwise
 // (init-state came in 3.1); a server-state file written from current verdicts makes a cold
-// start begin with only the right servers UP.
+// start begin with only the right servers UP. It changes only the operational state of
+// dbcheck's own servers: everything else of the file HAProxy last saved is kept.
 #include "cli.hpp"
 #include "commands.hpp"
 #include "parallel_checks.hpp"
@@ -18,6 +19,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <optional>
 
@@ -62,6 +64,40 @@ std::optional<std::string> replace_file(const std::string& path, const std::stri
   return std::nullopt;
 }
 
+// The state file HAProxy loads, as it is now: no line when it does not exist (a boot: /run
+// is empty). An error, which must keep dbcheck from replacing it, names the file and why.
+tl::expected<core::SavedState, std::string> read_saved_state(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    if (errno == ENOENT) {
+      return core::SavedState{};
+    }
+    return tl::make_unexpected(fmt::format("{}: {}", path, std::strerror(errno)));
+  }
+  constexpr std::streamoff k_max = 16 << 20; // far more than any HAProxy's servers need
+  std::string text(static_cast<std::size_t>(k_max) + 1, '\0');
+  in.read(text.data(), k_max + 1);
+  if (in.bad()) {
+    return tl::make_unexpected(fmt::format("{}: read error", path));
+  }
+  if (in.gcount() > k_max) {
+    return tl::make_unexpected(fmt::format("{}: larger than 16 MiB", path));
+  }
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  auto saved = core::parse_server_state(text);
+  if (!saved) {
+    return tl::make_unexpected(fmt::format("{}: {}", path, saved.error()));
+  }
+  return saved;
+}
+
+// True when there is no file at `path` at all: a host where dbcheck was never set up, or an
+// agent-mode HAProxy host (the agents, not this host, hold the configuration and passwords).
+bool missing(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) != 0 && errno == ENOENT;
+}
+
 } // namespace
 
 int haproxy_state_command(const std::string& path, const std::string& haproxy_cfg,
@@ -83,17 +119,38 @@ int haproxy_state_command(const std::string& path, const std::string& haproxy_cf
     }
     output = servers->state_file;
   }
-  for (const auto& s : servers->skipped) {
-    std::cerr << "dbcheck: no line for " << s << '\n';
+  // What to do with the file HAProxy loads when dbcheck cannot decide anything: leave it.
+  const std::string kept = output.empty() ? std::string("nothing is written")
+                                          : fmt::format("{} is left as it was", output);
+  if (missing(path)) {
+    std::cerr << fmt::format("dbcheck: {} does not exist (dbcheck is not set up on this host, or "
+                             "its HAProxy asks dbcheck-agent instead): {}\n",
+                             path, kept);
+    return k_exit_pass;
+  }
+  // HAProxy's last dump: what every server keeps but dbcheck's operational states.
+  core::SavedState saved;
+  if (!servers->state_file.empty()) {
+    auto read = read_saved_state(servers->state_file);
+    if (!read) {
+      std::cerr << fmt::format("dbcheck: cannot carry the saved server states over: {}: {}\n",
+                               read.error(), kept);
+      return k_exit_config;
+    }
+    saved = std::move(*read);
   }
   auto cfg = config::load_config(path);
-  int exit = k_exit_pass;
   if (!cfg) {
-    // Fail safe: every server HAProxy checks starts DOWN and comes UP by its own checks.
+    // Which backends are dbcheck's is unknown: no server's start may be changed, and a check
+    // will say the same error until the configuration is fixed.
     for (const auto& m : cfg.error().messages) {
       std::cerr << "dbcheck: configuration error: " << m << '\n';
     }
-    exit = k_exit_config;
+    std::cerr << fmt::format("dbcheck: cannot tell dbcheck's backends from others: {}\n", kept);
+    return k_exit_config;
+  }
+  for (const auto& s : servers->skipped) {
+    std::cerr << "dbcheck: no line for " << s << '\n';
   }
   std::vector<Decision> decisions;
   std::vector<CheckJob> jobs;
@@ -101,33 +158,28 @@ int haproxy_state_command(const std::string& path, const std::string& haproxy_cf
   decisions.reserve(servers->servers.size());
   for (std::size_t i = 0; i < servers->servers.size(); ++i) {
     const config::HaproxyServer& s = servers->servers[i];
-    const config::Backend* backend = nullptr;
-    if (cfg) {
-      const auto b = cfg->backends.find(s.backend);
-      if (b == cfg->backends.end()) {
-        continue; // not dbcheck's backend: HAProxy's own start, untouched
-      }
-      backend = &b->second;
+    const auto b = cfg->backends.find(s.backend);
+    if (b == cfg->backends.end()) {
+      continue; // not dbcheck's backend: its saved line, if any, is carried over as it is
     }
+    const config::Backend& backend = b->second;
     if (!s.checked || !s.port) {
       // A server HAProxy never checks would stay DOWN for good; one without a port cannot be
-      // checked by address: both keep HAProxy's own start.
+      // checked by address: both keep HAProxy's own start (and their saved line).
       std::cerr << fmt::format("dbcheck: no line for {}:{}: server {}/{}: {}\n", haproxy_cfg,
                                s.line, s.backend, s.name,
                                !s.checked ? "no `check` on it" : "no port in its address");
       continue;
     }
-    Decision d{i, {s.backend, s.name, *s.port, false}, "the configuration could not be loaded"};
-    if (backend != nullptr) {
-      const auto unreadable = cfg->unreadable.find(backend->cluster);
-      if (unreadable != cfg->unreadable.end()) {
-        d.why = unreadable->second.empty() ? "a password file cannot be read"
-                                           : unreadable->second.front();
-      } else {
-        const config::Cluster& cluster = cfg->clusters.at(backend->cluster);
-        job_of[i] = jobs.size();
-        jobs.push_back({&cluster, backend, util::HostPort{s.host, *s.port}});
-      }
+    Decision d{i, {s.backend, s.name, *s.port, false}, {}};
+    const auto unreadable = cfg->unreadable.find(backend.cluster);
+    if (unreadable != cfg->unreadable.end()) {
+      d.why = unreadable->second.empty() ? "a password file cannot be read"
+                                         : unreadable->second.front();
+    } else {
+      const config::Cluster& cluster = cfg->clusters.at(backend.cluster);
+      job_of[i] = jobs.size();
+      jobs.push_back({&cluster, &backend, util::HostPort{s.host, *s.port}});
     }
     decisions.push_back(std::move(d));
   }
@@ -141,20 +193,23 @@ int haproxy_state_command(const std::string& path, const std::string& haproxy_cf
     } else {
       d.why = fmt::format("{} {}:{} DOWN: {}", s.backend, s.host, *s.port, d.why);
     }
-    std::cerr << fmt::format("{}/{} starts {}: {}\n", s.backend, s.name, d.start.up ? "UP" : "DOWN",
-                             d.why);
+    // An operator's MAINT or DRAIN is kept whatever the verdict: say so beside it.
+    const std::string admin = core::saved_admin_state(saved, s.backend, s.name);
+    std::cerr << fmt::format("{}/{} starts {}{}: {}\n", s.backend, s.name,
+                             d.start.up ? "UP" : "DOWN",
+                             admin.empty() ? "" : fmt::format(" (kept in {})", admin), d.why);
     starts.push_back(d.start);
   }
-  const std::string text = core::render_server_state(starts);
+  const std::string text = core::render_server_state(saved, starts);
   if (output.empty()) {
     std::cout << text << std::flush;
-    return std::cout ? exit : k_exit_config;
+    return std::cout ? k_exit_pass : k_exit_config;
   }
   if (auto why = replace_file(output, text)) {
     std::cerr << "dbcheck: cannot write the state file: " << *why << '\n';
     return k_exit_config;
   }
-  return exit;
+  return k_exit_pass;
 }
 
 } // namespace dbcheck::extcheck
