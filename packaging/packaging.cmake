@@ -14,10 +14,11 @@ set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
              ${PROJECT_SOURCE_DIR}/agent/dbcheck-agent.service)
 install(FILES ${PROJECT_BINARY_DIR}/packaging/dbcheck-agent.service
         DESTINATION ${CMAKE_INSTALL_PREFIX}/lib/systemd/system)
-# HAProxy's cold start from dbcheck's verdicts (the file says when it acts, and how).
-install(FILES packaging/haproxy-dbcheck-state.conf
-        DESTINATION ${CMAKE_INSTALL_PREFIX}/lib/systemd/system/haproxy.service.d
-        RENAME dbcheck-state.conf)
+# HAProxy's cold start from dbcheck's verdicts: a drop-in the operator copies into
+# /etc/systemd/system/haproxy.service.d/ to turn it on (the file says how, and when it acts).
+# Not under /usr/lib/systemd: there it would run before every HAProxy start of every host
+# that installs the package. Not under doc/: a system may exclude that directory.
+install(FILES packaging/haproxy-dbcheck-state.conf DESTINATION ${CMAKE_INSTALL_DATADIR}/dbcheck)
 
 # Man pages, gzipped as Debian policy asks (-n: no timestamp, reproducible).
 set(man_pages docs/man/dbcheck.1 docs/man/dbcheck-agent.8 docs/man/dbcheck.toml.5)
