@@ -9,6 +9,7 @@ install starts nothing, an upgrade try-restarts the agent and does not stop it, 
 stops it. The package is purged at the end, and the purge is checked: user, group and
 state gone, the user's files under /etc/dbcheck handed to root and named."""
 
+import gzip
 import json
 import os
 import re
@@ -27,7 +28,8 @@ from fixtures.procs import start_daemon, wait_until
 REPO = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("DBCHECK_BUILD_DIR") or REPO / "build")
 UNIT = Path("/usr/lib/systemd/system/dbcheck-agent.service")
-HAPROXY_DROP_IN = Path("/usr/lib/systemd/system/haproxy.service.d/dbcheck-state.conf")
+# Opt-in: shipped where the operator copies it from, never where systemd reads it.
+HAPROXY_DROP_IN = Path("/usr/share/dbcheck/haproxy-dbcheck-state.conf")
 FILES = [Path("/usr/bin/dbcheck"), Path("/usr/sbin/dbcheck-agent"), UNIT,
          Path("/usr/share/man/man1/dbcheck.1.gz"), Path("/usr/share/man/man8/dbcheck-agent.8.gz"),
          Path("/usr/share/man/man5/dbcheck.toml.5.gz"), Path("/usr/share/doc/dbcheck/README.md"),
@@ -121,12 +123,33 @@ def test_agent_unit_verifies(installed):
     assert res.returncode == 0, res.stdout + res.stderr
 
 
-def test_haproxy_drop_in_verifies_and_does_nothing_unless_asked(installed):
-    """The drop-in for haproxy.service: systemd accepts the unit with it, and its ExecStartPre,
-    run as systemd would with Debian's own haproxy.cfg (no server-state-file), exits 0 and
-    writes nothing (the file says so on stderr)."""
-    res = run(["systemd-analyze", "verify", "haproxy.service"], check=False)
-    assert res.returncode == 0, res.stdout + res.stderr
+def test_haproxy_drop_in_is_opt_in_verifies_and_does_nothing_unless_asked(installed, tmp_path):
+    """The drop-in for haproxy.service: nothing of the package is where systemd reads drop-ins
+    (installing dbcheck changes no HAProxy start); copied in place as the man page says (here
+    into a unit directory of the test's, never /etc), systemd reads it and accepts the unit with
+    it; and its ExecStartPre, run as systemd would with Debian's own haproxy.cfg (no
+    server-state-file), exits 0 and writes nothing (the file says so on stderr)."""
+    listed = run(["dpkg", "-L", "dbcheck"]).stdout.split()
+    assert not [f for f in listed if "haproxy.service.d" in f], listed
+    assert not [f for f in listed if f.startswith(("/etc/systemd", "/usr/lib/systemd/system/haproxy"))], \
+        listed
+    man = gzip.decompress(Path("/usr/share/man/man1/dbcheck.1.gz").read_bytes()).decode()
+    assert str(HAPROXY_DROP_IN).replace("-", "\\-") in man, "the man page names the file to copy"
+
+    units = tmp_path / "units"
+    (units / "haproxy.service.d").mkdir(parents=True)
+    shutil.copy("/usr/lib/systemd/system/haproxy.service", units / "haproxy.service")
+    env = {**os.environ, "SYSTEMD_UNIT_PATH": f"{units}:"}
+    verify = ["systemd-analyze", "verify", str(units / "haproxy.service")]
+    drop_in = units / "haproxy.service.d" / "dbcheck-state.conf"
+    # That systemd reads a drop-in there: an unknown key in it is reported.
+    drop_in.write_text(HAPROXY_DROP_IN.read_text() + "NotAKey=1\n")
+    res = run(verify, check=False, env=env)
+    assert f"{drop_in}:" in res.stderr and "NotAKey" in res.stderr, res.stdout + res.stderr
+    shutil.copy(HAPROXY_DROP_IN, drop_in)
+    res = run(verify, check=False, env=env)
+    assert res.returncode == 0 and "dbcheck-state.conf" not in res.stderr, res.stdout + res.stderr
+
     line = re.search(r"^ExecStartPre=-(.*)$", HAPROXY_DROP_IN.read_text(), re.M).group(1)
     argv = line.replace("${CONFIG}", "/etc/haproxy/haproxy.cfg").split()
     assert argv[:4] == ["/usr/sbin/runuser", "-u", "haproxy", "--"], argv
