@@ -1,0 +1,83 @@
+"""The README's first command, as a user types it: `./scripts/demo` must exit 0, show the right
+routes (the demo itself fails on any verdict or route that is not what the manager says: WRONG
+lines) and leave no process of its lab behind. Its modes run here too: the switchover (on the
+current peers, so `--peer` is typed as well) and the partition."""
+
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from fixtures.procs import wait_until
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def lab_processes(lab):
+    """PIDs of the processes whose command line names the lab directory `lab`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if lab in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def netns():
+    """The names of this machine's network namespaces."""
+    p = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
+    return {line.split()[0] for line in p.stdout.splitlines() if line.strip()}
+
+
+def run_demo(*args, timeout=900):
+    """Run ./scripts/demo ARGS from the checkout; return its whole output after checking that it
+    exited 0, said every verdict and route was right, and left nothing of its lab running."""
+    namespaces = netns()
+    p = subprocess.run(["./scripts/demo", *args], cwd=REPO, capture_output=True, text=True,
+                       timeout=timeout, stdin=subprocess.DEVNULL)
+    out = p.stdout + p.stderr
+    tail = "\n".join(out.splitlines()[-60:])
+    assert p.returncode == 0, f"./scripts/demo {' '.join(args)} exited {p.returncode}:\n{tail}"
+    assert "WRONG" not in out, f"the demo showed a wrong verdict or route:\n{tail}"
+    labs = re.findall(r"^lab directory: (\S+)$", out, re.M)
+    assert labs, f"the demo did not say where its lab was:\n{tail}"
+    for lab in labs:
+        # Processes the demo stopped may take a moment to be reaped by init: wait, bounded.
+        wait_until(lambda: not lab_processes(lab), 10, f"no process of the demo's lab {lab} left running")
+        assert not os.path.exists(lab), f"the demo left its lab directory {lab}"
+    assert netns() == namespaces, f"the demo left network namespaces: {netns() - namespaces}"
+    return out
+
+
+def test_demo_shows_every_verdict_and_route():
+    t0 = time.monotonic()
+    out = run_demo()
+    assert "every verdict and route was as it should be" in out
+    # Both engines, both checks (external and agent) were shown.
+    for line in ("Patroni leader: ", "Sentinel majority names: ", "PostgreSQL: one dbcheck-agent per node",
+                 "Redis: one dbcheck-agent per node"):
+        assert line in out, f"the demo's output lacks {line!r}"
+    print(f"./scripts/demo took {time.monotonic() - t0:.0f}s")
+
+
+def test_demo_switchover_on_the_current_peers():
+    out = run_demo("--switchover", "--peer", "patroni4", "--peer", "valkey8")
+    assert "peers: Patroni 4.1.4" in out, out.splitlines()[:5]
+    assert re.search(r"HAProxy routes writes to \S+ [\d.]+s after the request", out)
+    assert re.search(r"HAProxy routes Redis writes to \S+ [\d.]+s after the request", out)
+    assert "every verdict and route was as it should be" in out
+
+
+@pytest.mark.skipif(subprocess.run(["ip", "netns", "list"], capture_output=True).returncode != 0,
+                    reason="this machine cannot list network namespaces")
+def test_demo_partition():
+    out = run_demo("--partition")
+    assert out.count("acknowledged writes missing from the final primary") == 2, out[-3000:]
