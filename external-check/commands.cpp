@@ -1,6 +1,7 @@
 #include "commands.hpp"
 
 #include "cli.hpp"
+#include "last_logged.hpp"
 #include "process_setup.hpp"
 #include "syslog_line.hpp"
 
@@ -57,8 +58,10 @@ bool unreadable(const config::Config& cfg, const std::string& cluster, Output ou
 }
 
 // Loads the config and checks `target`; on a config problem logs it and returns exit code 2.
+// `log` receives the file's [log] settings.
 tl::expected<core::Report, int> check(const std::string& path, const Target& target, Output out,
-                                      probe::Clock::time_point started) {
+                                      probe::Clock::time_point started,
+                                      config::LogSettings* log = nullptr) {
   auto cfg = load(path, out);
   if (!cfg) {
     return tl::make_unexpected(cfg.error());
@@ -78,8 +81,31 @@ tl::expected<core::Report, int> check(const std::string& path, const Target& tar
   if (unreadable(*cfg, b->second.cluster, out)) {
     return tl::make_unexpected(k_exit_config);
   }
+  if (log != nullptr) {
+    *log = cfg->log;
+  }
   const config::Cluster& cluster = cfg->clusters.at(b->second.cluster);
   return probe::run_check(cluster, b->second, target.node, started);
+}
+
+// Logs a check's line when core::should_log says so (every failure; a pass that differs from
+// the server's last line, or after pass_heartbeat), and records what was logged.
+void log_verdict(const core::Report& r, const config::LogSettings& settings) {
+  const std::int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count();
+  const core::Verdict& v = r.verdict;
+  const std::string line = core::render_line(r);
+  if (settings.passes == core::PassLogging::all) {
+    log_line(Output::haproxy, core::passes(v) ? LOG_INFO : LOG_WARNING, line);
+    return;
+  }
+  const LastLogged last(last_logged_dir(settings.state_dir), r.backend, r.node);
+  if (!core::should_log(v, last.read(), now_ns, settings.passes, settings.pass_heartbeat)) {
+    return;
+  }
+  log_line(Output::haproxy, core::passes(v) ? LOG_INFO : LOG_WARNING, line);
+  last.write(core::LoggedLine{v.state, v.failure, now_ns});
 }
 
 int exit_code(const core::Report& r) {
@@ -214,12 +240,12 @@ int haproxy_check(const std::string& path, const std::vector<std::string>& args,
     log_line(Output::terminal, LOG_ERR, fmt::format("dbcheck: {}", target.error()));
     return k_exit_config;
   }
-  auto report = check(path, *target, Output::haproxy, started);
+  config::LogSettings settings;
+  auto report = check(path, *target, Output::haproxy, started, &settings);
   if (!report) {
     return report.error();
   }
-  log_line(Output::haproxy, core::passes(report->verdict) ? LOG_INFO : LOG_WARNING,
-           core::render_line(*report));
+  log_verdict(*report, settings);
   return exit_code(*report);
 }
 

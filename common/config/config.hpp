@@ -3,6 +3,7 @@
 
 #include "secret.hpp"
 
+#include <core/pass_log.hpp>
 #include <core/patroni_cluster.hpp>
 #include <core/writer_opinions.hpp>
 #include <util/duration.hpp>
@@ -103,12 +104,22 @@ struct AgentSettings {
   std::map<std::string, util::HostPort> local;      // [agent.local]: cluster -> this host's node
 };
 
+// The [log] section: which checks of dbcheck write a syslog line (ignored by dbcheck-agent).
+// Failures are always logged; a pass by default only when it differs from the server's last
+// line, or that line is pass_heartbeat old (external-check/last_logged.hpp keeps it).
+struct LogSettings {
+  core::PassLogging passes = core::PassLogging::changes;
+  util::Duration pass_heartbeat{3'600'000};
+  std::optional<std::string> state_dir; // none: /tmp/dbcheck-log-<euid>
+};
+
 // The whole validated file.
 struct Config {
   std::string path;
   std::map<std::string, Cluster> clusters; // by name, each a PostgresCluster or a RedisCluster
   std::map<std::string, Backend> backends;
   std::optional<AgentSettings> agent; // present when the file has an [agent] section
+  LogSettings log;
   // Clusters whose password files could not be read, each with its "FILE:LINE: KEY: why"
   // messages. Only that cluster is unusable: a check of another one still runs (one bad file
   // must not take every backend of the host down); config-check and the agent refuse them all.

@@ -591,6 +591,33 @@ const std::vector<KeySpec<AgentSettings>>& agent_keys() {
   return k;
 }
 
+const std::vector<KeySpec<LogSettings>>& log_keys() {
+  static const std::vector<KeySpec<LogSettings>> k = {
+      {"passes",
+       [](LogSettings& l, const toml::node& n, Errors& e, const std::string& key) {
+         if (auto v = want_one_of(n, e, key, {"changes", "all"})) {
+           l.passes = *v == "all" ? core::PassLogging::all : core::PassLogging::changes;
+         }
+       }},
+      {"pass_heartbeat",
+       [](LogSettings& l, const toml::node& n, Errors& e, const std::string& key) {
+         if (auto v = want_duration(n, e, key)) {
+           l.pass_heartbeat = *v;
+         }
+       }},
+      {"state_dir",
+       [](LogSettings& l, const toml::node& n, Errors& e, const std::string& key) {
+         auto v = want_string(n, e, key);
+         if (v && (v->empty() || v->front() != '/')) {
+           e.add(n.source(), key, fmt::format("\"{}\" is not an absolute path", *v));
+           return;
+         }
+         l.state_dir = v;
+       }},
+  };
+  return k;
+}
+
 // The [agent] section and its [agent.local] table of cluster -> this host's node.
 void parse_agent(const toml::node& node, const toml::source_region& where, Config& cfg, Errors& e) {
   const toml::table* t = node.as_table();
@@ -853,6 +880,12 @@ tl::expected<Config, ConfigError> parse_config(std::string_view text, const std:
           });
     } else if (section == "agent") {
       parse_agent(node, k.source(), cfg, e);
+    } else if (section == "log") {
+      if (const toml::table* t = node.as_table()) {
+        apply_keys(*t, log_keys(), "log", cfg.log, e);
+      } else {
+        e.add(k.source(), "log", "expected a table [log]");
+      }
     } else if (section == "backend") {
       for_each_named_table(
           node, "backend", e,
@@ -867,7 +900,7 @@ tl::expected<Config, ConfigError> parse_config(std::string_view text, const std:
     } else {
       e.add(k.source(), section,
             fmt::format("unknown section [{}] (expected [defaults], [cluster.NAME], "
-                        "[backend.NAME] or [agent])",
+                        "[backend.NAME], [agent] or [log])",
                         section));
     }
   }

@@ -53,7 +53,7 @@ def test_every_documented_key_and_example_is_accepted(dbcheck_bin, tmp_path):
     sections = {}
     for section, key, value in documented_keys():
         sections.setdefault(section, []).append(f"{key} = {value}")
-    assert len(sections) == 6, sorted(sections)
+    assert len(sections) == 7, sorted(sections)
 
     # Example paths under /etc/dbcheck become real files (passwords must be 0600).
     def local(value):
@@ -66,7 +66,8 @@ def test_every_documented_key_and_example_is_accepted(dbcheck_bin, tmp_path):
     heading = {'[cluster.NAME] with engine = "postgres"': "[cluster.pg]",
                '[cluster.NAME] with engine = "redis"': "[cluster.cache]",
                "[backend.NAME]": "[backend.pg_write]",
-               "[defaults]": "[defaults]", "[agent]": "[agent]", "[agent.local]": "[agent.local]"}
+               "[defaults]": "[defaults]", "[agent]": "[agent]", "[agent.local]": "[agent.local]",
+               "[log]": "[log]"}
     text = ""
     for section, entries in sections.items():
         text += f"{heading[section]}\n" + "".join(

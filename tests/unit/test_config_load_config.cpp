@@ -152,7 +152,7 @@ TEST_CASE("errors name the file, line and key, and what was expected", "[config]
     const auto r = parse_config(base + "\n[backends.x]\ncluster = \"pg\"\n", "dbcheck.toml");
     REQUIRE_FALSE(r);
     CHECK(errors_of(r) == "dbcheck.toml:20: backends: unknown section [backends] (expected "
-                          "[defaults], [cluster.NAME], [backend.NAME] or [agent])\n");
+                          "[defaults], [cluster.NAME], [backend.NAME], [agent] or [log])\n");
   }
 }
 
@@ -517,4 +517,31 @@ TEST_CASE("the shared Patroni view: at most 2 s, in an absolute directory", "[co
   REQUIRE_FALSE(relative);
   CHECK(errors_of(relative).find("cluster.pg.shared_view_dir: \"views\" is not an absolute path") !=
         std::string::npos);
+}
+
+TEST_CASE("[log]: passes logged on change by default, a heartbeat, a private directory",
+          "[config][log]") {
+  TempDir dir;
+  const auto pw = dir.write("pg.password", "s3cret\n", 0600);
+  const auto with = [&](const std::string& lines) {
+    return parse_config(valid_config(pw) + "\n[log]\n" + lines, "dbcheck.toml");
+  };
+  const auto plain = parse_config(valid_config(pw), "dbcheck.toml");
+  REQUIRE(plain);
+  CHECK(plain->log.passes == dbcheck::core::PassLogging::changes);
+  CHECK(plain->log.pass_heartbeat == dbcheck::util::Duration{3'600'000});
+  CHECK_FALSE(plain->log.state_dir);
+
+  const auto set = with("passes = \"all\"\npass_heartbeat = \"10m\"\nstate_dir = \"/run/x\"\n");
+  REQUIRE(set);
+  CHECK(set->log.passes == dbcheck::core::PassLogging::all);
+  CHECK(set->log.pass_heartbeat == dbcheck::util::Duration{600'000});
+  CHECK(set->log.state_dir == std::optional<std::string>{"/run/x"});
+
+  const auto bad = with("passes = \"some\"\npass_heartbeat = \"0s\"\nstate_dir = \"x\"\n");
+  REQUIRE_FALSE(bad);
+  CHECK(errors_of(bad) ==
+        "dbcheck.toml:21: log.passes: \"some\" is not one of \"changes\", \"all\"\n"
+        "dbcheck.toml:22: log.pass_heartbeat: \"0s\" must be longer than 0ms\n"
+        "dbcheck.toml:23: log.state_dir: \"x\" is not an absolute path\n");
 }
