@@ -155,8 +155,10 @@ std::string render_metrics(const std::vector<BackendSnapshot>& all, const AgentS
       out += fmt::format("{}{}{{{}}} {}\n", spec(m).name, suffix, labels, value);
     }
   };
+  // Every backend's series names its cluster too: agents of two clusters (staging and
+  // production) may export backends of the same name, and the rules count writers per both.
   const auto backend = [](const BackendSnapshot& s) {
-    return fmt::format("backend=\"{}\"", label(s.backend));
+    return fmt::format("backend=\"{}\",cluster=\"{}\"", label(s.backend), label(s.cluster));
   };
 
   head(Metric::backend_up);

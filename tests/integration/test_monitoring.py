@@ -27,7 +27,7 @@ def _promtool(*args):
 
 def test_rules_pass_promtool_check_and_their_unit_tests():
     res = _promtool("check", "rules", str(RULES))
-    assert res.returncode == 0 and "SUCCESS: 8 rules found" in res.stdout, res.stdout + res.stderr
+    assert res.returncode == 0 and "SUCCESS: 9 rules found" in res.stdout, res.stdout + res.stderr
     res = _promtool("test", "rules", "dbcheck-alerts.test.yml")
     assert res.returncode == 0 and "SUCCESS" in res.stdout, res.stdout + res.stderr
 
@@ -85,9 +85,10 @@ def test_prometheus_scrapes_the_agents_and_the_rules_and_dashboard_hold(promethe
                "every agent's pg_write series")
     wait_until(lambda: [r["metric"]["node"] for r in _query(port, 'dbcheck_backend_up{role="primary"} == 1')]
                == [leader.pg_addr], 30, f"{leader.name}'s agent the only writer")
-    by_backend = 'sum by (backend) (dbcheck_backend_up{role="primary"})'
+    by_backend = 'sum by (cluster, backend) (dbcheck_backend_up{role="primary"})'
     wait_until(lambda: [(r["metric"], r["value"][1]) for r in _query(port, by_backend)]
-               == [({"backend": "pg_write"}, "1")], 30, "one writer in pg_write, summed over the agents")
+               == [({"backend": "pg_write", "cluster": "pg"}, "1")], 30,
+               "one writer in pg_write of cluster pg, summed over the agents")
     writers = _query(port, by_backend)
     readers = _query(port, 'dbcheck_backend_up{role="replica"} == 1')
     assert sorted(r["metric"]["node"] for r in readers) == replicas, readers
@@ -97,17 +98,17 @@ def test_prometheus_scrapes_the_agents_and_the_rules_and_dashboard_hold(promethe
     dash = json.loads(DASHBOARD.read_text())
     exprs = [t["expr"] for p in dash["panels"] for t in p["targets"]]
     results = {e: _query(port, e) for e in exprs}
-    for must in ('sum by (backend) (dbcheck_backend_up{role="primary"})', "dbcheck_backend_up",
+    for must in ('sum by (cluster, backend) (dbcheck_backend_up{role="primary"})', "dbcheck_backend_up",
                  "dbcheck_verdict_age_seconds", "dbcheck_agent_draining"):
         assert results[must], must
     # A healthy cluster: the rules loaded, none firing, and the writer rules not even pending.
     # (On a loaded machine a probe round may time out: DbcheckProbeErrors may be pending, which
     # is right; it fires only after 5 minutes of them.)
     groups = _get(port, "/api/v1/rules")["data"]["groups"]
-    assert [len(g["rules"]) for g in groups] == [8], groups
+    assert [len(g["rules"]) for g in groups] == [9], groups
     # The writer rules may go pending for an evaluation that ran before the leader's agent was
     # first scraped (at that instant no agent reported a writer): they must clear, bounded.
-    writer_rules = ("DbcheckNoWriter", "DbcheckTwoWriters")
+    writer_rules = ("DbcheckNoWriter", "DbcheckTwoWriters", "DbcheckAgentNotScraped")
     wait_until(lambda: not [a for a in _get(port, "/api/v1/alerts")["data"]["alerts"]
                             if a["labels"]["alertname"] in writer_rules], 20, "no writer rule pending")
     alerts = _get(port, "/api/v1/alerts")["data"]["alerts"]
@@ -115,7 +116,7 @@ def test_prometheus_scrapes_the_agents_and_the_rules_and_dashboard_hold(promethe
     figures("monitoring", f"Prometheus scraped {len(agents)} agents; sum of writers "
             f"{writers[0]['value'][1]}; "
             f"{len(exprs)} dashboard queries ran ({sum(1 for r in results.values() if r)} with data); "
-            f"8 rules loaded, none firing ({len(alerts)} pending)")
+            f"9 rules loaded, none firing ({len(alerts)} pending)")
 
 
 def _get(port, path):
@@ -133,7 +134,7 @@ def test_redis_agents_export_the_sentinels_votes(redis_cluster, agent_bin, workd
         votes = {}
         for a in agents:
             text = http_get(a.http_port, "/metrics")[1]
-            pattern = r'^dbcheck_manager_votes\{backend="redis_write",vote="(\w+)"\} (\d+)$'
+            pattern = r'^dbcheck_manager_votes\{backend="redis_write",cluster="cache",vote="(\w+)"\} (\d+)$'
             votes[a.name] = {v: int(n) for v, n in re.findall(pattern, text, re.M)}
         mine = next(a.name for a in agents if a.name == f"agent-{master.name}")
         assert votes[mine] == {"this": 3, "other": 0, "none": 0}, votes

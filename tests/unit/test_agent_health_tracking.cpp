@@ -53,24 +53,19 @@ TEST_CASE("the cache damps, counts and renders", "[agent][cache]") {
   CHECK(render_backend_line(*s, agent, t0 + std::chrono::seconds(5)) ==
         "pg_write 10.0.0.1:5432 DOWN: stale: no probe result for 4.0s\n");
   const std::string metrics = render_metrics(cache.all(), agent, now);
-  CHECK(
-      metrics.find(
-          "dbcheck_backend_up{backend=\"pg_write\",role=\"primary\",node=\"10.0.0.1:5432\"} 1\n") !=
-      std::string::npos);
-  CHECK(metrics.find(
-            "dbcheck_check_duration_seconds_bucket{backend=\"pg_write\",le=\"0.005\"} 1\n") !=
-        std::string::npos);
-  CHECK(
-      metrics.find("dbcheck_check_duration_seconds_bucket{backend=\"pg_write\",le=\"+Inf\"} 2\n") !=
-      std::string::npos);
-  CHECK(metrics.find("dbcheck_check_failures_total{backend=\"pg_write\",kind=\"timeout\"} 1\n") !=
-        std::string::npos);
-  CHECK(metrics.find(
-            "dbcheck_transitions_total{backend=\"pg_write\",to=\"up\",failure=\"none\"} 1\n") !=
-        std::string::npos);
-  CHECK(
-      metrics.find("dbcheck_probe_connection_closes_total{backend=\"pg_write\",reason=\"max_age\"}"
-                   " 2\n") != std::string::npos);
+  CHECK(metrics.find("dbcheck_backend_up{backend=\"pg_write\",cluster=\"pg\",role=\"primary\",node="
+                     "\"10.0.0.1:5432\"} 1\n") != std::string::npos);
+  CHECK(metrics.find("dbcheck_check_duration_seconds_bucket{backend=\"pg_write\",cluster=\"pg\",le="
+                     "\"0.005\"} 1\n") != std::string::npos);
+  CHECK(metrics.find("dbcheck_check_duration_seconds_bucket{backend=\"pg_write\",cluster=\"pg\",le="
+                     "\"+Inf\"} 2\n") != std::string::npos);
+  CHECK(metrics.find("dbcheck_check_failures_total{backend=\"pg_write\",cluster=\"pg\",kind="
+                     "\"timeout\"} 1\n") != std::string::npos);
+  CHECK(metrics.find("dbcheck_transitions_total{backend=\"pg_write\",cluster=\"pg\",to=\"up\","
+                     "failure=\"none\"} 1\n") != std::string::npos);
+  CHECK(metrics.find("dbcheck_probe_connection_closes_total{backend=\"pg_write\",cluster=\"pg\","
+                     "reason=\"max_age\"}"
+                     " 2\n") != std::string::npos);
   const std::string health = render_health(cache.all(), agent, now);
   CHECK(health.find("\"hysteresis\"") != std::string::npos);
   CHECK(health.find("\"pending\": {\n") != std::string::npos);

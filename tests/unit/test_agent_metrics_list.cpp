@@ -71,9 +71,10 @@ TEST_CASE("every declared metric is exported with its HELP and TYPE, and nothing
   }
   CHECK(typed == declared);
   CHECK(sampled == declared); // each has a sample here, and every sample is declared
-  CHECK(text.find("dbcheck_manager_votes{backend=\"cache\",vote=\"this\"} 2\n"
-                  "dbcheck_manager_votes{backend=\"cache\",vote=\"other\"} 1\n"
-                  "dbcheck_manager_votes{backend=\"cache\",vote=\"none\"} 0\n") != std::string::npos);
+  CHECK(text.find("dbcheck_manager_votes{backend=\"cache\",cluster=\"cache\",vote=\"this\"} 2\n"
+                  "dbcheck_manager_votes{backend=\"cache\",cluster=\"cache\",vote=\"other\"} 1\n"
+                  "dbcheck_manager_votes{backend=\"cache\",cluster=\"cache\",vote=\"none\"} 0\n") !=
+        std::string::npos);
   CHECK(text.find("dbcheck_agent_connections_dropped_total{reason=\"write_timeout\"} 2\n") !=
         std::string::npos);
   CHECK(text.find("dbcheck_sentinel_subscriptions_total{cluster=\"cache\"} 3\n") !=
