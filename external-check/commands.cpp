@@ -91,21 +91,23 @@ tl::expected<core::Report, int> check(const std::string& path, const Target& tar
 // Logs a check's line when core::should_log says so (every failure; a pass that differs from
 // the server's last line, or after pass_heartbeat), and records what was logged.
 void log_verdict(const core::Report& r, const config::LogSettings& settings) {
+  const core::Verdict& v = r.verdict;
+  const std::string line = core::render_line(r);
+  const int priority = core::passes(v) ? LOG_INFO : LOG_WARNING;
+  if (settings.passes == core::PassLogging::all) {
+    log_line(Output::haproxy, priority, line); // every line: no record to keep
+    return;
+  }
   const std::int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                   std::chrono::system_clock::now().time_since_epoch())
                                   .count();
-  const core::Verdict& v = r.verdict;
-  const std::string line = core::render_line(r);
-  if (settings.passes == core::PassLogging::all) {
-    log_line(Output::haproxy, core::passes(v) ? LOG_INFO : LOG_WARNING, line);
-    return;
-  }
   const LastLogged last(last_logged_dir(settings.state_dir), r.backend, r.node);
-  if (!core::should_log(v, last.read(), now_ns, settings.passes, settings.pass_heartbeat)) {
-    return;
+  if (core::should_log(v, last.read(), now_ns, settings.passes, settings.pass_heartbeat)) {
+    log_line(Output::haproxy, priority, line);
+    last.write(core::LoggedLine{v.state, v.failure, now_ns});
+  } else if (::isatty(STDERR_FILENO) != 0) {
+    std::cerr << line << '\n'; // run by hand: the person sees the line syslog is spared
   }
-  log_line(Output::haproxy, core::passes(v) ? LOG_INFO : LOG_WARNING, line);
-  last.write(core::LoggedLine{v.state, v.failure, now_ns});
 }
 
 int exit_code(const core::Report& r) {

@@ -141,6 +141,10 @@ def test_a_thousand_passing_checks_of_one_server_write_one_line(pg_cluster, dbch
     if failed == 0:
         assert len(ups) == 1, lines
     assert passed + failed == 1000
+    # What 1000 checks left behind: this server's record and its lock, in a private directory.
+    state = workdir / "log-state"
+    assert state.stat().st_mode & 0o777 == 0o700
+    assert sorted(p.suffix for p in state.iterdir()) == [".last", ".lock"], list(state.iterdir())
     figures("log passes", f"1000 checks of the writer as HAProxy runs them ({passed} passed, "
             f"{failed} failed): {len(lines)} syslog line(s) with [log] passes = \"changes\"; "
             f"{seconds / 1000 * 1000:.1f} ms per check, process and all")
