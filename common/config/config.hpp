@@ -31,6 +31,10 @@ struct PostgresCluster {
   Secret password; // read from password_file at load time
   std::string sslmode = "prefer";
   std::optional<std::string> sslrootcert;
+  // A client certificate and its key (both or neither), for pg_hba's `cert` method. Paths:
+  // libpq reads them itself; load_config has checked the key as strictly as a password file.
+  std::optional<std::string> sslcert;
+  std::optional<std::string> sslkey;
   bool require_tls = false; // sslmode below verify-full, or an http:// Patroni URL: an error
   std::optional<std::string> patroni_cafile;   // CA bundle for https Patroni URLs
   std::optional<std::string> patroni_certfile; // client certificate for https (verify_client)

@@ -5,6 +5,8 @@
 // ("want_*"), the key table of each section (the defaults live in config.hpp), the sections,
 // and the cross-references between them (parse_config).
 #include "load_config.hpp"
+
+#include "client_cert_files.hpp"
 #include "toml_guard.hpp"
 
 #include <util/url.hpp>
@@ -348,6 +350,26 @@ const std::vector<KeySpec<PostgresCluster>>& postgres_keys() {
        }},
       {"sslrootcert", [](PostgresCluster& c, const toml::node& n, Errors& e,
                          const std::string& key) { c.sslrootcert = want_string(n, e, key); }},
+      // Paths libpq opens itself; an unusable one makes only this cluster unusable, as an
+      // unreadable password file does.
+      {"sslcert",
+       [](PostgresCluster& c, const toml::node& n, Errors& e, const std::string& key) {
+         c.sslcert = want_string(n, e, key);
+         if (c.sslcert) {
+           if (auto bad = certificate_file_problem(*c.sslcert)) {
+             e.unreadable(c.name, n.source(), key, *bad);
+           }
+         }
+       }},
+      {"sslkey",
+       [](PostgresCluster& c, const toml::node& n, Errors& e, const std::string& key) {
+         c.sslkey = want_string(n, e, key);
+         if (c.sslkey) {
+           if (auto bad = key_file_problem(*c.sslkey)) {
+             e.unreadable(c.name, n.source(), key, *bad);
+           }
+         }
+       }},
       {"require_tls",
        [](PostgresCluster& c, const toml::node& n, Errors& e, const std::string& key) {
          if (auto v = want_bool(n, e, key)) {
@@ -823,6 +845,10 @@ void parse_cluster(const std::string& name, const toml::table& t, const toml::so
       } else {
         e.warn(name, where, key, why + " (require_tls = true makes this an error)");
       }
+    }
+    if (t.contains("sslcert") != t.contains("sslkey")) {
+      e.add(where, sec + (t.contains("sslcert") ? ".sslcert" : ".sslkey"),
+            "needs sslcert and sslkey together (the client certificate and its key)");
     }
     if (c.patroni_certfile.has_value() != c.patroni_keyfile.has_value()) {
       e.add(where, sec + (c.patroni_certfile ? ".patroni_certfile" : ".patroni_keyfile"),

@@ -24,8 +24,19 @@ constexpr std::array k_connect_patterns = {
     // file ... does not exist" must not read as a missing role. A server whose certificate the
     // CA does not vouch for, or names another host: a trust problem, not the network.
     Pattern{"root certificate file", Failure::config, ""},
+    // Our client certificate or key, unusable to libpq (checked at load, so changed since).
+    Pattern{"certificate file", Failure::config, ""},
+    Pattern{"private key file", Failure::config, ""},
     Pattern{"certificate verify failed", Failure::auth, ""},
     Pattern{"does not match host name", Failure::auth, ""},
+    // The server refusing our client certificate: during the TLS handshake (a CA it does not
+    // trust, expired), or pg_hba's cert method (no certificate, or its CN is another user).
+    Pattern{"alert unknown ca", Failure::auth, ""},
+    Pattern{"alert bad certificate", Failure::auth, ""},
+    Pattern{"alert certificate expired", Failure::auth, ""},
+    Pattern{"alert certificate unknown", Failure::auth, ""},
+    Pattern{"certificate authentication failed", Failure::auth, "28000"},
+    Pattern{"requires a valid client certificate", Failure::auth, "28000"},
     Pattern{"sorry, too many clients already", Failure::saturated, "53300"},
     Pattern{"remaining connection slots are reserved", Failure::saturated, "53300"},
     // The check role's own CONNECTION LIMIT: checks pile up, the server is not full.

@@ -13,6 +13,9 @@ std::string render_line(const Report& r) {
 
 std::string render_text(const Report& r) {
   std::string out = fmt::format("backend {} (role {}), node {}\n", r.backend, r.role, r.node);
+  if (!r.auth.empty()) {
+    out += fmt::format("  {:<14} {}\n", "auth", r.auth);
+  }
   for (const auto& s : r.steps) {
     out += fmt::format("  {:<14} {} {}\n  {:<14} -> {} ({:.1f} ms)\n", s.opinion, s.peer, s.asked,
                        "", s.answer, s.latency_ms);
@@ -48,6 +51,7 @@ std::string render_json(const Report& r) {
               {"steps", steps},
               {"elapsed_ms", r.elapsed_ms},
               {"deadline_ms", r.deadline_ms}};
+  doc["auth"] = r.auth.empty() ? json(nullptr) : json(r.auth);
   if (r.lag) {
     doc["lag"] = {{"seconds", r.lag->seconds ? json(*r.lag->seconds) : json(nullptr)},
                   {"derivation", r.lag->derivation}};

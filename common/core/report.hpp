@@ -40,6 +40,9 @@ struct Report {
   std::optional<LagEstimate> lag; // replicas only
   std::optional<ManagerVotes> manager_votes; // Redis writers only
   std::string own; // the node's own answer in a few words ("primary, read-write"), or its error
+  // How the check logs in to the node, never a secret ("user healthcheck: client certificate
+  // /etc/dbcheck/hc.crt"); empty where the engine has nothing to tell.
+  std::string auth;
   std::vector<Step> steps;
   double elapsed_ms = 0;
   double deadline_ms = 0;

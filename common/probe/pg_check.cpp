@@ -22,7 +22,24 @@ using core::ProbeError;
 constexpr std::string_view k_patroni_step = "the Patroni query";
 
 PgTarget target_for(const config::PostgresCluster& c, const util::HostPort& address) {
-  return PgTarget{address, c.dbname, c.user, c.password.reveal(), c.sslmode, c.sslrootcert};
+  return PgTarget{address,   c.dbname,      c.user,    c.password.reveal(),
+                  c.sslmode, c.sslrootcert, c.sslcert, c.sslkey};
+}
+
+// What the check offers the node to log in with, for `explain`: the user and the files, never
+// their content. The server's pg_hba chooses among them (trust needs none).
+std::string auth_words(const config::PostgresCluster& c) {
+  std::string out = fmt::format("user {}: ", c.user);
+  if (c.sslcert) {
+    out += fmt::format("client certificate {}", *c.sslcert);
+  }
+  if (c.password_file) {
+    out += fmt::format("{}password from {}", c.sslcert ? ", " : "", *c.password_file);
+  }
+  if (!c.sslcert && !c.password_file) {
+    out += "no certificate, no password (only pg_hba's trust lets it in)";
+  }
+  return out;
 }
 
 core::Step node_step(const std::string& opinion, const util::HostPort& addr, const char* sql) {
@@ -294,9 +311,11 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
 core::Report check_postgres(const config::PostgresCluster& cluster, const config::Backend& backend,
                             const util::HostPort& node, const Deadline& deadline,
                             const std::shared_ptr<Peers>& peers) {
-  return backend.role == config::Role::primary
-             ? check_writer(cluster, backend, node, deadline, peers)
-             : check_replica(cluster, backend, node, deadline, peers);
+  core::Report report = backend.role == config::Role::primary
+                            ? check_writer(cluster, backend, node, deadline, peers)
+                            : check_replica(cluster, backend, node, deadline, peers);
+  report.auth = auth_words(cluster);
+  return report;
 }
 
 tl::expected<core::ClusterView, core::ProbeError>

@@ -77,16 +77,20 @@ tl::expected<PgSession, core::ProbeError> PgSession::connect(const PgTarget& t,
   }
   // Every file libpq would otherwise look up under the user's home directory is named, so no
   // passwd lookup (NSS may block) and no stray ~/.postgresql file changes TLS behaviour. A path
-  // that does not exist means "none" to libpq for certificates, keys and CRLs.
+  // that does not exist means "none" to libpq for certificates, keys and CRLs; a configured
+  // client certificate and key were checked at load (config/client_cert_files.hpp).
+  const auto set_file = [&](const char* k, const std::optional<std::string>& file) {
+    if (file) {
+      set(k, *file);
+    } else {
+      set_literal(k, k_no_file);
+    }
+  };
   set_literal("passfile", k_no_file);
-  set_literal("sslcert", k_no_file);
-  set_literal("sslkey", k_no_file);
+  set_file("sslcert", t.sslcert);
+  set_file("sslkey", t.sslkey);
   set_literal("sslcrl", k_no_file);
-  if (t.sslrootcert) {
-    set("sslrootcert", *t.sslrootcert);
-  } else {
-    set_literal("sslrootcert", k_no_file);
-  }
+  set_file("sslrootcert", t.sslrootcert);
   set_literal("gssencmode", "disable"); // no Kerberos round trips on the check path
   set("sslmode", t.sslmode);
   set_literal("application_name", "dbcheck");

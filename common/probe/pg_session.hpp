@@ -26,6 +26,8 @@ struct PgTarget {
   std::string password; // empty: none sent
   std::string sslmode = "prefer";
   std::optional<std::string> sslrootcert;
+  std::optional<std::string> sslcert; // client certificate and key paths (both or neither)
+  std::optional<std::string> sslkey;
 };
 
 using PgRow = core::PgRow; // text values, nullopt for NULL

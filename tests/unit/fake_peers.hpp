@@ -73,7 +73,17 @@ public:
     return n;
   }
 
+  // Every PostgreSQL target a check asked for (what libpq would be given), in order.
+  std::vector<probe::PgTarget> pg_targets() {
+    std::lock_guard lock(m_mutex);
+    return m_pg_targets;
+  }
+
   std::unique_ptr<probe::PgPeer> pg(const probe::PgTarget& target) override {
+    {
+      std::lock_guard lock(m_mutex);
+      m_pg_targets.push_back(target);
+    }
     return std::make_unique<Pg>(*this, util::to_string(target.address));
   }
   std::unique_ptr<probe::RedisPeer> redis(const util::HostPort& address) override {
@@ -185,6 +195,7 @@ private:
 
   std::mutex m_mutex;
   std::vector<Asked> m_log;
+  std::vector<probe::PgTarget> m_pg_targets;
   Clock::time_point m_now = Clock::now();
   int m_sleeps = 0;
 };

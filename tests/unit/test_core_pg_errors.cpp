@@ -46,6 +46,23 @@ TEST_CASE("connection failures are classified from libpq's text", "[core][pg_err
        "\"/etc/dbcheck/ca.pem\" does not exist\nEither provide the file or change sslmode to "
        "disable server certificate verification.\n",
        Failure::config, ""},
+      {"connection to server at \"127.0.0.1\", port 5432 failed: SSL error: tlsv1 alert unknown "
+       "ca\n",
+       Failure::auth, ""},
+      {"connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  certificate "
+       "authentication failed for user \"healthcheck\"\n",
+       Failure::auth, "28000"},
+      {"connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  connection requires a "
+       "valid client certificate\n",
+       Failure::auth, "28000"},
+      {"connection to server at \"127.0.0.1\", port 5432 failed: private key file "
+       "\"/etc/dbcheck/hc.key\" has group or world access; file must have permissions u=rw "
+       "(0600) or less if owned by the current user, or permissions u=rw,g=r (0640) or less if "
+       "owned by root\n",
+       Failure::config, ""},
+      {"connection to server at \"127.0.0.1\", port 5432 failed: could not read certificate "
+       "file \"/etc/dbcheck/hc.crt\": No such file or directory\n",
+       Failure::config, ""},
       {"connection to server at \"127.0.0.1\", port 5432 failed: Connection refused\n\tIs the "
        "server running on that host and accepting TCP/IP connections?\n",
        Failure::network, ""},
