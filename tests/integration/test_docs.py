@@ -55,11 +55,12 @@ def test_every_documented_key_and_example_is_accepted(dbcheck_bin, tmp_path):
         sections.setdefault(section, []).append(f"{key} = {value}")
     assert len(sections) == 7, sorted(sections)
 
-    # Example paths under /etc/dbcheck become real files (passwords must be 0600).
+    # Example paths under /etc/dbcheck become real files (passwords must be 0600, a client key
+    # must look like a PEM private key).
     def local(value):
         for path in re.findall(r'"(/etc/dbcheck/[^"]+)"', value):
             f = tmp_path / Path(path).name
-            f.write_text("example-secret\n")
+            f.write_text("-----BEGIN PRIVATE KEY-----\n" if path.endswith(".key") else "example-secret\n")
             f.chmod(0o600)
             value = value.replace(path, str(f))
         return value.replace('"/var/lib/dbcheck-agent"', f'"{tmp_path}"')
