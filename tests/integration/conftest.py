@@ -15,7 +15,7 @@ import pytest
 
 from fixtures.binaries import agent_bin as default_agent_bin, dbcheck_bin as default_dbcheck_bin
 from fixtures.heartbeat import Heartbeat
-from fixtures.procs import wait_until
+from fixtures.procs import processes_matching, stop_pid, wait_until
 from fixtures.dbcheck import write_check_wrapper, write_dbcheck_config, write_redis_config
 from fixtures.haproxy import HAPROXY, HAProxy
 from fixtures.patroni import ETCD, PATRONI, PATRONICTL, PG_BIN, PSQL, PatroniCluster
@@ -38,10 +38,15 @@ def require_servers():
                     pytrace=False)
 
 
+# Every directory make_workdir made in this session (no_process_outlives_the_tests reads it).
+_WORKDIRS = []
+
+
 def make_workdir(prefix):
     """A new directory /tmp/<prefix>XXXXXX with mode 0755."""
     path = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
     path.chmod(0o755)
+    _WORKDIRS.append(path)
     return path
 
 
@@ -75,6 +80,31 @@ def pytest_runtest_makereport(item, call):
 def _test_failed(item):
     """True if the setup or call phase of test `item` failed."""
     return any(getattr(getattr(item, f"rep_{w}", None), "failed", False) for w in ("setup", "call"))
+
+
+def _our_processes(marks):
+    """{pid: cmdline} of the live processes whose command line names one of `marks` (this
+    session's directories: a process naming one is this session's)."""
+    return {pid: cl for mark in marks for pid, cl in processes_matching(str(mark))}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_process_outlives_the_tests(tmp_path_factory):
+    """After the last test (and every fixture's teardown: this one is set up first), no
+    process this session started in its directories (make_workdir's, pytest's tmp_path) may
+    still run: a leftover like an orphaned `status --watch` would go on asking servers long
+    after its terminal is gone. Each leftover is stopped by its PID and the session fails,
+    naming it."""
+    yield
+    marks = [*_WORKDIRS, tmp_path_factory.getbasetemp()]
+    leftover = {}
+    try:
+        wait_until(lambda: not _our_processes(marks), 15, "every process the tests started ended")
+    except AssertionError:
+        leftover = _our_processes(marks)
+    for pid in leftover:
+        stop_pid(pid, timeout=5)
+    assert not leftover, f"processes outlived the tests (stopped now): {leftover}"
 
 
 @pytest.fixture(scope="session")
