@@ -137,9 +137,9 @@ def table(rows, reps, command, variants, failed=(), title="Failover proof: write
                f"with a gap of {NO_OUTAGE_SLACK:.0f} s or more without a kept write beyond the steadiest "
                "anchor's longest; where a check must fail closed (the external check when HAProxy's host is "
                "cut from the managers), its time back after the heal is compared, per run and on the "
-               "median, with the anchor that asks over the same path (Patroni's `GET /primary`; the seed "
-               "check's Sentinel); a cut replica must leave each dbcheck configuration's read backend "
-               "within its documented bound (bench/failover/partitions.py)."
+               "median, with the anchor that asks over the same path (Patroni's `GET /primary`; the "
+               "Sentinel + ROLE tcp-check's Sentinel); a cut replica must leave each dbcheck "
+               "configuration's read backend within its documented bound (bench/failover/partitions.py)."
                if any(r.get("steady") for r in rows) else ""), "",
             "| engine | scenario | gate | why |", "| --- | --- | --- | --- |"]
     for (eng, scen), why in gate_verdicts(rows, failed, variants).items():
