@@ -55,9 +55,8 @@ struct Commands {
 Commands define(CLI::App& app, Args& a) {
   Commands c;
   // Asked only when --version is given: it loads the client libraries (probe/client_loader.cpp).
-  app.set_version_flag("--version", std::function<std::string()>{[] {
-                         return probe::version_banner("dbcheck");
-                       }});
+  app.set_version_flag(
+      "--version", std::function<std::string()>{[] { return probe::version_banner("dbcheck"); }});
   app.add_option("--config", a.config,
                  "configuration file (default: $DBCHECK_CONFIG, else /etc/dbcheck/dbcheck.toml)")
       ->type_name("FILE");
@@ -113,7 +112,8 @@ Commands define(CLI::App& app, Args& a) {
       "planned switchover of a cluster that loses no acknowledged write (Redis: pause writes, "
       "SENTINEL FAILOVER, wait for agreement, unpause; PostgreSQL: Patroni's POST /switchover, "
       "wait for agreement). SIGINT/SIGTERM stop it and release the old master. Exit 0 done, 2 "
-      "configuration, 3 preflight, 4 pause, 5 request, 6 confirm, 7 demote, 8 unpause failed, "
+      "configuration, 64 a bad option, 3 preflight, 4 pause, 5 request, 6 confirm, 7 demote, 8 "
+      "unpause failed, "
       "9 interrupted, 10 old master left paused (the output says what to do)");
   c.switchover->add_option("cluster", a.switchover.cluster, "[cluster.NAME] in the configuration")
       ->required();
@@ -152,10 +152,11 @@ Commands define(CLI::App& app, Args& a) {
   c.haproxy_state->add_option("--haproxy-config", a.haproxy_cfg, "HAProxy's configuration file")
       ->capture_default_str()
       ->type_name("FILE");
-  auto* output = c.haproxy_state
-                     ->add_option("--output", a.state_output,
-                                  "write the file here (replaced whole, mode 0644) instead of stdout")
-                     ->type_name("FILE");
+  auto* output =
+      c.haproxy_state
+          ->add_option("--output", a.state_output,
+                       "write the file here (replaced whole, mode 0644) instead of stdout")
+          ->type_name("FILE");
   c.haproxy_state
       ->add_flag("--write-state-file", a.write_state_file,
                  "write it to the server-state-file the HAProxy configuration names (none "
@@ -182,11 +183,13 @@ int run(int argc, char** argv) {
   const Env env = env_from(environ);
   scrub_libpq_environment();
 
-  CLI::App app{"dbcheck: HAProxy external check that passes a PostgreSQL writer only when\n"
-               "Patroni and the node agree, and a reader only when its lag in seconds is low.\n"
+  CLI::App app{"dbcheck: HAProxy external check for PostgreSQL under Patroni and Redis/Valkey\n"
+               "under Sentinel. It passes a writer only when the manager (Patroni, a Sentinel\n"
+               "majority) and the node itself agree it is the primary, and a reader only when\n"
+               "its lag in seconds is low.\n"
                "HAProxy runs it as: dbcheck <proxy_addr> <proxy_port> <server_addr> "
                "<server_port>\n(backend from HAPROXY_PROXY_NAME). Exit 0 pass, 1 fail, 2 "
-               "configuration error.",
+               "configuration error,\n64 usage error (a bad command line).",
                "dbcheck"};
   Args a;
   const Commands c = define(app, a);
@@ -200,7 +203,7 @@ int run(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);
-    return k_exit_config;
+    return k_exit_usage;
   }
   if (c.completion->parsed()) {
     std::map<std::string, std::vector<std::string>> first_words;
@@ -225,7 +228,7 @@ int run(int argc, char** argv) {
   }
   if (c.haproxy_state->parsed()) {
     return haproxy_state_command(path, a.haproxy_cfg,
-                                 a.write_state_file ? StateOutput::named_in_haproxy_cfg
+                                 a.write_state_file       ? StateOutput::named_in_haproxy_cfg
                                  : a.state_output.empty() ? StateOutput::stdout_only
                                                           : StateOutput::file,
                                  a.state_output, started);

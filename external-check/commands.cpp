@@ -178,12 +178,12 @@ int switchover_command(const std::string& path, const SwitchoverArgs& args) {
   switchover::SwitchoverOptions options;
   options.dry_run = args.dry_run;
   options.interrupted = take_stop_signal;
-  // Every option is read before anything is asked: a typo is exit 2, never a half-run.
+  // Every option is read before anything is asked: a typo is a usage error, never a half-run.
   const auto timeout = parse_option("--timeout", args.timeout, util::parse_duration);
   const auto pause = parse_option("--pause", args.pause, util::parse_duration);
   const auto to = parse_option("--to", args.to, util::parse_host_port);
   if (!timeout || !pause || !to) {
-    return k_exit_config;
+    return k_exit_usage;
   }
   options.timeout = timeout->value_or(options.timeout); // an empty --timeout: the default
   options.pause = *pause;
@@ -191,7 +191,7 @@ int switchover_command(const std::string& path, const SwitchoverArgs& args) {
   if (options.pause) {
     if (auto why = switchover::pause_refused(*options.pause, options.timeout)) {
       std::cerr << "dbcheck: " << *why << '\n';
-      return k_exit_config;
+      return k_exit_usage;
     }
   }
   const auto progress = [](const switchover::SwitchoverEvent& e) {
@@ -238,9 +238,9 @@ int haproxy_check(const std::string& path, const std::vector<std::string>& args,
                   probe::Clock::time_point started) {
   auto target = haproxy_target(args, env);
   if (!target) {
-    // Not HAProxy's call after all (HAProxy always sets these): say so where a person sees it.
+    // Say so where a person sees it: without HAProxy's shape, a person typed it.
     log_line(Output::terminal, LOG_ERR, fmt::format("dbcheck: {}", target.error()));
-    return k_exit_config;
+    return shaped_like_haproxy(args, env) ? k_exit_config : k_exit_usage;
   }
   config::LogSettings settings;
   auto report = check(path, *target, Output::haproxy, started, &settings);
@@ -256,7 +256,7 @@ int manual_check(const std::string& path, const std::string& backend, const std:
   auto target = manual_target(backend, node);
   if (!target) {
     std::cerr << "dbcheck: " << target.error() << '\n';
-    return k_exit_config;
+    return k_exit_usage;
   }
   auto report = check(path, *target, Output::terminal, started);
   if (!report) {

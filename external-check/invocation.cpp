@@ -33,6 +33,11 @@ tl::expected<Target, std::string> haproxy_target(const std::vector<std::string>&
   return Target{name->second, util::HostPort{addr, *port}};
 }
 
+bool shaped_like_haproxy(const std::vector<std::string>& args, const Env& env) {
+  const auto name = env.find("HAPROXY_PROXY_NAME");
+  return args.size() == 4 && name != env.end() && !name->second.empty();
+}
+
 tl::expected<Target, std::string> manual_target(const std::string& backend,
                                                 const std::string& node) {
   auto hp = util::parse_host_port(node);

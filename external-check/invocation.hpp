@@ -29,6 +29,11 @@ struct Target {
 tl::expected<Target, std::string> haproxy_target(const std::vector<std::string>& args,
                                                  const Env& env);
 
+// True when argv and the environment have the shape of HAProxy's call (4 arguments,
+// HAPROXY_PROXY_NAME set): a refused target is then HAProxy's configuration, else a person's
+// command line.
+bool shaped_like_haproxy(const std::vector<std::string>& args, const Env& env);
+
 // Manual use: BACKEND and HOST:PORT as typed.
 tl::expected<Target, std::string> manual_target(const std::string& backend,
                                                 const std::string& node);

@@ -95,7 +95,7 @@ def test_without_haproxy_config_only_the_toml_is_checked(dbcheck_bin, workdir):
     toml = local_toml("dbcheck.toml", workdir)
     res = subprocess.run([str(dbcheck_bin), "--config", str(toml), "config-check", "--live"],
                          capture_output=True, text=True, timeout=30)
-    assert res.returncode == 2 and "--haproxy-config" in res.stderr, res.stdout + res.stderr
+    assert res.returncode == 64 and "--haproxy-config" in res.stderr, res.stdout + res.stderr
     res = subprocess.run([str(dbcheck_bin), "--config", str(toml), "config-check"],
                          capture_output=True, text=True, timeout=30)
     assert res.returncode == 0 and "consistent" not in res.stdout, res.stdout + res.stderr
