@@ -25,13 +25,14 @@ bool is_primary_role(std::string_view role) {
 Opinion leader_confirms(const WriterObservation& obs, const PatroniMember& leader) {
   const std::string named = fmt::format("Patroni names this node ({}) leader", leader.name);
   if (!obs.leader_report) {
-    return {false, fmt::format("{}, but its own Patroni was not asked", named), Failure::protocol};
+    return {false, fmt::format("this node's Patroni was not asked to confirm it: {}", named),
+            Failure::protocol};
   }
   const auto& report = *obs.leader_report;
   if (!report) {
     return {false,
-            fmt::format("{}, but its own Patroni does not confirm it (unmanaged leader?): {}",
-                        named, report.error().detail),
+            fmt::format("{} ({}, unconfirmed: unmanaged leader?)",
+                        describe_failure("this node's Patroni", report.error()), named),
             report.error().kind};
   }
   const PatroniStatus& st = report->status;
@@ -49,18 +50,20 @@ Opinion leader_confirms(const WriterObservation& obs, const PatroniMember& leade
             Failure::role};
   }
   if (report->http_status != 200) {
-    return {
-        false,
-        fmt::format("{}, but its own Patroni answers GET /primary {}", named, report->http_status),
-        Failure::protocol};
+    return {false,
+            fmt::format("unusable answer from this node's Patroni: GET /primary {} ({})",
+                        report->http_status, named),
+            Failure::protocol};
   }
   if (!is_primary_role(st.role)) {
     return {false, fmt::format("{}, but its own Patroni says role {}", named, st.role),
             Failure::role};
   }
   if (st.state != "running") {
-    return {false, fmt::format("{}, but its own Patroni says PostgreSQL is {}", named, st.state),
-            Failure::not_ready};
+    return {
+        false,
+        fmt::format("PostgreSQL not ready: its own Patroni says it is {} ({})", st.state, named),
+        Failure::not_ready};
   }
   Opinion o{true,
             fmt::format("{}, confirmed by its own Patroni (GET /primary 200: holds the leader "
@@ -73,8 +76,7 @@ Opinion leader_confirms(const WriterObservation& obs, const PatroniMember& leade
 
 Opinion manager_writer_opinion(const WriterObservation& obs) {
   if (!obs.manager) {
-    return {false, fmt::format("Patroni: {}", obs.manager.error().detail),
-            obs.manager.error().kind};
+    return {false, describe_failure("Patroni", obs.manager.error()), obs.manager.error().kind};
   }
   const ClusterView& view = *obs.manager;
   if (const PatroniMember* leader = find_leader(view)) {
@@ -122,7 +124,7 @@ Opinion manager_writer_opinion(const WriterObservation& obs) {
 
 Opinion node_writer_opinion(const WriterObservation& obs) {
   if (!obs.node_answer) {
-    return {false, fmt::format("PostgreSQL: {}", obs.node_answer.error().detail),
+    return {false, describe_failure("PostgreSQL", obs.node_answer.error()),
             obs.node_answer.error().kind};
   }
   if (obs.node_answer->in_recovery) {
@@ -154,7 +156,7 @@ Verdict evaluate_writer(const WriterObservation& obs, SaturationPolicy saturatio
 Verdict evaluate_replica(const ReplicaObservation& obs, double max_lag_s, ReaderChoice readers) {
   if (!obs.node_answer) {
     return {State::down, obs.node_answer.error().kind,
-            fmt::format("PostgreSQL: {}", obs.node_answer.error().detail)};
+            describe_failure("PostgreSQL", obs.node_answer.error())};
   }
   const ReplicaStatus& node = *obs.node_answer;
   if (!node.in_recovery) {
@@ -163,7 +165,7 @@ Verdict evaluate_replica(const ReplicaObservation& obs, double max_lag_s, Reader
   }
   if (!obs.manager) {
     return {State::down, obs.manager.error().kind,
-            fmt::format("Patroni: {}", obs.manager.error().detail)};
+            describe_failure("Patroni", obs.manager.error())};
   }
   const PatroniMember* self = find_member(*obs.manager, obs.node);
   if (self == nullptr) {

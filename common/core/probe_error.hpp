@@ -11,7 +11,9 @@ namespace dbcheck::core {
 struct ProbeError {
   Failure kind = Failure::network; // network, timeout, protocol, auth, not_ready or saturated
   std::string detail;              // one line, no secrets: what the peer or the OS said
-  std::string sqlstate;            // PostgreSQL's code when known ("53300"), else empty
+  // The server's own error code when it answered with an error: PostgreSQL's SQLSTATE
+  // ("53300"), Redis's error prefix ("MISCONF"); else empty.
+  std::string code;
 };
 
 } // namespace dbcheck::core

@@ -79,7 +79,11 @@ ProbeError classify_redis_error(const std::string& message) {
   } else if (message.find("max number of clients reached") != std::string::npos) {
     kind = Failure::saturated;
   }
-  return ProbeError{kind, message, ""};
+  // Redis leads an error with its code in capitals ("MISCONF ...", "ERR ...").
+  const std::string code = message.substr(0, message.find(' '));
+  const bool is_code =
+      !code.empty() && code.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ") == std::string::npos;
+  return ProbeError{kind, message, is_code ? code : ""};
 }
 
 tl::expected<RedisRole, ProbeError> parse_role(const RespValue& r) {

@@ -47,7 +47,8 @@ struct SentinelReplica {
 // --- Interface ---
 
 // Classifies an error reply (NOAUTH, WRONGPASS, NOPERM -> auth; LOADING, MASTERDOWN ->
-// not_ready; "max number of clients" -> saturated; anything else -> protocol).
+// not_ready; "max number of clients" -> saturated; anything else -> protocol), with the
+// reply's code ("MISCONF") as the error's code.
 ProbeError classify_redis_error(const std::string& message);
 
 // Parses ROLE. Errors name what was malformed; a Sentinel's ROLE is an error too.

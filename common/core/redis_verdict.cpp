@@ -66,15 +66,17 @@ Opinion sentinel_writer_opinion(const RedisObservation& obs) {
   // failures to answer leave it open.
   const Failure kind =
       dissenters(obs.sentinels, obs.node) > 0 ? Failure::role : failures_kind(obs.sentinels);
+  const std::string tally = fmt::format("{} of {} name this node master, need {} ({})", yes,
+                                        t.configured, t.needed, t.detail);
   return {false,
-          fmt::format("Sentinels: {} of {} name this node master, need {} ({})", yes, t.configured,
-                      t.needed, t.detail),
+          kind == Failure::role ? fmt::format("Sentinels: {}", tally)
+                                : describe_failure("Sentinels", ProbeError{kind, tally, ""}),
           kind};
 }
 
 Opinion node_writer_opinion(const RedisObservation& obs) {
   if (!obs.node_answer) {
-    return {false, fmt::format("Redis: {}", obs.node_answer.error().detail),
+    return {false, describe_failure("Redis", obs.node_answer.error()),
             obs.node_answer.error().kind};
   }
   if (!obs.node_answer->master) {
@@ -93,7 +95,7 @@ Verdict evaluate_redis_writer(const RedisObservation& obs, SaturationPolicy satu
 Verdict evaluate_redis_replica(const RedisObservation& obs, double max_lag_s) {
   if (!obs.node_answer) {
     return {State::down, obs.node_answer.error().kind,
-            fmt::format("Redis: {}", obs.node_answer.error().detail)};
+            describe_failure("Redis", obs.node_answer.error())};
   }
   const RedisRole& role = *obs.node_answer;
   if (role.master) {

@@ -5,17 +5,68 @@
 namespace dbcheck::core {
 namespace {
 
+// The first words for `error`, by its class: what went wrong asking `subject`.
+std::string headline(std::string_view subject, const ProbeError& error) {
+  switch (error.kind) {
+  case Failure::network:
+    return fmt::format("cannot reach {}", subject);
+  case Failure::timeout:
+    return fmt::format("{} timed out", subject);
+  case Failure::protocol:
+    // An error code means the peer understood and said no; without one, it said nonsense.
+    return error.code.empty() ? fmt::format("unusable answer from {}", subject)
+                              : fmt::format("{} refused the check's commands", subject);
+  case Failure::auth:
+    return fmt::format("cannot log in to {}", subject);
+  case Failure::not_ready:
+    return fmt::format("{} not ready", subject);
+  case Failure::saturated:
+    return fmt::format("{} full", subject);
+  case Failure::config:
+    return fmt::format("cannot check {} as configured", subject);
+  case Failure::internal:
+    return fmt::format("dbcheck could not ask {}", subject);
+  case Failure::none:
+  case Failure::role:
+  case Failure::lag:
+  case Failure::policy:
+    break;
+  }
+  return std::string{subject};
+}
+
+// The probes lead a timeout's detail with "timeout: ", which the headline already says.
+std::string_view without_timeout_word(const ProbeError& error) {
+  std::string_view detail = error.detail;
+  constexpr std::string_view k_word = "timeout: ";
+  if (error.kind == Failure::timeout && detail.substr(0, k_word.size()) == k_word) {
+    detail.remove_prefix(k_word.size());
+  }
+  return detail;
+}
+
+// The deciding opinion first, then the other.
+std::string both(const Opinion& first, const Opinion& second) {
+  return fmt::format("{}; {}", first.text, second.text);
+}
+
 Verdict combine(const Opinion& manager, const Opinion& node, SaturationPolicy saturation) {
-  const std::string both = fmt::format("{}; {}", manager.text, node.text);
-  if ((!manager.ok && manager.kind == Failure::role) || (!node.ok && node.kind == Failure::role)) {
-    return {State::down, Failure::role, fmt::format("not the writer: {}", both)};
+  const bool manager_says_not = !manager.ok && manager.kind == Failure::role;
+  const bool node_says_not = !node.ok && node.kind == Failure::role;
+  if (manager_says_not || node_says_not) {
+    return {State::down, Failure::role,
+            fmt::format("not the writer: {}",
+                        manager_says_not ? both(manager, node) : both(node, manager))};
   }
   if (node.kind == Failure::saturated) {
-    const std::string what = fmt::format("saturated: {}", both);
     if (!manager.ok) {
       // Not the writer whatever its load: the manager's failure is the one to report.
-      return {State::down, manager.kind == Failure::none ? Failure::role : manager.kind, what};
+      const Failure kind = manager.kind == Failure::none ? Failure::role : manager.kind;
+      return {State::down, kind,
+              fmt::format("{}{}", kind == Failure::role ? "not the writer: " : "",
+                          both(manager, node))};
     }
+    const std::string what = fmt::format("saturated: {}", both(manager, node));
     if (saturation == SaturationPolicy::down) {
       return {State::down, Failure::saturated, fmt::format("{}; on_saturation=down", what)};
     }
@@ -29,21 +80,23 @@ Verdict combine(const Opinion& manager, const Opinion& node, SaturationPolicy sa
                         what)};
   }
   if (manager.ok && node.ok) {
-    return {State::up, Failure::none, both};
+    return {State::up, Failure::none, both(manager, node)};
   }
-  Failure kind = Failure::role;
-  if (!node.ok) {
-    kind = node.kind;
-  } else if (!manager.ok) {
-    kind = manager.kind;
-  }
+  const bool node_failed = !node.ok;
+  const Failure kind = node_failed ? node.kind : manager.kind;
+  const std::string reason = node_failed ? both(node, manager) : both(manager, node);
   if (kind == Failure::none) {
-    kind = Failure::role; // an opinion that disagrees without saying how
+    // An opinion that disagrees without saying how.
+    return {State::down, Failure::role, fmt::format("not the writer: {}", reason)};
   }
-  return {State::down, kind, fmt::format("not the writer: {}", both)};
+  return {State::down, kind, reason};
 }
 
 } // namespace
+
+std::string describe_failure(std::string_view subject, const ProbeError& error) {
+  return fmt::format("{}: {}", headline(subject, error), without_timeout_word(error));
+}
 
 Verdict combine_writer_opinions(const Opinion& manager, const Opinion& node,
                                 SaturationPolicy saturation) {

@@ -257,7 +257,8 @@ def test_sentinels_named_behind_a_silent_name_server(workdir, redis_cluster, dbc
         dns.close()
     assert dns.questions > 0, "the lookups never reached the silent name server"
     assert run.rc == 1 and run.state == "down", run
-    assert run.reason.startswith("not the writer: Sentinels: 0 of 3 name this node master"), run
+    assert run.reason.split(": ")[0] in ("Sentinels timed out", "cannot reach Sentinels"), run
+    assert "0 of 3 name this node master" in run.reason, run
     steps = [s for s in run.report["steps"] if s["opinion"] == "manager"]
     assert any(f"sentinel1{SUFFIX} did not resolve" in s["answer"] for s in steps), steps
     assert_in_time(run, TIMEOUT)

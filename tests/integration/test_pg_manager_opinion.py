@@ -31,7 +31,8 @@ def test_unmanaged_leader_is_down_until_its_patroni_returns(workdir, pg_cluster,
                           for m in view["members"])
         assert run.rc == 1, run
         assert run.failure == "network", run
-        assert "its own Patroni does not confirm it" in run.reason, run
+        assert run.reason.startswith("cannot reach this node's Patroni: "), run
+        assert "Patroni names this node" in run.reason and "unconfirmed" in run.reason, run
         assert "PostgreSQL is read-write" in run.reason, run  # the node alone would pass it
         assert_in_time(run, TIMEOUT)
     finally:

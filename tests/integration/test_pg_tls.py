@@ -73,7 +73,7 @@ def test_another_ca_fails_closed_saying_why(workdir, tls, dbcheck_bin, figures):
     assert "certificate verify failed" in run.reason, run
     assert run.failure == "auth", run  # a trust problem, not the network
     assert_in_time(run, TIMEOUT)
-    figures("PostgreSQL certificate from another CA", f"writer DOWN ({run.failure}): {run.reason[-120:]}")
+    figures("PostgreSQL certificate from another CA", f"writer DOWN ({run.failure}): {run.reason[:120]}")
 
 
 def test_without_tls_the_server_refuses_the_check(workdir, tls, dbcheck_bin):
@@ -146,7 +146,7 @@ def test_a_certificate_the_server_refuses_fails_with_auth(workdir, tls, dbcheck_
     assert why in run.reason, run
     assert_in_time(run, TIMEOUT)
     figures(f"PostgreSQL client certificate ({client})",
-            f"writer DOWN ({run.failure}): {run.reason[-110:]}")
+            f"writer DOWN ({run.failure}): {run.reason[:110]}")
 
 
 def test_the_agent_logs_in_with_the_client_certificate(workdir, tls, agent_bin):

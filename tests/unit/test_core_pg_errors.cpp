@@ -70,7 +70,7 @@ TEST_CASE("connection failures are classified from libpq's text", "[core][pg_err
   CAPTURE(message);
   const ProbeError e = classify_pg_connect_error(message);
   CHECK(e.kind == kind);
-  CHECK(e.sqlstate == sqlstate);
+  CHECK(e.code == sqlstate);
   CHECK(e.detail.find("connection to server") == std::string::npos);
 }
 
@@ -101,6 +101,6 @@ TEST_CASE("query failures are classified by SQLSTATE", "[core][pg_errors]") {
   CAPTURE(code);
   const ProbeError e = classify_pg_query_error(code, "ERROR:  something\n");
   CHECK(e.kind == kind);
-  CHECK(e.sqlstate == code);
+  CHECK(e.code == code);
   CHECK(e.detail == std::string{code} + ": ERROR: something");
 }

@@ -152,7 +152,8 @@ TEST_CASE("writer: every node answer x every manager answer", "[core][verdict][w
       const Verdict v = evaluate_writer(writer_obs(k_columns[c], node_name), SaturationPolicy::up);
       CHECK(v.state == row[c].state);
       CHECK(v.failure == row[c].failure);
-      CHECK_FALSE(v.reason.empty());
+      // "not the writer" only when an opinion says so: a node that cannot be asked has not.
+      CHECK((v.reason.rfind("not the writer: ", 0) == 0) == (v.failure == Failure::role));
     }
   }
 }
@@ -181,9 +182,12 @@ TEST_CASE("writer: the leader's own Patroni must confirm it", "[core][verdict][w
         "/primary 503 (it does not hold the leader lock; role master, state running); "
         "PostgreSQL is read-write, not in recovery");
   CHECK(evaluate_writer(writer_obs("self", "rw", "refused"), SaturationPolicy::up).reason ==
-        "not the writer: Patroni names this node (pg1) leader, but its own Patroni does not "
-        "confirm it (unmanaged leader?): http://10.0.0.1:8008/primary: Connection refused; "
-        "PostgreSQL is read-write, not in recovery");
+        "cannot reach this node's Patroni: http://10.0.0.1:8008/primary: Connection refused "
+        "(Patroni names this node (pg1) leader, unconfirmed: unmanaged leader?); PostgreSQL is "
+        "read-write, not in recovery");
+  CHECK(evaluate_writer(writer_obs("self", "rw", "stopped"), SaturationPolicy::up).reason ==
+        "PostgreSQL not ready: its own Patroni says it is stopped (Patroni names this node (pg1) "
+        "leader); PostgreSQL is read-write, not in recovery");
 }
 
 TEST_CASE("writer: a full server seen over a kept connection is saturated",
@@ -224,7 +228,7 @@ TEST_CASE("writer: on_saturation = down ejects a saturated leader", "[core][verd
   CHECK(v.failure == Failure::saturated);
   CHECK(v.reason == "saturated: Patroni names this node (pg1) leader, confirmed by its own "
                     "Patroni (GET /primary 200: holds the leader lock, running master); "
-                    "PostgreSQL: 53300: FATAL: sorry, too many clients already; "
+                    "PostgreSQL full: 53300: FATAL: sorry, too many clients already; "
                     "on_saturation=down");
 }
 
@@ -240,11 +244,26 @@ TEST_CASE("writer: reasons name both opinions", "[core][verdict][writer]") {
         "is read-write, not in recovery");
   // Patroni holds the lock, PostgreSQL has not finished promoting (patroni #3603).
   CHECK(evaluate_writer(writer_obs("self", "recovery"), SaturationPolicy::up).reason ==
-        "not the writer: " + confirmed +
-            "; PostgreSQL is in recovery (a standby, or a promotion not yet finished)");
+        "not the writer: PostgreSQL is in recovery (a standby, or a promotion not yet "
+        "finished); " +
+            confirmed);
+  // A node that cannot be asked has said nothing about its role: the failure leads.
   CHECK(evaluate_writer(writer_obs("self", "timeout"), SaturationPolicy::up).reason ==
-        "not the writer: " + confirmed +
-            "; PostgreSQL: timeout: no answer before the deadline (connecting)");
+        "PostgreSQL timed out: no answer before the deadline (connecting); " + confirmed);
+  CHECK(evaluate_writer(writer_obs("self", "auth"), SaturationPolicy::up).reason ==
+        "cannot log in to PostgreSQL: 28P01: FATAL: password authentication failed for user "
+        "\"healthcheck\"; " +
+            confirmed);
+  CHECK(evaluate_writer(writer_obs("self", "refused"), SaturationPolicy::up).reason ==
+        "cannot reach PostgreSQL: Connection refused; " + confirmed);
+  CHECK(evaluate_writer(writer_obs("self", "notready"), SaturationPolicy::up).reason ==
+        "PostgreSQL not ready: 57P03: FATAL: the database system is starting up; " + confirmed);
+  CHECK(evaluate_writer(writer_obs("timeout", "rw"), SaturationPolicy::up).reason ==
+        "Patroni timed out: no Patroni member answered before the deadline; PostgreSQL is "
+        "read-write, not in recovery");
+  CHECK(evaluate_writer(writer_obs("garbage", "rw"), SaturationPolicy::up).reason ==
+        "unusable answer from Patroni: no Patroni member gave a usable answer (HTTP 500); "
+        "PostgreSQL is read-write, not in recovery");
   CHECK(evaluate_writer(writer_obs("none", "rw"), SaturationPolicy::up).reason ==
         "not the writer: Patroni names no leader (failover in progress or DCS trouble); "
         "PostgreSQL is read-write, not in recovery");
@@ -254,8 +273,12 @@ TEST_CASE("writer: reasons name both opinions", "[core][verdict][writer]") {
         "a promotion not yet finished)");
   CHECK(evaluate_writer(writer_obs("self", "saturated"), SaturationPolicy::up).reason ==
         "saturated: " + confirmed +
-            "; PostgreSQL: 53300: FATAL: sorry, too many clients already; on_saturation=up "
+            "; PostgreSQL full: 53300: FATAL: sorry, too many clients already; on_saturation=up "
             "keeps the sole writer in rotation");
+  // Saturated, but Patroni could not be asked: Patroni's failure leads.
+  CHECK(evaluate_writer(writer_obs("timeout", "saturated"), SaturationPolicy::up).reason ==
+        "Patroni timed out: no Patroni member answered before the deadline; PostgreSQL full: "
+        "53300: FATAL: sorry, too many clients already");
 }
 
 namespace {
@@ -294,7 +317,7 @@ TEST_CASE("reader: each condition decides, in order, with its reason", "[core][v
         lag(0), 3},
        State::down,
        Failure::timeout,
-       "PostgreSQL: timeout: no answer before the deadline (connecting)"},
+       "PostgreSQL timed out: no answer before the deadline (connecting)"},
       {"node not ready",
        {k_replica, replica_view(),
         tl::make_unexpected(ProbeError{
@@ -303,7 +326,7 @@ TEST_CASE("reader: each condition decides, in order, with its reason", "[core][v
         lag(0), 3},
        State::down,
        Failure::not_ready,
-       "PostgreSQL: 57P03: FATAL: the database system is not yet accepting connections"},
+       "PostgreSQL not ready: 57P03: FATAL: the database system is not yet accepting connections"},
       {"a primary",
        {k_replica, replica_view(), ReplicaStatus{false, false, std::nullopt, false, std::nullopt},
         lag(0), 3},
@@ -317,7 +340,7 @@ TEST_CASE("reader: each condition decides, in order, with its reason", "[core][v
         streaming(), lag(0), 3},
        State::down,
        Failure::network,
-       "Patroni: no Patroni member gave a usable answer (refused)"},
+       "cannot reach Patroni: no Patroni member gave a usable answer (refused)"},
       {"not a member",
        {HostPort{"10.0.0.9", 5432}, replica_view(), streaming(), lag(0), 3},
        State::down,
@@ -421,8 +444,9 @@ TEST_CASE("reader: readers = synchronous takes sync and quorum standbys only",
   // reader of last resort is HAProxy's `backup` line tracking the writer backend).
   for (const char* role : {"sync_standby", "quorum_standby"}) {
     CAPTURE(role);
-    const Verdict v = evaluate_replica({k_replica, replica_view(false, role), streaming(), lag(0), 3},
-                                       1.0, ReaderChoice::synchronous);
+    const Verdict v =
+        evaluate_replica({k_replica, replica_view(false, role), streaming(), lag(0), 3}, 1.0,
+                         ReaderChoice::synchronous);
     CHECK(v.state == State::up);
     CHECK_THAT(v.reason, Catch::StartsWith(fmt::format("streaming {} pg2, lag <= ", role)));
     // The default takes them too.
@@ -504,8 +528,8 @@ TEST_CASE("writer: a round says whom the members named", "[core][verdict][writer
   // The agent's rise rule follows it (core/health_tracker.hpp), whatever the node says and
   // whatever the leader's own Patroni says of itself.
   const std::map<std::string, Named> expected = {
-      {"self", Named::this_node},   {"other", Named::another},    {"none", Named::nobody},
-      {"standby", Named::unknown},  {"timeout", Named::unknown},  {"network", Named::unknown},
+      {"self", Named::this_node},  {"other", Named::another},   {"none", Named::nobody},
+      {"standby", Named::unknown}, {"timeout", Named::unknown}, {"network", Named::unknown},
       {"garbage", Named::unknown}};
   for (const auto& [node_name, row] : k_writer_table) {
     for (const auto& [manager, who] : expected) {

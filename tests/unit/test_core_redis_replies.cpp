@@ -75,6 +75,12 @@ TEST_CASE("error replies are classified", "[core][redis][errors]") {
   CHECK(classify_redis_error("ERR max number of clients reached").kind == Failure::saturated);
   CHECK(classify_redis_error("BUSY Redis is busy running a script.").kind == Failure::not_ready);
   CHECK(classify_redis_error("ERR unknown command 'FOO'").kind == Failure::protocol);
+  // The reply's own code marks an answer the server chose to give (a refusal), not garbage.
+  const ProbeError misconf = classify_redis_error("MISCONF Redis is configured to save RDB");
+  CHECK(misconf.kind == Failure::protocol);
+  CHECK(misconf.code == "MISCONF");
+  CHECK(classify_redis_error("Protocol error, got \"<\"").code.empty());
+  CHECK(parse_ping(R::string("pong")).error().code.empty());
 }
 
 TEST_CASE("GET-MASTER-ADDR-BY-NAME replies", "[core][redis][sentinel]") {

@@ -194,6 +194,8 @@ TEST_CASE("writer: Sentinel majority x node ROLE", "[core][verdict][redis]") {
     const Verdict v = evaluate_redis_writer(obs, SaturationPolicy::up);
     CHECK(v.state == row.state);
     CHECK(v.failure == row.failure);
+    // "not the writer" only when an opinion says so: a node that cannot be asked has not.
+    CHECK((v.reason.rfind("not the writer: ", 0) == 0) == (v.failure == Failure::role));
     // Through the agent's tracker: "not this node" leaves at once, uncertainty after fall.
     HealthTracker t(TrackerPolicy{3, 2, dbcheck::util::Duration{5000}, true});
     t.observe(was_up, dbcheck::util::Duration{0});
@@ -223,8 +225,38 @@ TEST_CASE("writer reasons say who said what", "[core][verdict][redis]") {
                              node_error(Failure::saturated, "ERR max number of clients reached"),
                              {}};
   CHECK(evaluate_redis_writer(sat, SaturationPolicy::down).reason ==
-        "saturated: 3 of 3 Sentinels name this node master (need 2); Redis: ERR max number of "
-        "clients reached; on_saturation=down");
+        "saturated: 3 of 3 Sentinels name this node master (need 2); Redis full: ERR max number "
+        "of clients reached; on_saturation=down");
+  // A master that cannot persist refuses writes, and PING with them: it said no, not "replica".
+  const RedisObservation misconf{
+      k_node,
+      {says(0, k_node), says(1, k_node), says(2, k_node)},
+      3,
+      tl::make_unexpected(classify_redis_error(
+          "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to "
+          "persist to disk.")),
+      {}};
+  const Verdict refused = evaluate_redis_writer(misconf, SaturationPolicy::up);
+  CHECK(refused.failure == Failure::protocol);
+  CHECK(refused.reason ==
+        "Redis refused the check's commands: MISCONF Redis is configured to save RDB snapshots, "
+        "but it's currently unable to persist to disk.; 3 of 3 Sentinels name this node master "
+        "(need 2)");
+  const RedisObservation wrongpass{
+      k_node,
+      {says(0, k_node), says(1, k_node), says(2, k_node)},
+      3,
+      tl::make_unexpected(
+          classify_redis_error("WRONGPASS invalid username-password pair or user is disabled.")),
+      {}};
+  CHECK(evaluate_redis_writer(wrongpass, SaturationPolicy::up).reason ==
+        "cannot log in to Redis: WRONGPASS invalid username-password pair or user is disabled.; "
+        "3 of 3 Sentinels name this node master (need 2)");
+  const RedisObservation unanswered{k_node, {down(0), down(1), down(2)}, 3, master_role(), {}};
+  CHECK(evaluate_redis_writer(unanswered, SaturationPolicy::up).reason ==
+        "Sentinels timed out: 0 of 3 name this node master, need 2 (10.0.0.9:26379: timeout: no "
+        "answer before the deadline; 10.0.0.9:26380: timeout: no answer before the deadline; "
+        "10.0.0.9:26381: timeout: no answer before the deadline); Redis ROLE says master");
   const RedisObservation failing{
       k_node,
       {says(0, k_node), says(1, k_node), says(2, k_node, "master,failover_in_progress")},
@@ -257,7 +289,7 @@ TEST_CASE("reader: each condition decides, with its reason", "[core][verdict][re
         fresh},
        State::down,
        Failure::network,
-       "Redis: Connection refused (connecting)"},
+       "cannot reach Redis: Connection refused (connecting)"},
       {"a master",
        {k_node, majority_other, 3, master_role(), fresh},
        State::down,
@@ -318,12 +350,15 @@ TEST_CASE("writer: Sentinel rounds leave the agent's rise on passes", "[core][ve
   // Sentinel promotes before it names the new master, so a majority first names a node that
   // already passes: no rounds to count from the move (core/health_tracker.hpp), whom it names.
   for (const auto& obs :
-       {RedisObservation{k_node, {says(0, k_node), says(1, k_node), says(2, k_other)}, 3,
-                         replica_of(k_other), {}},
-        RedisObservation{k_node, {says(0, k_other), says(1, k_other), says(2, k_node)}, 3,
-                         master_role(), {}},
-        RedisObservation{k_node, {says(0, k_node), says(1, k_node), says(2, k_node)}, 3,
-                         master_role(), {}}}) {
+       {RedisObservation{k_node,
+                         {says(0, k_node), says(1, k_node), says(2, k_other)},
+                         3,
+                         replica_of(k_other),
+                         {}},
+        RedisObservation{
+            k_node, {says(0, k_other), says(1, k_other), says(2, k_node)}, 3, master_role(), {}},
+        RedisObservation{
+            k_node, {says(0, k_node), says(1, k_node), says(2, k_node)}, 3, master_role(), {}}}) {
     CHECK(evaluate_redis_writer(obs, SaturationPolicy::up).named == Named::unknown);
   }
 }
