@@ -109,6 +109,9 @@ def test_wrong_password_fails_clearly_without_the_secret(pg_cluster, dbcheck_bin
         assert secret not in run.stdout + run.stderr
     run = explain(dbcheck_bin, config, "pg_write", leader.pg_addr)
     assert run.failure == "auth", run
+    # The real leader with a bad password: the login failed, it is not "not the writer".
+    assert run.reason.startswith("cannot log in to PostgreSQL: 28P01: "), run
+    assert "Patroni names this node" in run.reason, run
     assert_in_time(run, TIMEOUT, MARGIN)
 
 
@@ -118,6 +121,7 @@ def test_pg_hba_reject_fails_clearly(pg_cluster, dbcheck_bin, config_for):
     run = explain(dbcheck_bin, config, "pg_write", leader.pg_addr)
     assert run.rc == 1, run
     assert run.failure == "auth", run
+    assert run.reason.startswith("cannot log in to PostgreSQL: 28000: "), run
     assert "pg_hba.conf rejects connection" in run.reason, run
     assert_in_time(run, TIMEOUT, MARGIN)
 

@@ -1,11 +1,14 @@
 """Fault cases for the Redis/Sentinel check against real servers, and fake peers where a real
 one cannot be made to lie: each fails closed, in time, with a reason."""
 
+from pathlib import Path
+
 import pytest
 
 from fixtures.dbcheck import assert_in_time, explain, run_dbcheck, write_redis_config
 from fixtures.fake_resp import FakeResp
 from fixtures.ports import free_ports
+from fixtures.procs import wait_until
 from fixtures.redis import RedisSentinelCluster
 
 TIMEOUT = 0.8
@@ -152,3 +155,38 @@ def test_shipped_acl_cannot_write(redis_cluster):
         with pytest.raises(Exception, match="NOPERM"):
             redis_cluster.hc(s, *cmd)
     assert redis_cluster.hc(master, "ROLE")[0] == "master"
+
+
+def test_a_master_that_refuses_commands_is_not_called_not_the_writer(redis_cluster, dbcheck_bin,
+                                                                     redis_config, figures):
+    """The master cannot persist (a BGSAVE failed while `save` is set): Redis refuses writes and
+    PING with MISCONF. It is still the master every Sentinel names: the reason must say that
+    Redis refuses the check's commands, not that the node is not the writer."""
+    master = redis_cluster.wait_stable()
+    config = redis_config("misconf")
+    dump = Path(redis_cluster.admin(master, "CONFIG", "GET", "dir")[1]) / \
+        redis_cluster.admin(master, "CONFIG", "GET", "dbfilename")[1]
+    aside = dump.with_name(dump.name + ".aside")
+    had_dump = dump.exists()
+    if had_dump:
+        dump.rename(aside)
+    (dump / "keep").mkdir(parents=True)  # the finished snapshot cannot replace a non-empty directory
+    try:
+        redis_cluster.admin(master, "CONFIG", "SET", "save", "3600 1")
+        redis_cluster.admin(master, "BGSAVE")
+        wait_until(lambda: "rdb_last_bgsave_status:err" in redis_cluster.admin(master, "INFO", "persistence"),
+                   10, "the BGSAVE failed")
+        run = explain(dbcheck_bin, config, "redis_write", master.addr)
+    finally:
+        redis_cluster.admin(master, "CONFIG", "SET", "save", "")
+        (dump / "keep").rmdir()
+        dump.rmdir()
+        if had_dump:
+            aside.rename(dump)
+        redis_cluster.admin(master, "BGSAVE")  # leaves no failed snapshot behind for later tests
+        wait_until(lambda: "rdb_last_bgsave_status:ok" in redis_cluster.admin(master, "INFO", "persistence"),
+                   10, "a BGSAVE that succeeds")
+    assert run.rc == 1 and run.failure == "protocol", run
+    assert run.reason.startswith("Redis refused the check's commands: MISCONF"), run
+    assert "3 of 3 Sentinels name this node master" in run.reason, run
+    figures("redis master refusing PING (MISCONF)", f"writer DOWN ({run.failure}): {run.reason[:110]}")
