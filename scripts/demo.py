@@ -258,6 +258,7 @@ def main():
             show_redis(redis, rconfig, rhap, rports)
 
         if args.keep:
+            rmaster = redis.master() or rmaster  # after --switchover, the new one
             print(f"""
 The lab keeps running (--keep). In another shell, try:
   {DBCHECK} --config {config} explain pg_read {cluster.replicas()[0].pg_addr}

@@ -1,11 +1,15 @@
 """The README's first command, as a user types it: `./scripts/demo` must exit 0, show the right
 routes (the demo itself fails on any verdict or route that is not what the manager says: WRONG
 lines) and leave no process of its lab behind. Its modes run here too: the switchover (on the
-current peers, so `--peer` is typed as well) and the partition."""
+current peers, kept with `--keep` while every command it suggests is tried, then stopped as it
+says) and the partition."""
 
 import os
+import queue
 import re
+import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -37,15 +41,36 @@ def netns():
     return {line.split()[0] for line in p.stdout.splitlines() if line.strip()}
 
 
-def run_demo(*args, timeout=900):
+def run_demo(*args, timeout=900, while_kept=None):
     """Run ./scripts/demo ARGS from the checkout; return its whole output after checking that it
-    exited 0, said every verdict and route was right, and left nothing of its lab running."""
+    exited 0, said every verdict and route was right, and left nothing of its lab running.
+    With --keep among ARGS: once the demo says the lab keeps running, while_kept(lines printed
+    so far) runs, then the demo is sent SIGTERM, as its last line says to."""
     namespaces = netns()
-    p = subprocess.run(["./scripts/demo", *args], cwd=REPO, capture_output=True, text=True,
-                       timeout=timeout, stdin=subprocess.DEVNULL)
-    out = p.stdout + p.stderr
+    demo = subprocess.Popen(["./scripts/demo", *args], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
+    lines = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(x) for x in demo.stdout], daemon=True).start()
+    printed, deadline = [], time.monotonic() + timeout
+    try:
+        while demo.poll() is None or not lines.empty():
+            try:
+                printed.append(lines.get(timeout=1))
+            except queue.Empty:
+                pass
+            assert time.monotonic() < deadline, f"./scripts/demo ran over {timeout}s"
+            if while_kept and printed and printed[-1].startswith("Press Ctrl-C (or send SIGTERM to "):
+                while_kept(printed)
+                demo.send_signal(signal.SIGTERM)
+                while_kept = None
+        demo.wait(timeout=5)
+    finally:
+        if demo.poll() is None:
+            demo.send_signal(signal.SIGTERM)  # its finally blocks stop the lab
+            demo.wait(timeout=120)
+    out = "".join(printed)
     tail = "\n".join(out.splitlines()[-60:])
-    assert p.returncode == 0, f"./scripts/demo {' '.join(args)} exited {p.returncode}:\n{tail}"
+    assert demo.returncode == 0, f"./scripts/demo {' '.join(args)} exited {demo.returncode}:\n{tail}"
     assert "WRONG" not in out, f"the demo showed a wrong verdict or route:\n{tail}"
     labs = re.findall(r"^lab directory: (\S+)$", out, re.M)
     assert labs, f"the demo did not say where its lab was:\n{tail}"
@@ -68,8 +93,22 @@ def test_demo_shows_every_verdict_and_route():
     print(f"./scripts/demo took {time.monotonic() - t0:.0f}s")
 
 
-def test_demo_switchover_on_the_current_peers():
-    out = run_demo("--switchover", "--peer", "patroni4", "--peer", "valkey8")
+def try_what_it_suggests(printed):
+    """Each command the kept lab says to try, typed into a shell as printed, works (psql gets
+    a query on its input instead of a person)."""
+    start = max(i for i, x in enumerate(printed) if x.startswith("The lab keeps running (--keep)"))
+    commands = [x.strip() for x in printed[start + 1:-1]]
+    assert len(commands) == 5, commands
+    for command in commands:
+        p = subprocess.run(["bash", "-c", command], input="SELECT 1;\n", capture_output=True, text=True,
+                           timeout=30)
+        assert p.returncode == 0, f"{command}\n{p.stdout}{p.stderr}"
+
+
+def test_demo_switchover_kept_on_the_current_peers():
+    out = run_demo("--switchover", "--keep", "--peer", "patroni4", "--peer", "valkey8",
+                   while_kept=try_what_it_suggests)
+    assert "stopping the lab ..." in out
     assert "peers: Patroni 4.1.4" in out, out.splitlines()[:5]
     assert re.search(r"HAProxy routes writes to \S+ [\d.]+s after the request", out)
     assert re.search(r"HAProxy routes Redis writes to \S+ [\d.]+s after the request", out)
