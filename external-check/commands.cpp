@@ -102,6 +102,9 @@ void log_verdict(const core::Report& r, const config::LogSettings& settings) {
                                   std::chrono::system_clock::now().time_since_epoch())
                                   .count();
   const LastLogged last(last_logged_dir(settings.state_dir), r.backend, r.node);
+  if (!core::passes(v)) {
+    last.forget();
+  }
   if (core::should_log(v, last.read(), now_ns, settings.passes, settings.pass_heartbeat)) {
     log_line(Output::haproxy, priority, line);
     last.write(core::LoggedLine{v.state, v.failure, now_ns});

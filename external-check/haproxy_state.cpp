@@ -19,7 +19,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <optional>
 
@@ -67,23 +66,42 @@ std::optional<std::string> replace_file(const std::string& path, const std::stri
 // The state file HAProxy loads, as it is now: no line when it does not exist (a boot: /run
 // is empty). An error, which must keep dbcheck from replacing it, names the file and why.
 tl::expected<core::SavedState, std::string> read_saved_state(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  // No link followed and no FIFO waited on: a start of HAProxy must never hang on this file.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
     if (errno == ENOENT) {
       return core::SavedState{};
     }
     return tl::make_unexpected(fmt::format("{}: {}", path, std::strerror(errno)));
   }
-  constexpr std::streamoff k_max = 16 << 20; // far more than any HAProxy's servers need
-  std::string text(static_cast<std::size_t>(k_max) + 1, '\0');
-  in.read(text.data(), k_max + 1);
-  if (in.bad()) {
-    return tl::make_unexpected(fmt::format("{}: read error", path));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return tl::make_unexpected(fmt::format("{}: not a regular file", path));
   }
-  if (in.gcount() > k_max) {
-    return tl::make_unexpected(fmt::format("{}: larger than 16 MiB", path));
+  constexpr std::size_t k_max = 16 << 20; // far more than any HAProxy's servers need
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0) {
+      const std::string why = fmt::format("{}: {}", path, std::strerror(errno));
+      ::close(fd);
+      return tl::make_unexpected(why);
+    }
+    if (n == 0) {
+      break;
+    }
+    if (text.size() + static_cast<std::size_t>(n) > k_max) {
+      ::close(fd);
+      return tl::make_unexpected(fmt::format("{}: larger than 16 MiB", path));
+    }
+    text.append(buf, static_cast<std::size_t>(n));
   }
-  text.resize(static_cast<std::size_t>(in.gcount()));
+  ::close(fd);
   auto saved = core::parse_server_state(text);
   if (!saved) {
     return tl::make_unexpected(fmt::format("{}: {}", path, saved.error()));

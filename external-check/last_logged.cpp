@@ -185,4 +185,10 @@ void LastLogged::write(const core::LoggedLine& line) const {
   }
 }
 
+void LastLogged::forget() const {
+  if (m_dir >= 0) {
+    ::unlinkat(m_dir, (m_key + ".last").c_str(), 0);
+  }
+}
+
 } // namespace dbcheck::extcheck

@@ -36,6 +36,12 @@ public:
   // nothing when unusable.
   void write(const core::LoggedLine& line) const;
 
+  // Removes the record, lock or no lock: called before a failure is logged, so that a record
+  // which then cannot be written (a full disk, the check killed, another check holding the
+  // lock) leaves nothing known and the recovery's pass is logged, never hidden behind an
+  // older pass. Unlinking needs no free space.
+  void forget() const;
+
 private:
   std::string m_backend;
   std::string m_node;

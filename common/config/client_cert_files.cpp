@@ -61,7 +61,8 @@ std::optional<std::string> key_file_problem(const std::string& file) {
   }
   if (text.find("ENCRYPTED") != std::string_view::npos) {
     return fmt::format("client key file {} is encrypted; dbcheck gives libpq no passphrase: "
-                       "store it decrypted (openssl pkey -in KEY -out NEW), mode 0600",
+                       "store it decrypted, as the key's owner (sudo -u OWNER openssl pkey -in KEY "
+                       "-out NEW; then chmod 600 NEW), so the checks can still read it",
                        file);
   }
   return std::nullopt;

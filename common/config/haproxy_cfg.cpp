@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace dbcheck::config {
@@ -236,6 +237,9 @@ std::optional<util::Duration> parse_haproxy_time(std::string_view text) {
       {{"", 1}, {"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000}, {"d", 86'400'000}}};
   for (const auto& [name, factor] : k_units) {
     if (unit == name) {
+      if (n > std::numeric_limits<long long>::max() / factor) {
+        return std::nullopt; // no HAProxy accepts a time this long either
+      }
       return util::Duration{n * factor};
     }
   }

@@ -51,12 +51,22 @@ std::size_t distance(const std::string& a, const std::string& b) {
   return d[a.size()][b.size()];
 }
 
+// Names longer than this get no "did you mean": no backend name is, and distance() costs
+// the product of the lengths (a hostile multi-megabyte agent-send would exhaust memory).
+constexpr std::size_t k_max_hint_name = 128;
+
 // The candidate nearest to `name` when it is near enough to be a typo of it, with its line.
 std::optional<std::pair<std::string, int>>
 nearest(const std::string& name, const std::vector<std::pair<std::string, int>>& candidates) {
   std::optional<std::pair<std::string, int>> best;
   std::size_t best_d = 0;
+  if (name.size() > k_max_hint_name) {
+    return best;
+  }
   for (const auto& c : candidates) {
+    if (c.first.size() > k_max_hint_name) {
+      continue;
+    }
     const std::size_t d = distance(name, c.first);
     const bool near = d <= 2 || d * 3 <= std::max(name.size(), c.first.size());
     if (near && (!best || d < best_d)) {

@@ -57,9 +57,10 @@ std::string user_name(uid_t uid) {
   return login ? fmt::format("{} (uid {})", *login, uid) : fmt::format("uid {}", uid);
 }
 
-// What `sudo -u` takes for this uid: its login, else sudo's "#N".
+// What `sudo -u` takes for this uid, as a shell reads it: its login, else sudo's '#N' (quoted:
+// a bare # starts a comment).
 std::string sudo_user(uid_t uid) {
-  return login_of(uid).value_or(fmt::format("#{}", uid));
+  return login_of(uid).value_or(fmt::format("'#{}'", uid));
 }
 
 // The advice when the file's owner is not this process's user: run as root or as the owner.
@@ -67,7 +68,8 @@ std::string sudo_user(uid_t uid) {
 // and a chown for a hand-run command would take every server DOWN.
 std::string run_as_owner(uid_t owner) {
   return fmt::format("belongs to {}, and this process runs as {}: run this command as root or as "
-                     "that user (e.g. sudo -u {} ...)",
+                     "that user (e.g. sudo -u {} ...); the checks HAProxy runs read it as their "
+                     "own user, who must own it",
                      user_name(owner), user_name(::geteuid()), sudo_user(owner));
 }
 

@@ -299,6 +299,9 @@ TEST_CASE("haproxy_cfg: HAProxy's time format") {
   CHECK_FALSE(parse_haproxy_time("1x"));
   CHECK_FALSE(parse_haproxy_time("1.5s"));
   CHECK_FALSE(parse_haproxy_time("-1s"));
+  // Twelve digits of days would overflow: refused, not wrapped.
+  CHECK_FALSE(parse_haproxy_time("999999999999d"));
+  CHECK(parse_haproxy_time("999999999999ms") == Duration{999999999999});
 }
 
 TEST_CASE("load_config: the lines config-check cites") {

@@ -103,7 +103,7 @@ TEST_CASE("root reads a file another user owns; others are told to run as its ow
                                                   ": Permission denied; it belongs to "));
   CHECK_THAT(refused, Catch::Matchers::Contains("this process runs as uid 65533: run this command "
                                                 "as root or as that user"));
-  CHECK_THAT(refused, Catch::Matchers::Contains("(e.g. sudo -u #65534 ...)") ||
+  CHECK_THAT(refused, Catch::Matchers::Contains("(e.g. sudo -u '#65534' ...)") ||
                           Catch::Matchers::Contains("(e.g. sudo -u nobody ...)"));
   CHECK_THAT(refused, !Catch::Matchers::Contains("chown"));
 }

@@ -154,6 +154,24 @@ TEST_CASE("while one check holds a server's record, another knows nothing and lo
   CHECK(first.read()->state == core::State::up); // the second wrote nothing
 }
 
+TEST_CASE("a failure forgets the record even when another check holds the lock",
+          "[extcheck][last_logged]") {
+  // A failure is logged after forget(): if its own record then cannot be written, the next
+  // pass must not be compared with the pass before the failure (and stay silent).
+  testing::TempDir tmp;
+  const std::string dir = tmp.path + "/log";
+  const extcheck::LastLogged first(dir, "pg_write", "10.0.0.1:5432");
+  first.write(k_line);
+  {
+    const extcheck::LastLogged second(dir, "pg_write", "10.0.0.1:5432");
+    second.forget(); // the lock is first's: second's record of the failure is not written
+    second.write(core::LoggedLine{core::State::down, core::Failure::role, 1});
+  }
+  CHECK_FALSE(first.read());
+  struct stat st {};
+  CHECK(::stat(record_path(dir).c_str(), &st) != 0);
+}
+
 TEST_CASE("the record's cost per check", "[.][extcheck][last_logged][bench]") {
   // What a quiet pass costs: open and lock the record, read it, close (no write). Run by
   // hand: unit_tests "[bench]".
