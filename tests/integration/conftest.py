@@ -88,23 +88,25 @@ def _our_processes(marks):
     return {pid: cl for mark in marks for pid, cl in processes_matching(str(mark))}
 
 
-@pytest.fixture(scope="session", autouse=True)
-def no_process_outlives_the_tests(tmp_path_factory):
-    """After the last test (and every fixture's teardown: this one is set up first), no
-    process this session started in its directories (make_workdir's, pytest's tmp_path) may
-    still run: a leftover like an orphaned `status --watch` would go on asking servers long
-    after its terminal is gone. Each leftover is stopped by its PID and the session fails,
-    naming it."""
-    yield
-    marks = [*_WORKDIRS, tmp_path_factory.getbasetemp()]
-    leftover = {}
+def pytest_sessionfinish(session, exitstatus):
+    """After every test and every fixture's teardown, no process this session started in its
+    directories (make_workdir's, pytest's tmp_path) may still run: a leftover like an orphaned
+    `status --watch` would go on asking servers long after its terminal is gone. Each leftover
+    is stopped by its PID and the session fails, naming it."""
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    basetemp = getattr(factory, "_basetemp", None)
+    marks = [*_WORKDIRS, *([basetemp] if basetemp else [])]
+    if not marks:
+        return
     try:
         wait_until(lambda: not _our_processes(marks), 15, "every process the tests started ended")
+        return
     except AssertionError:
         leftover = _our_processes(marks)
     for pid in leftover:
         stop_pid(pid, timeout=5)
-    assert not leftover, f"processes outlived the tests (stopped now): {leftover}"
+    _report(session.config, f"\n[dbcheck-it] FAILED: processes outlived the tests (stopped now): {leftover}")
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")
