@@ -10,6 +10,7 @@
 #include <config/load_config.hpp>
 #include <core/report.hpp>
 #include <core/server_state.hpp>
+#include <util/write_all.hpp>
 
 #include <fmt/format.h>
 
@@ -41,19 +42,11 @@ std::optional<std::string> replace_file(const std::string& path, const std::stri
     return fmt::format("{}: {}", tmp, std::strerror(errno));
   }
   ::fchmod(fd, 0644); // whatever the umask
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      const std::string why = fmt::format("{}: {}", tmp, std::strerror(errno));
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return why;
-    }
-    done += static_cast<std::size_t>(n);
+  if (!util::write_all(fd, text)) {
+    const std::string why = fmt::format("{}: {}", tmp, std::strerror(errno));
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return why;
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
     const std::string why = fmt::format("{}: {}", path, std::strerror(errno));

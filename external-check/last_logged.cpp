@@ -1,5 +1,7 @@
 #include "last_logged.hpp"
 
+#include <util/write_all.hpp>
+
 #include <fmt/format.h>
 
 #include <fcntl.h>
@@ -167,20 +169,9 @@ void LastLogged::write(const core::LoggedLine& line) const {
   if (fd < 0) {
     return;
   }
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      break;
-    }
-    done += static_cast<std::size_t>(n);
-  }
+  const bool written = util::write_all(fd, text);
   ::close(fd);
-  if (done != text.size() ||
-      ::renameat(m_dir, tmp.c_str(), m_dir, (m_key + ".last").c_str()) != 0) {
+  if (!written || ::renameat(m_dir, tmp.c_str(), m_dir, (m_key + ".last").c_str()) != 0) {
     ::unlinkat(m_dir, tmp.c_str(), 0);
   }
 }

@@ -1,6 +1,7 @@
 #include "shared_views.hpp"
 
 #include <core/shared_view.hpp>
+#include <util/write_all.hpp>
 
 #include <fmt/format.h>
 
@@ -160,17 +161,9 @@ void write_shared_view(const std::string& dir, const std::string& key, const Sha
                       ns_since_epoch(std::chrono::system_clock::now()) - before, ::getpid(),
                       view.agreeing, view.configured, view.body.size());
   text += view.body;
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(f.fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      ::unlinkat(d.fd, tmp.c_str(), 0);
-      return;
-    }
-    done += static_cast<std::size_t>(n);
+  if (!util::write_all(f.fd, text)) {
+    ::unlinkat(d.fd, tmp.c_str(), 0);
+    return;
   }
   if (::renameat(d.fd, tmp.c_str(), d.fd, (key + ".view").c_str()) != 0) {
     ::unlinkat(d.fd, tmp.c_str(), 0);
