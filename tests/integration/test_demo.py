@@ -95,14 +95,25 @@ def test_demo_shows_every_verdict_and_route():
 
 def try_what_it_suggests(printed):
     """Each command the kept lab says to try, typed into a shell as printed, works (psql gets
-    a query on its input instead of a person)."""
+    a query on its input instead of a person). Right after the switchover the demoted node may
+    not be a reader yet: its replay can still be behind the new leader's WAL position with no
+    commit replayed to bound the lag by, and the check rightly fails closed. So a command is
+    retried, bounded, as a user would rerun it."""
     start = max(i for i, x in enumerate(printed) if x.startswith("The lab keeps running (--keep)"))
     commands = [x.strip() for x in printed[start + 1:-1]]
     assert len(commands) == 5, commands
     for command in commands:
-        p = subprocess.run(["bash", "-c", command], input="SELECT 1;\n", capture_output=True, text=True,
-                           timeout=30)
-        assert p.returncode == 0, f"{command}\n{p.stdout}{p.stderr}"
+        deadline, tries = time.monotonic() + 30, 0
+        while True:
+            tries += 1
+            p = subprocess.run(["bash", "-c", command], input="SELECT 1;\n", capture_output=True,
+                               text=True, timeout=30)
+            if p.returncode == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        assert p.returncode == 0, f"{command} (tried {tries} times over 30 s)\n{p.stdout}{p.stderr}"
+        if tries > 1:
+            print(f"{command}: exit 0 at try {tries}")
 
 
 def test_demo_switchover_kept_on_the_current_peers():
