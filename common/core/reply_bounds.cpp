@@ -8,8 +8,13 @@ namespace dbcheck::core {
 namespace {
 
 // hiredis 0.14 reads at most this many nested arrays (rstack[9]: "No support for nested multi
-// bulk replies with depth > 7" when one more opens); deeper, it refuses the reply itself.
-constexpr std::size_t k_hiredis_max_open = 8;
+// bulk replies with depth > 7" when one more opens); hiredis 1.x grows its stack for any depth,
+// so the limit is enforced here.
+constexpr std::size_t k_max_open = 8;
+
+// RESP3's type bytes (map, set, push, attribute, verbatim string, blob error, double, null,
+// boolean, big number): hiredis 1.x reads them, 0.14 refuses them, a RESP2 session never has them.
+constexpr std::string_view k_resp3_types = "%~>|=!,_#(";
 
 // Length lines longer than this are refused: 18 digits and a sign cannot overflow a long long
 // in hiredis's readLongLong (which does not check), so the value read here is the one it reads.
@@ -58,8 +63,7 @@ std::string ReplyBounds::end_length_line() {
                          m_caps.max_bytes);
     }
     if (m_bytes + n + 2 > m_caps.max_bytes) {
-      return fmt::format("reply announces more than the {} bytes allowed in all",
-                         m_caps.max_bytes);
+      return fmt::format("reply announces more than the {} bytes allowed in all", m_caps.max_bytes);
     }
     m_body_left = n + 2; // hiredis skips the two bytes after the string, whatever they are
     m_state = State::body;
@@ -112,14 +116,19 @@ tl::expected<void, ReplyRefusal> ReplyBounds::scan(std::string_view bytes) {
       continue;
     }
     if (++m_bytes > m_caps.max_bytes) {
-      return refuse(i, fmt::format("reply holds more than the {} bytes allowed",
-                                   m_caps.max_bytes));
+      return refuse(i, fmt::format("reply holds more than the {} bytes allowed", m_caps.max_bytes));
     }
     const char c = bytes[i];
     switch (m_state) {
     case State::type:
       m_prev_cr = false;
-      if (c == '$' || (c == '*' && m_open.size() < k_hiredis_max_open)) {
+      if (c == '*' && m_open.size() >= k_max_open) {
+        return refuse(i, fmt::format("reply nests arrays more than {} deep", k_max_open));
+      }
+      if (k_resp3_types.find(c) != std::string_view::npos) {
+        return refuse(i, fmt::format("reply has RESP3 type '{}', in a RESP2 session", c));
+      }
+      if (c == '$' || c == '*') {
         m_state = State::length_line;
         m_kind = c;
         m_length.clear();

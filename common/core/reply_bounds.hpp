@@ -4,10 +4,14 @@
 // hiredis 0.14 believes every header it reads: "*1111111116\r\n" makes it calloc an array of
 // 1,111,111,116 element pointers (8.9 GB) before one element has arrived, and "$1073741824\r\n"
 // makes it keep every byte that follows until the whole gigabyte is in. Its `maxbuf` bounds only
-// the buffer it keeps once a reply has been read. A hostile or broken Sentinel could so make a
-// check, or the agent, allocate without bound. The link scans the stream with ReplyBounds first
-// (RESP2, tracking nesting and lengths exactly as hiredis 0.14's reader parses them) and feeds
-// hiredis only the bytes before a reply that breaks a cap.
+// the buffer it keeps once a reply has been read. hiredis 1.x also reads RESP3, whose aggregates
+// ("%N" a map of N pairs, "~N", ">N", "|N") allocate the same way, and it nests them as deep as
+// the peer likes. A hostile or broken Sentinel could so make a check, or the agent, allocate
+// without bound. The link scans the stream with ReplyBounds first (RESP2, tracking nesting and
+// lengths exactly as hiredis 0.14's reader parses them) and feeds hiredis only the bytes before a
+// reply that breaks a cap. dbcheck never asks for RESP3 (no HELLO 3), so a RESP3 type byte, or
+// a nest deeper than hiredis 0.14 reads, is refused here whichever hiredis is linked: one
+// grammar to bound, the one both versions read alike.
 
 #include <tl/expected.hpp>
 
@@ -49,9 +53,9 @@ public:
   // Scans the next `bytes` of the stream. Returns nothing when every byte may go to hiredis, or
   // the refusal: the reply that broke a cap, and how many bytes of `bytes` precede the byte that
   // did. Once refused, every later chunk is refused whole, for the same reason (the stream
-  // cannot be resynchronised). A byte hiredis itself refuses (an unknown reply type, arrays
-  // nested deeper than it reads) is let through, so hiredis reports it; the byte cap still
-  // counts every byte after it.
+  // cannot be resynchronised). A RESP3 type byte, or an array nested deeper than 8, is refused.
+  // Any other byte that is no RESP type is let through, so hiredis reports it in its own words
+  // (every version refuses it); the byte cap still counts every byte after it.
   tl::expected<void, ReplyRefusal> scan(std::string_view bytes);
 
 private:
@@ -64,15 +68,15 @@ private:
 
   ReplyCaps m_caps;
   State m_state = State::type;
-  char m_kind = 0;                // '$' or '*' while reading a length line
-  std::string m_length;           // the length line's text up to its first '\r'
-  bool m_length_cr = false;       // a '\r' ended m_length (hiredis stops reading there)
-  bool m_prev_cr = false;         // the last byte of the current line was '\r'
-  long long m_body_left = 0;      // bytes of a bulk string (and its "\r\n") still to come
-  long long m_bytes = 0;          // bytes of the current top-level reply so far
-  long long m_elements = 0;       // elements its arrays announced so far
-  std::vector<long long> m_open;  // elements still to come in each open array, outermost first
-  std::string m_refused;          // why the stream was refused, once it was
+  char m_kind = 0;               // '$' or '*' while reading a length line
+  std::string m_length;          // the length line's text up to its first '\r'
+  bool m_length_cr = false;      // a '\r' ended m_length (hiredis stops reading there)
+  bool m_prev_cr = false;        // the last byte of the current line was '\r'
+  long long m_body_left = 0;     // bytes of a bulk string (and its "\r\n") still to come
+  long long m_bytes = 0;         // bytes of the current top-level reply so far
+  long long m_elements = 0;      // elements its arrays announced so far
+  std::vector<long long> m_open; // elements still to come in each open array, outermost first
+  std::string m_refused;         // why the stream was refused, once it was
 };
 
 } // namespace dbcheck::core

@@ -68,12 +68,14 @@ TEST_CASE("the caps count the whole reply, nested arrays included", "[core][resp
   SECTION("elements summed over nested arrays") {
     ReplyBounds b{ReplyCaps{10, 1 << 20}};
     CHECK(scan_in_chunks(b, "*2\r\n*6\r\n", 1).empty());
-    CHECK(scan_in_chunks(b, "*5\r\n", 1) == "reply announces 13 elements in all, more than the 10 allowed");
+    CHECK(scan_in_chunks(b, "*5\r\n", 1) ==
+          "reply announces 13 elements in all, more than the 10 allowed");
   }
   SECTION("strings that each fit but not together") {
     ReplyBounds b{ReplyCaps{100, 64}};
     CHECK(scan_in_chunks(b, "*2\r\n$30\r\n" + std::string(30, 'x') + "\r\n", 4).empty());
-    CHECK(scan_in_chunks(b, "$30\r\n", 4) == "reply announces more than the 64 bytes allowed in all");
+    CHECK(scan_in_chunks(b, "$30\r\n", 4) ==
+          "reply announces more than the 64 bytes allowed in all");
   }
   SECTION("an unterminated line") {
     ReplyBounds b{ReplyCaps{100, 64}};
@@ -113,8 +115,31 @@ TEST_CASE("bytes hiredis refuses itself are let through for it to say so", "[cor
   ReplyBounds b{ReplyCaps{100, 64}};
   CHECK(scan_in_chunks(b, "<html>not RESP</html>\r\n", 3).empty());
   // ...but still count against the byte cap.
-  CHECK(scan_in_chunks(b, std::string(50, 'x'), 10) == "reply holds more than the 64 bytes allowed");
-  ReplyBounds deep;
-  CHECK(scan_in_chunks(deep, std::string("*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n"), 1)
-            .empty());
+  CHECK(scan_in_chunks(b, std::string(50, 'x'), 10) ==
+        "reply holds more than the 64 bytes allowed");
+}
+
+TEST_CASE("what hiredis 1.x would read without bound is refused here", "[core][resp]") {
+  SECTION("arrays nested deeper than hiredis 0.14 reads") {
+    std::string eight;
+    for (int i = 0; i < 8; ++i) {
+      eight += "*1\r\n";
+    }
+    ReplyBounds fits;
+    CHECK(scan_in_chunks(fits, eight + ":1\r\n", 1).empty());
+    ReplyBounds deep;
+    CHECK(scan_in_chunks(deep, eight + "*1\r\n", 1) == "reply nests arrays more than 8 deep");
+  }
+  SECTION("RESP3 aggregates and strings, however small") {
+    for (const std::string bytes :
+         {"%1111111116\r\n", "~1\r\n", ">3\r\n", "|1\r\n", "=1073741824\r\n", "!5\r\n", ",1.5\r\n",
+          "_\r\n", "#t\r\n", "(1\r\n", "*2\r\n+OK\r\n%1\r\n"}) {
+      ReplyBounds b;
+      const auto r = b.scan(bytes);
+      CAPTURE(bytes);
+      REQUIRE_FALSE(r);
+      CHECK_THAT(r.error().reason, Catch::StartsWith("reply has RESP3 type '"));
+      CHECK(r.error().accepted == bytes.find_first_of("%~>|=!,_#("));
+    }
+  }
 }
