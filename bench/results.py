@@ -31,6 +31,12 @@ INTRO = (
 )
 
 
+def _pg_bin():
+    """The release's PostgreSQL executables (fixtures/peers.py knows which major)."""
+    from fixtures import peers  # on PYTHONPATH wherever results are written
+    return peers.pg_bin()
+
+
 def _version(cmd):
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
@@ -71,7 +77,7 @@ def machine_header():
                     f"kernel {platform.release()}"),
         ("dbcheck", _version([str(dbcheck), "--version"]) if dbcheck.exists() else "not built"),
         ("HAProxy", _version(["haproxy", "-v"])),
-        ("PostgreSQL", _version(["/usr/lib/postgresql/15/bin/postgres", "--version"])),
+        ("PostgreSQL", _version([str(_pg_bin() / "postgres"), "--version"])),
         ("Patroni", _version(["patroni", "--version"])),
         ("etcd", _version(["etcd", "--version"])),
         ("Redis", _version(["redis-server", "--version"])),

@@ -46,7 +46,7 @@ def test_redis_fixture_smoke(servers_installed, workdir, figures):
         redis1, redis2 = cluster.nodes()
         s1, s2, s3 = cluster.sentinels()
 
-        # every node and Sentinel runs the chosen server (Redis 7.0, or Valkey 8.0.1)
+        # every node and Sentinel runs the chosen server (Redis or Valkey, as fixtures/peers.py chose)
         field, version = peers.redis_version_field()
         for x in (redis1, redis2, s1, s2, s3):
             ask = cluster.admin if x.kind == "node" else cluster.sentinel_admin
