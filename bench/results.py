@@ -11,6 +11,7 @@ in its short mode and sends those figures to build/results-ci.md, so a test run 
 replaces the committed full-run figures.
 """
 
+import fcntl
 import os
 import platform
 import re
@@ -124,7 +125,18 @@ def write_section(name, body, argv=None):
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     block = (f"<!-- BEGIN {name} -->\n{body.rstrip()}\n\n{provenance(argv)}\n_Written {stamp}._\n"
              f"<!-- END {name} -->")
-    text = RESULTS.read_text() if RESULTS.exists() else ""
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    # Harnesses may run side by side (./scripts/test): one rewrite at a time, or a section is lost.
+    with open(RESULTS, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        f.seek(0)
+        text = _rewritten(f.read(), name, block)
+        f.truncate(0)
+        f.write(text)
+
+
+def _rewritten(text, name, block):
+    """`text` with section `name` replaced (or appended) by `block` and the header refreshed."""
     header = f"{TITLE}\n\n{INTRO}\n\n<!-- BEGIN machine -->\n{machine_header()}\n<!-- END machine -->"
     if "<!-- BEGIN machine -->" in text:
         text = re.sub(r"(?s)^.*?<!-- END machine -->", lambda _m: header, text, count=1)
@@ -135,5 +147,4 @@ def write_section(name, body, argv=None):
         text = pattern.sub(lambda _m: block, text, count=1)
     else:
         text = text.rstrip() + "\n\n" + block + "\n"
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(text if text.endswith("\n") else text + "\n")
+    return text if text.endswith("\n") else text + "\n"

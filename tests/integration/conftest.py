@@ -237,7 +237,8 @@ def pytest_terminal_summary(terminalreporter):
     lines = [f"{name}: {text}" for name, text in _FIGURES]
     for line in lines:
         terminalreporter.write_line(line)
-    out = REPO_ROOT / "build" / "integration-figures.txt"
+    # Two runs side by side (./scripts/test) name their own files.
+    out = Path(os.environ.get("DBCHECK_FIGURES_FILE") or REPO_ROOT / "build" / "integration-figures.txt")
     try:
         out.parent.mkdir(exist_ok=True)
         out.write_text("\n".join(lines) + "\n")
