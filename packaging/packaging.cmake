@@ -50,6 +50,13 @@ install(FILES monitoring/dbcheck-alerts.yml monitoring/dbcheck-alerts.test.yml
 set(DBCHECK_PACKAGE_MAINTAINER
     "dbcheck maintainers <maintainers@users.noreply.a-seed-b0d3dd28.example>"
     CACHE STRING "Maintainer field of the .deb, and the changelog's signature")
+cmake_host_system_information(RESULT DBCHECK_DEBIAN_RELEASE QUERY DISTRIB_VERSION_ID)
+cmake_host_system_information(RESULT DBCHECK_DEBIAN_CODENAME QUERY DISTRIB_VERSION_CODENAME)
+if(NOT DBCHECK_DEBIAN_RELEASE MATCHES "^[0-9]+$" OR DBCHECK_DEBIAN_CODENAME STREQUAL "")
+  message(FATAL_ERROR "the .deb is built on Debian: /etc/os-release has VERSION_ID "
+                      "'${DBCHECK_DEBIAN_RELEASE}', VERSION_CODENAME '${DBCHECK_DEBIAN_CODENAME}'")
+endif()
+set(DBCHECK_DEB_VERSION "${PROJECT_VERSION}+deb${DBCHECK_DEBIAN_RELEASE}")
 configure_file(${PROJECT_SOURCE_DIR}/packaging/changelog.in ${PROJECT_BINARY_DIR}/packaging/changelog @ONLY)
 add_custom_command(OUTPUT ${PROJECT_BINARY_DIR}/packaging/changelog.gz
                    COMMAND gzip -9nc ${PROJECT_BINARY_DIR}/packaging/changelog
@@ -64,6 +71,10 @@ install(FILES packaging/lintian-overrides DESTINATION ${CMAKE_INSTALL_DATADIR}/l
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME dbcheck)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+# A package per release: its Depends come from the libraries it was built against
+# (dpkg-shlibdeps), so the release goes into the version, "0.1.0+deb12" < "0.1.0+deb13", and
+# both can live in one apt repository; a dist-upgrade moves from the one to the other.
+set(CPACK_DEBIAN_PACKAGE_VERSION "${DBCHECK_DEB_VERSION}")
 set(CPACK_PACKAGE_CONTACT "${DBCHECK_PACKAGE_MAINTAINER}")
 # Debian policy: a synopsis under 80 characters, description lines of at most 80.
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "HAProxy health checks for PostgreSQL/Patroni and Redis/Sentinel")

@@ -20,6 +20,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from fixtures import peers
 from fixtures.agent import agent_section, http_get
 from fixtures.dbcheck import write_dbcheck_config
 from fixtures.ports import free_ports
@@ -56,7 +57,8 @@ def run(argv, timeout=120, check=True, **kw):
 
 def build_deb(out, version=None):
     """cpack's .deb from the build tree into `out` (another version if given)."""
-    extra = ["-D", f"CPACK_PACKAGE_VERSION={version}"] if version else []
+    extra = ["-D", f"CPACK_PACKAGE_VERSION={version}", "-D", f"CPACK_DEBIAN_PACKAGE_VERSION={version}"] \
+        if version else []
     run(["cpack", "-G", "DEB", "--config", str(BUILD / "CPackConfig.cmake"), "-B", str(out), *extra],
         timeout=300)
     debs = list(out.glob("dbcheck_*.deb"))
@@ -96,6 +98,20 @@ def installed(tmp_path_factory):
         yield SimpleNamespace(deb=deb, install_calls=calls, workdir=out)
     finally:
         run(["dpkg", "--purge", "dbcheck"], check=False)
+
+
+def test_package_is_named_for_its_release_as_the_readme_says(installed):
+    """One package per release ("0.1.0+deb12"), named as the README's install command types it
+    (on Debian 13 the README's "+deb12" reads "+deb13")."""
+    release = peers.release()
+    version = run(["dpkg-query", "-W", "-f=${Version}", "dbcheck"]).stdout
+    assert re.fullmatch(rf"\d+\.\d+\.\d+\+deb{release}", version), version
+    assert installed.deb.name == f"dbcheck_{version}_amd64.deb"
+    readme = (REPO / "README.md").read_text()
+    assert f"apt install ./{installed.deb.name.replace(f'+deb{release}', '+deb12')}`" in readme
+    with gzip.open("/usr/share/doc/dbcheck/changelog.gz", "rt") as f:
+        first = f.readline()
+    assert first.startswith(f"dbcheck ({version}) "), first
 
 
 def test_package_installs_every_file(installed):
@@ -223,9 +239,9 @@ def test_hardening_check_passes_both_binaries(installed):
 
 
 def test_upgrade_restarts_a_running_agent_without_stopping_it_first(installed, tmp_path):
-    newer = build_deb(tmp_path, version="0.1.1")
+    newer = build_deb(tmp_path, version=f"0.1.1+deb{peers.release()}")
     _, calls = dpkg_under_systemd(["-i", str(newer)], tmp_path)
-    assert run(["dpkg-query", "-W", "-f=${Version}", "dbcheck"]).stdout == "0.1.1"
+    assert run(["dpkg-query", "-W", "-f=${Version}", "dbcheck"]).stdout == f"0.1.1+deb{peers.release()}"
     # prerm upgrade leaves the agent answering; postinst restarts it only if it runs, last
     assert not any("stop" in c or " start" in c for c in calls), calls
     assert calls[-1] == "deb-systemd-invoke try-restart dbcheck-agent.service", calls
