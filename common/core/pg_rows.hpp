@@ -26,9 +26,12 @@ inline constexpr const char* k_writer_sql =
     "(SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'), "
     "current_setting('max_connections')::int - "
     "current_setting('superuser_reserved_connections')::int";
-// The leader's WAL position and timeline (the first 8 hex digits of the current WAL file).
+// The leader's flushed WAL position and timeline (the first 8 hex digits of the current WAL
+// file). Flushed, not written: a (synchronous) commit is visible only once flushed, and a
+// walsender sends only flushed WAL, so written WAL still waiting for its fsync is nothing a
+// replica could have, however current it is.
 inline constexpr const char* k_sample_sql =
-    "SELECT pg_current_wal_lsn(), substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8)";
+    "SELECT pg_current_wal_flush_lsn(), substr(pg_walfile_name(pg_current_wal_flush_lsn()), 1, 8)";
 // The reader's question: its state, its stream, and its replay position and age.
 inline constexpr const char* k_replica_sql =
     "SELECT pg_is_in_recovery(), EXISTS (SELECT 1 FROM pg_stat_wal_receiver), "

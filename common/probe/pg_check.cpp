@@ -166,7 +166,7 @@ SampleResult sample_leader(Peers& peers, const config::PostgresCluster& cluster,
       s.timed_out = wal.error().kind == core::Failure::timeout;
     } else {
       s.wal = *wal;
-      step.answer = fmt::format("pg_current_wal_lsn={}, timeline {}", core::format_lsn(wal->lsn),
+      step.answer = fmt::format("pg_current_wal_flush_lsn={}, timeline {}", core::format_lsn(wal->lsn),
                                 wal->timeline);
     }
   }
