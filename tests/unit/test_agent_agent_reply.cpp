@@ -1,9 +1,8 @@
 // The agent-check reply grammar (HAProxy 2.6), one row per case.
 #include "agent_reply.hpp"
 #include "agent_server.hpp"
+#include "dbcheck_catch.hpp"
 #include "log_line.hpp"
-
-#include <catch2/catch.hpp>
 
 using namespace dbcheck::agent;
 using dbcheck::core::Failure;

@@ -1,5 +1,5 @@
 // The agent's drain decisions (agent/drain_state.hpp), tick by tick.
-#include <catch2/catch.hpp>
+#include "dbcheck_catch.hpp"
 
 #include <drain_state.hpp>
 

@@ -1,8 +1,7 @@
 // The agent's shared state and what the HTTP port renders from it.
+#include "dbcheck_catch.hpp"
 #include "status_render.hpp"
 #include "verdict_cache.hpp"
-
-#include <catch2/catch.hpp>
 
 using namespace dbcheck;
 using namespace dbcheck::agent;

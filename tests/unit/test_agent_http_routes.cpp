@@ -1,7 +1,6 @@
 // The HTTP port's routing: request path -> page -> status and body.
+#include "dbcheck_catch.hpp"
 #include "http_routes.hpp"
-
-#include <catch2/catch.hpp>
 
 using namespace dbcheck;
 using namespace dbcheck::agent;

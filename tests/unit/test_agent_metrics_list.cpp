@@ -1,6 +1,7 @@
 // The declared metrics (agent/metrics_list.hpp) are what /metrics exports and what
 // docs/agent.md lists: nothing written by hand beside the list, nothing listed and missing.
-#include <catch2/catch.hpp>
+#include "dbcheck_catch.hpp"
+
 #include <fmt/format.h>
 
 #include <fstream>

@@ -1,14 +1,13 @@
 // The service manager's notification protocol (agent/service_manager.hpp), against a datagram
 // socket of our own standing for the manager.
-#include <service_manager.hpp>
-
-#include <catch2/catch.hpp>
+#include "dbcheck_catch.hpp"
 
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <service_manager.hpp>
 #include <string>
 
 using namespace dbcheck::agent;

@@ -1,6 +1,6 @@
-#include <config/haproxy_cfg.hpp>
+#include "dbcheck_catch.hpp"
 
-#include <catch2/catch.hpp>
+#include <config/haproxy_cfg.hpp>
 
 #include <map>
 #include <string>

@@ -1,7 +1,7 @@
+#include "dbcheck_catch.hpp"
+
 #include <config/haproxy_match.hpp>
 #include <config/load_config.hpp>
-
-#include <catch2/catch.hpp>
 
 #include <string>
 

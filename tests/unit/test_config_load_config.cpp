@@ -1,9 +1,8 @@
+#include "dbcheck_catch.hpp"
 #include "temp_dir.hpp"
 
 #include <config/client_cert_files.hpp>
 #include <config/load_config.hpp>
-
-#include <catch2/catch.hpp>
 
 #include <unistd.h>
 
@@ -135,8 +134,9 @@ TEST_CASE("errors name the file, line and key, and what was expected", "[config]
     text.replace(text.find("dbname = "), 9, "patroni_certfile = \"/etc/dbcheck/c.pem\"\ndbname = ");
     const auto r = parse_config(text, "dbcheck.toml");
     REQUIRE_FALSE(r);
-    CHECK_THAT(errors_of(r), Catch::Contains("cluster.pg.patroni_certfile: needs patroni_certfile "
-                                             "and patroni_keyfile together"));
+    CHECK_THAT(errors_of(r),
+               dbcheck_test::Contains("cluster.pg.patroni_certfile: needs patroni_certfile "
+                                      "and patroni_keyfile together"));
   }
   SECTION("not TOML at all") {
     const auto r = parse_config("[cluster.pg\nengine = ", "dbcheck.toml");
@@ -193,8 +193,9 @@ role = "primary"
   REQUIRE_FALSE(r);
   INFO(errors_of(r));
   REQUIRE(r.error().messages.size() == 2);
-  CHECK_THAT(r.error().messages[0], Catch::StartsWith("dbcheck.toml:18: backend.pg_read.max_lag"));
-  CHECK_THAT(r.error().messages[1], Catch::Contains("cluster.cache.password_file"));
+  CHECK_THAT(r.error().messages[0],
+             dbcheck_test::StartsWith("dbcheck.toml:18: backend.pg_read.max_lag"));
+  CHECK_THAT(r.error().messages[1], dbcheck_test::Contains("cluster.cache.password_file"));
 }
 
 TEST_CASE("password files: group/other access is refused, the secret never echoed", "[config]") {
@@ -266,7 +267,8 @@ TEST_CASE("a client certificate: both files or neither, the key as strict as a p
                           "(the client certificate and its key)\n");
     const auto r2 = with("sslkey = \"" + dir.write("hc.key", key_text, 0600) + "\"\n");
     REQUIRE_FALSE(r2);
-    CHECK_THAT(errors_of(r2), Catch::Contains("dbcheck.toml:4: cluster.pg.sslkey: needs sslcert"));
+    CHECK_THAT(errors_of(r2),
+               dbcheck_test::Contains("dbcheck.toml:4: cluster.pg.sslkey: needs sslcert"));
   }
   SECTION("a key the group may read: this cluster is unusable, saying how to fix it") {
     const auto key = dir.write("loose.key", key_text, 0640);
@@ -280,13 +282,13 @@ TEST_CASE("a client certificate: both files or neither, the key as strict as a p
   SECTION("a link, an encrypted key, a certificate as the key, too large, a relative path") {
     const auto key = dir.write("hc.key", key_text, 0600);
     REQUIRE(::symlink(key.c_str(), (dir.path + "/link.key").c_str()) == 0);
-    CHECK_THAT(refused(cert, dir.path + "/link.key"), Catch::Contains("is a symbolic link"));
+    CHECK_THAT(refused(cert, dir.path + "/link.key"), dbcheck_test::Contains("is a symbolic link"));
     CHECK_THAT(refused(cert, dir.write("enc.key", "-----BEGIN ENCRYPTED PRIVATE KEY-----\n", 0600)),
-               Catch::Contains("is encrypted"));
+               dbcheck_test::Contains("is encrypted"));
     CHECK_THAT(refused(cert, dir.write("c.key", "-----BEGIN CERTIFICATE-----\n", 0600)),
-               Catch::Contains("is not a PEM private key"));
+               dbcheck_test::Contains("is not a PEM private key"));
     CHECK_THAT(refused(cert, dir.write("big.key", std::string(k_max_key_file + 1, 'k'), 0600)),
-               Catch::Contains("more than the 65536 allowed"));
+               dbcheck_test::Contains("more than the 65536 allowed"));
     CHECK(refused(cert, "hc.key") ==
           "dbcheck.toml:8: cluster.pg.sslkey: client key file \"hc.key\" is not an absolute path");
   }

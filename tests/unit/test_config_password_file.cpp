@@ -1,9 +1,8 @@
 // Each rule for reading a secret file: a clear error naming the file, never a hang.
-#include <config/password_file.hpp>
-
+#include "dbcheck_catch.hpp"
 #include "temp_dir.hpp"
 
-#include <catch2/catch.hpp>
+#include <config/password_file.hpp>
 
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -99,13 +98,13 @@ TEST_CASE("root reads a file another user owns; others are told to run as its ow
   const auto refused = text.substr(0, text.find('\n'));
   CHECK(text.substr(text.find('\n') + 1) == "s3cret");
   // Mode 0600: the child cannot open it, and is told whose it is and how to run.
-  CHECK_THAT(refused, Catch::Matchers::StartsWith("cannot read password file " + theirs +
-                                                  ": Permission denied; it belongs to "));
-  CHECK_THAT(refused, Catch::Matchers::Contains("this process runs as uid 65533: run this command "
-                                                "as root or as that user"));
-  CHECK_THAT(refused, Catch::Matchers::Contains("(e.g. sudo -u '#65534' ...)") ||
-                          Catch::Matchers::Contains("(e.g. sudo -u nobody ...)"));
-  CHECK_THAT(refused, !Catch::Matchers::Contains("chown"));
+  CHECK_THAT(refused, dbcheck_test::StartsWith("cannot read password file " + theirs +
+                                               ": Permission denied; it belongs to "));
+  CHECK_THAT(refused, dbcheck_test::Contains("this process runs as uid 65533: run this command "
+                                             "as root or as that user"));
+  CHECK_THAT(refused, dbcheck_test::Contains("(e.g. sudo -u '#65534' ...)") ||
+                          dbcheck_test::Contains("(e.g. sudo -u nobody ...)"));
+  CHECK_THAT(refused, !dbcheck_test::Contains("chown"));
 }
 
 TEST_CASE("copies of a secret share one buffer", "[config][secret]") {

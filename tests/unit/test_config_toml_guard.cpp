@@ -1,7 +1,7 @@
+#include "dbcheck_catch.hpp"
+
 #include <config/load_config.hpp>
 #include <config/toml_guard.hpp>
-
-#include <catch2/catch.hpp>
 
 #include <string>
 
@@ -44,8 +44,8 @@ TEST_CASE("a character toml++ 3.3 mishandles is refused with its line, outside c
     const auto h = find_toml_hazard("\xC5\xBE");
     REQUIRE(h);
     CHECK(h->line == 1);
-    CHECK_THAT(h->why, Catch::StartsWith("U+017E 'ž': Debian 12's TOML parser"));
-    CHECK_THAT(h->why, Catch::EndsWith("in a string write it as \\u017E"));
+    CHECK_THAT(h->why, dbcheck_test::StartsWith("U+017E 'ž': Debian 12's TOML parser"));
+    CHECK_THAT(h->why, dbcheck_test::EndsWith("in a string write it as \\u017E"));
     CHECK(find_toml_hazard(std::string("aser =+\"h\0\xEF\xBA\xBF"
                                        "etc",
                                        13))
@@ -76,8 +76,9 @@ TEST_CASE("parse_config refuses the hazard as invalid TOML at its file and line"
   const auto r = parse_config("[defaults]\ntimeout = \"800ms\" ž\n", "dbcheck.toml");
   REQUIRE_FALSE(r);
   REQUIRE(r.error().messages.size() == 1);
-  CHECK_THAT(r.error().messages[0],
-             Catch::StartsWith("dbcheck.toml:2: invalid TOML: U+017E 'ž': Debian 12's TOML"));
+  CHECK_THAT(
+      r.error().messages[0],
+      dbcheck_test::StartsWith("dbcheck.toml:2: invalid TOML: U+017E 'ž': Debian 12's TOML"));
   // A whole config with such characters on its comment lines parses.
   const auto ok = parse_config(R"(# Prüfung der Schreibknoten
 [defaults]

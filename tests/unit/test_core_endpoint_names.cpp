@@ -1,9 +1,9 @@
 // The matching rule for host names a manager reports (core/endpoint_names.hpp): a name is
 // replaced only by the one address of the node's family it resolves to; several, none, or a
 // failed lookup leave it a name that never matches an address.
-#include <core/endpoint_names.hpp>
+#include "dbcheck_catch.hpp"
 
-#include <catch2/catch.hpp>
+#include <core/endpoint_names.hpp>
 
 using dbcheck::core::NameAnswer;
 using dbcheck::util::HostPort;

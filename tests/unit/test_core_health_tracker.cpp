@@ -1,7 +1,7 @@
 // The agent's hysteresis, driven by a fake clock (milliseconds passed in).
-#include <core/health_tracker.hpp>
+#include "dbcheck_catch.hpp"
 
-#include <catch2/catch.hpp>
+#include <core/health_tracker.hpp>
 
 #include <vector>
 

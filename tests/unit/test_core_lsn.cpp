@@ -1,6 +1,6 @@
-#include <core/lsn.hpp>
+#include "dbcheck_catch.hpp"
 
-#include <catch2/catch.hpp>
+#include <core/lsn.hpp>
 
 using namespace dbcheck::core;
 

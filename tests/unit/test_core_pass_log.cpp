@@ -1,7 +1,7 @@
 // Which external checks write a syslog line (core/pass_log.hpp).
-#include <core/pass_log.hpp>
+#include "dbcheck_catch.hpp"
 
-#include <catch2/catch.hpp>
+#include <core/pass_log.hpp>
 
 using namespace dbcheck;
 using namespace std::chrono_literals;

@@ -1,6 +1,6 @@
-#include <core/patroni_cluster.hpp>
+#include "dbcheck_catch.hpp"
 
-#include <catch2/catch.hpp>
+#include <core/patroni_cluster.hpp>
 
 using namespace dbcheck::core;
 using dbcheck::util::HostPort;

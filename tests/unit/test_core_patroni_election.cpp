@@ -1,7 +1,7 @@
 // Which leader the Patroni members agree on: a lone stale member cannot name a writer.
-#include <core/patroni_election.hpp>
+#include "dbcheck_catch.hpp"
 
-#include <catch2/catch.hpp>
+#include <core/patroni_election.hpp>
 
 using namespace dbcheck::core;
 using dbcheck::util::HostPort;

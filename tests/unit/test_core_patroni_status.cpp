@@ -1,7 +1,7 @@
 // GET /patroni (and /primary, the same document) as Patroni 3.0.2 and 4.1 answer them.
-#include <core/patroni_status.hpp>
+#include "dbcheck_catch.hpp"
 
-#include <catch2/catch.hpp>
+#include <core/patroni_status.hpp>
 
 using namespace dbcheck::core;
 

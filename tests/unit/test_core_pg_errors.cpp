@@ -1,6 +1,6 @@
-#include <core/pg_errors.hpp>
+#include "dbcheck_catch.hpp"
 
-#include <catch2/catch.hpp>
+#include <core/pg_errors.hpp>
 
 using namespace dbcheck::core;
 

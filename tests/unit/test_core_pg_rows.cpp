@@ -1,7 +1,7 @@
 // PostgreSQL's answers to dbcheck's questions, parsed (core/pg_rows.hpp).
-#include <core/pg_rows.hpp>
+#include "dbcheck_catch.hpp"
 
-#include <catch2/catch.hpp>
+#include <core/pg_rows.hpp>
 
 using namespace dbcheck::core;
 
@@ -65,9 +65,10 @@ TEST_CASE("the replica row", "[core][pg][rows]") {
   CHECK_FALSE(r->status.received_timeline);
   CHECK_FALSE(r->position.replay);
   CHECK_FALSE(r->position.since_last_replay_s);
-  CHECK_THAT(describe(r->status, r->position, 3), Catch::Contains("wal_receiver=none") &&
-                                                      Catch::Contains("replay_lsn=null") &&
-                                                      Catch::EndsWith("(replay polled 3 times)"));
+  CHECK_THAT(describe(r->status, r->position, 3),
+             dbcheck_test::Contains("wal_receiver=none") &&
+                 dbcheck_test::Contains("replay_lsn=null") &&
+                 dbcheck_test::EndsWith("(replay polled 3 times)"));
   CHECK(summarize(r->status) == "replica, no WAL receiver");
   r = parse_replica_rows({{"t", "t", "streaming", "t", "0/3000060", "0.25", "2"}});
   REQUIRE(r);

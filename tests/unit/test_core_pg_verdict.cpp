@@ -1,8 +1,9 @@
 // Verdict tables: every combination of the two opinions and their error kinds.
+#include "dbcheck_catch.hpp"
+
 #include <core/health_tracker.hpp>
 #include <core/pg_verdict.hpp>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
 
 #include <map>
@@ -448,7 +449,7 @@ TEST_CASE("reader: readers = synchronous takes sync and quorum standbys only",
         evaluate_replica({k_replica, replica_view(false, role), streaming(), lag(0), 3}, 1.0,
                          ReaderChoice::synchronous);
     CHECK(v.state == State::up);
-    CHECK_THAT(v.reason, Catch::StartsWith(fmt::format("streaming {} pg2, lag <= ", role)));
+    CHECK_THAT(v.reason, dbcheck_test::StartsWith(fmt::format("streaming {} pg2, lag <= ", role)));
     // The default takes them too.
     CHECK(evaluate_replica({k_replica, replica_view(false, role), streaming(), lag(0), 3}, 1.0)
               .state == State::up);
@@ -494,8 +495,9 @@ TEST_CASE("writer: a leader name resolving to another member's address is not a 
                         std::nullopt, true},
       SaturationPolicy::up);
   CHECK(v.state == State::down);
-  CHECK_THAT(v.reason, Catch::Contains("Patroni names pg1 (pg1.example = 10.0.0.2:5432) leader, "
-                                       "but its name resolves to the address of member pg2"));
+  CHECK_THAT(v.reason,
+             dbcheck_test::Contains("Patroni names pg1 (pg1.example = 10.0.0.2:5432) leader, "
+                                    "but its name resolves to the address of member pg2"));
 }
 
 TEST_CASE("writer: the whole table through the agent's tracker", "[core][verdict][writer]") {

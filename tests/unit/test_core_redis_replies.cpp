@@ -1,6 +1,6 @@
-#include <core/redis_replies.hpp>
+#include "dbcheck_catch.hpp"
 
-#include <catch2/catch.hpp>
+#include <core/redis_replies.hpp>
 
 using namespace dbcheck::core;
 using dbcheck::util::HostPort;

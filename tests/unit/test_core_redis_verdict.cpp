@@ -1,8 +1,8 @@
 // Verdict tables for Redis/Valkey under Sentinel.
+#include "dbcheck_catch.hpp"
+
 #include <core/health_tracker.hpp>
 #include <core/redis_verdict.hpp>
-
-#include <catch2/catch.hpp>
 
 using namespace dbcheck::core;
 using dbcheck::util::HostPort;

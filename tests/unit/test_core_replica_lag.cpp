@@ -1,6 +1,6 @@
-#include <core/replica_lag.hpp>
+#include "dbcheck_catch.hpp"
 
-#include <catch2/catch.hpp>
+#include <core/replica_lag.hpp>
 
 using namespace dbcheck::core;
 

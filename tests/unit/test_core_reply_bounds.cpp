@@ -1,9 +1,9 @@
 // The caps on what a Redis reply may announce (core/reply_bounds.hpp): headers beyond them are
 // refused before hiredis reads them, whatever the chunking; what Redis and Sentinel really send
 // passes; the refusal says which header and how much of the chunk is still whole replies.
-#include <core/reply_bounds.hpp>
+#include "dbcheck_catch.hpp"
 
-#include <catch2/catch.hpp>
+#include <core/reply_bounds.hpp>
 
 #include <string>
 

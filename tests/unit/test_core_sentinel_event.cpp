@@ -1,7 +1,7 @@
 // Sentinel event payloads as redis 7.0 / valkey 8 publish them (src/sentinel.c).
-#include <core/sentinel_event.hpp>
+#include "dbcheck_catch.hpp"
 
-#include <catch2/catch.hpp>
+#include <core/sentinel_event.hpp>
 
 using namespace dbcheck::core;
 using dbcheck::util::HostPort;

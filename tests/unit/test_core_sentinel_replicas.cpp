@@ -1,6 +1,6 @@
-#include <core/sentinel_replicas.hpp>
+#include "dbcheck_catch.hpp"
 
-#include <catch2/catch.hpp>
+#include <core/sentinel_replicas.hpp>
 
 #include <string>
 #include <vector>

@@ -1,6 +1,7 @@
+#include "dbcheck_catch.hpp"
+
 #include <core/sentinel_vote.hpp>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
 
 #include <random>

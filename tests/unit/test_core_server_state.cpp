@@ -1,6 +1,6 @@
-#include <core/server_state.hpp>
+#include "dbcheck_catch.hpp"
 
-#include <catch2/catch.hpp>
+#include <core/server_state.hpp>
 
 #include <algorithm>
 #include <sstream>

@@ -1,7 +1,7 @@
 // When a check may use a Patroni view another check of its host shared (core/shared_view.hpp).
-#include <core/shared_view.hpp>
+#include "dbcheck_catch.hpp"
 
-#include <catch2/catch.hpp>
+#include <core/shared_view.hpp>
 
 using namespace dbcheck;
 using namespace std::chrono_literals;

@@ -1,6 +1,6 @@
-#include <core/status_table.hpp>
+#include "dbcheck_catch.hpp"
 
-#include <catch2/catch.hpp>
+#include <core/status_table.hpp>
 
 #include <nlohmann/json.hpp>
 

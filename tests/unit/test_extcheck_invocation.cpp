@@ -1,6 +1,5 @@
+#include "dbcheck_catch.hpp"
 #include "invocation.hpp"
-
-#include <catch2/catch.hpp>
 
 using namespace dbcheck::extcheck;
 

@@ -1,9 +1,8 @@
 // The record of each server's last logged line, kept between external checks
 // (external-check/last_logged.hpp): only this user's, never followed through a link, never
 // half-written, and anything odd reads as "nothing known" (the line is then logged).
+#include "dbcheck_catch.hpp"
 #include "temp_dir.hpp"
-
-#include <catch2/catch.hpp>
 
 #include <fcntl.h>
 #include <sys/file.h>

@@ -1,6 +1,5 @@
+#include "dbcheck_catch.hpp"
 #include "process_setup.hpp"
-
-#include <catch2/catch.hpp>
 
 #include <pthread.h>
 #include <unistd.h>

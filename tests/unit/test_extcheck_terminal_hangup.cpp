@@ -1,6 +1,5 @@
+#include "dbcheck_catch.hpp"
 #include "terminal_hangup.hpp"
-
-#include <catch2/catch.hpp>
 
 #include <fcntl.h>
 #include <sys/wait.h>

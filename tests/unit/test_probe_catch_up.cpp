@@ -1,9 +1,8 @@
 // The catch-up watch on its own (probe/catch_up.hpp), on a virtual clock.
+#include "dbcheck_catch.hpp"
 #include "fake_peers.hpp"
 
 #include <probe/catch_up.hpp>
-
-#include <catch2/catch.hpp>
 
 using namespace dbcheck;
 using namespace std::chrono_literals;

@@ -1,7 +1,7 @@
 // The one rule a lease follows when a kept connection fails (probe/lease_retry.hpp).
-#include <probe/lease_retry.hpp>
+#include "dbcheck_catch.hpp"
 
-#include <catch2/catch.hpp>
+#include <probe/lease_retry.hpp>
 
 using namespace dbcheck;
 using core::Failure;

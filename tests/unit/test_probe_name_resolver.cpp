@@ -1,9 +1,9 @@
 // The resolver with a deadline (probe/name_resolver.hpp), against this host's own /etc/hosts:
 // a known name, a name that cannot exist, and a deadline that has already passed. A resolver
 // that hangs is tested against a silent DNS server in tests/integration/test_host_names.py.
-#include <probe/name_resolver.hpp>
+#include "dbcheck_catch.hpp"
 
-#include <catch2/catch.hpp>
+#include <probe/name_resolver.hpp>
 
 #include <algorithm>
 

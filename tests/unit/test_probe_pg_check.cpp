@@ -1,14 +1,13 @@
 // The PostgreSQL checks' own rules, through scripted peers (fake_peers.hpp): the order that
 // makes the lag bound sound, the earlier deadline of the leader's sample, the catch-up watch,
 // and an abandoned Patroni query.
+#include "dbcheck_catch.hpp"
 #include "fake_peers.hpp"
 
 #include <core/pg_rows.hpp>
 #include <core/report.hpp>
 #include <probe/catch_up.hpp>
 #include <probe/pg_check.hpp>
-
-#include <catch2/catch.hpp>
 
 using namespace dbcheck;
 using namespace std::chrono_literals;
@@ -123,8 +122,8 @@ TEST_CASE("a replica a little behind the sample is watched until it passes it", 
   const auto r = check(f, config::Role::replica, k_replica);
   CHECK(f->count(k_replay_query) == 2);
   CHECK(f->sleeps() == 2);
-  CHECK_THAT(node_step(r).answer,
-             Catch::Contains("replay_lsn=0/3000060") && Catch::Contains("(replay polled 3 times)"));
+  CHECK_THAT(node_step(r).answer, dbcheck_test::Contains("replay_lsn=0/3000060") &&
+                                      dbcheck_test::Contains("(replay polled 3 times)"));
   CHECK(r.verdict.state == core::State::up);
   REQUIRE(r.lag->seconds);
   CHECK(*r.lag->seconds < 0.1);
@@ -187,7 +186,8 @@ TEST_CASE("Patroni members that never answer are abandoned at the deadline", "[p
   REQUIRE(testing::settled(f));
   CHECK(r.verdict.state == core::State::down);
   CHECK(r.verdict.failure == core::Failure::timeout);
-  CHECK_THAT(r.verdict.reason, Catch::Contains("the Patroni query did not finish by the deadline"));
+  CHECK_THAT(r.verdict.reason,
+             dbcheck_test::Contains("the Patroni query did not finish by the deadline"));
 }
 
 namespace {
@@ -215,7 +215,7 @@ TEST_CASE("Patroni members advertised by name are compared by the one address ea
   auto r = check(f, config::Role::primary, k_leader);
   CHECK(r.verdict.state == core::State::up);
   CHECK(f->count("get http://10.0.0.1:8008/primary") == 1);
-  CHECK_THAT(core::render_text(r), Catch::Contains("pg1.example -> 10.0.0.1"));
+  CHECK_THAT(core::render_text(r), dbcheck_test::Contains("pg1.example -> 10.0.0.1"));
 
   // The replica: the leader sampled at its resolved address.
   auto g = named_lab();
@@ -233,8 +233,8 @@ TEST_CASE("a leader name that does not resolve fails the writer closed, saying w
   CHECK(r.verdict.state == core::State::down);
   CHECK(r.verdict.failure == core::Failure::network);
   CHECK_THAT(r.verdict.reason,
-             Catch::Contains("whether that is this node is not known: pg1.example did not "
-                             "resolve: no such name"));
+             dbcheck_test::Contains("whether that is this node is not known: pg1.example did not "
+                                    "resolve: no such name"));
 }
 
 TEST_CASE("a leader name that does not resolve is not sampled: libpq would resolve it unbounded",
@@ -245,7 +245,8 @@ TEST_CASE("a leader name that does not resolve is not sampled: libpq would resol
   CHECK(f->count("open pg1.example") == 0);
   CHECK(f->count("sql pg1.example") == 0);
   REQUIRE(r.lag);
-  CHECK_THAT(r.lag->derivation, Catch::Contains("pg1.example did not resolve: no such name"));
+  CHECK_THAT(r.lag->derivation,
+             dbcheck_test::Contains("pg1.example did not resolve: no such name"));
 }
 
 namespace {
@@ -284,7 +285,7 @@ TEST_CASE("the leader needs a majority's worth of members and its own GET /prima
   CHECK(f->count("get http://10.0.0.2:8008/cluster") == 1);
   CHECK(f->count("get http://10.0.0.3:8008/cluster") == 0);
   CHECK(f->count("get http://10.0.0.1:8008/primary") == 1);
-  CHECK_THAT(core::render_text(r), Catch::Contains("not needed"));
+  CHECK_THAT(core::render_text(r), dbcheck_test::Contains("not needed"));
 }
 
 TEST_CASE("a member that refuses brings in the members not yet asked", "[probe][pg][patroni]") {
@@ -474,8 +475,8 @@ TEST_CASE("a client certificate reaches libpq's target; explain names it, never 
   }
   const std::string words = "user healthcheck: client certificate /etc/dbcheck/hc.crt";
   CHECK(r.auth == words);
-  CHECK_THAT(core::render_text(r), Catch::Contains("  auth           " + words + "\n"));
-  CHECK_THAT(core::render_json(r), Catch::Contains("\"auth\": \"" + words + "\""));
+  CHECK_THAT(core::render_text(r), dbcheck_test::Contains("  auth           " + words + "\n"));
+  CHECK_THAT(core::render_json(r), dbcheck_test::Contains("\"auth\": \"" + words + "\""));
   CHECK(core::render_text(r).find("hc.key") == std::string::npos);
 
   c.password_file = "/etc/dbcheck/pg.password";

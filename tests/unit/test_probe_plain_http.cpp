@@ -3,9 +3,9 @@
 // large or malformed, an interim answer, an endless chunk-size line, silence; and a port
 // nobody listens on. The integration tests run the same cases
 // through dbcheck against fake and real Patroni members.
-#include <probe/plain_http.hpp>
+#include "dbcheck_catch.hpp"
 
-#include <catch2/catch.hpp>
+#include <probe/plain_http.hpp>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

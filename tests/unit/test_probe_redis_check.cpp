@@ -1,10 +1,9 @@
 // The Redis checks' own rules, through scripted peers (fake_peers.hpp): the majority's master
 // sampled before the replica is read, the ROLE watch, and Sentinels abandoned at the deadline.
+#include "dbcheck_catch.hpp"
 #include "fake_peers.hpp"
 
 #include <probe/redis_check.hpp>
-
-#include <catch2/catch.hpp>
 
 using namespace dbcheck;
 using namespace std::chrono_literals;
@@ -124,7 +123,7 @@ TEST_CASE("a Redis replica that stays behind is judged by what the watch saw", "
   const auto r = check(f, config::Role::replica, k_replica, util::Duration{100});
   REQUIRE(r.lag);
   CHECK_FALSE(r.lag->seconds); // Redis keeps no replay timestamp to fall back on
-  CHECK_THAT(r.lag->derivation, Catch::Contains("still 100 bytes behind"));
+  CHECK_THAT(r.lag->derivation, dbcheck_test::Contains("still 100 bytes behind"));
   CHECK(r.verdict.state == core::State::down);
 }
 
@@ -142,7 +141,7 @@ TEST_CASE("Sentinels that never answer are abandoned at the deadline", "[probe][
   gate->open();
   REQUIRE(testing::settled(f));
   CHECK(r.verdict.state == core::State::down);
-  CHECK_THAT(r.verdict.reason, Catch::Contains("did not finish by the deadline"));
+  CHECK_THAT(r.verdict.reason, dbcheck_test::Contains("did not finish by the deadline"));
 }
 
 TEST_CASE("Sentinels that announce host names: the name is compared by its one address",
@@ -170,7 +169,7 @@ TEST_CASE("a master name that does not resolve counts as Sentinels that did not 
   CHECK(r.verdict.state == core::State::down);
   CHECK(r.verdict.failure == core::Failure::network);
   CHECK_THAT(r.verdict.reason,
-             Catch::Contains("names master redis1.example:6379, and redis1.example did not "
-                             "resolve: no such name"));
+             dbcheck_test::Contains("names master redis1.example:6379, and redis1.example did not "
+                                    "resolve: no such name"));
   CHECK(f->count("open redis1.example") == 0); // no blocking lookup behind the deadline's back
 }

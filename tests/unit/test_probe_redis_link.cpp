@@ -1,9 +1,9 @@
 // The link's reading half (probe::ReplyReader: core::ReplyBounds in front of hiredis's reader)
 // and its connect by name (resolved within the deadline, never by hiredis). The same reader
 // runs under fuzz/fuzz_redis_reply.cpp.
-#include <probe/redis_link.hpp>
+#include "dbcheck_catch.hpp"
 
-#include <catch2/catch.hpp>
+#include <probe/redis_link.hpp>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,10 +1,9 @@
 // The files that carry Patroni views between external checks (probe/shared_views.hpp): only
 // this user's, only fresh, never half-written.
+#include "dbcheck_catch.hpp"
 #include "temp_dir.hpp"
 
 #include <probe/shared_views.hpp>
-
-#include <catch2/catch.hpp>
 
 #include <sys/stat.h>
 #include <unistd.h>

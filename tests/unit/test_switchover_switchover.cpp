@@ -1,4 +1,4 @@
-#include <catch2/catch.hpp>
+#include "dbcheck_catch.hpp"
 
 #include <switchover/switchover.hpp>
 

@@ -1,6 +1,6 @@
-#include <util/cidr.hpp>
+#include "dbcheck_catch.hpp"
 
-#include <catch2/catch.hpp>
+#include <util/cidr.hpp>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

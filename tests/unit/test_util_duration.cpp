@@ -1,6 +1,6 @@
-#include <util/duration.hpp>
+#include "dbcheck_catch.hpp"
 
-#include <catch2/catch.hpp>
+#include <util/duration.hpp>
 
 using dbcheck::util::Duration;
 using dbcheck::util::format_duration;

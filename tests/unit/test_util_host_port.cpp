@@ -1,6 +1,6 @@
-#include <util/host_port.hpp>
+#include "dbcheck_catch.hpp"
 
-#include <catch2/catch.hpp>
+#include <util/host_port.hpp>
 
 using namespace dbcheck::util;
 

@@ -1,6 +1,6 @@
-#include <util/url.hpp>
+#include "dbcheck_catch.hpp"
 
-#include <catch2/catch.hpp>
+#include <util/url.hpp>
 
 #include <string>
 
