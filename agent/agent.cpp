@@ -6,8 +6,7 @@
 #include "log_line.hpp"
 
 #include <config/load_config.hpp>
-
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -118,7 +117,7 @@ void Agent::update_drain(Clock::time_point now) {
   } else if (cfg->agent->drain_file) {
     struct stat st {};
     if (::stat(cfg->agent->drain_file->c_str(), &st) == 0) {
-      why = fmt::format("drain file {} present", *cfg->agent->drain_file);
+      why = util::format("drain file {} present", *cfg->agent->drain_file);
     }
   }
   const std::string reason = why;
@@ -211,7 +210,7 @@ std::string Agent::respond(std::string_view requested) {
     in.known = true;
     in.reported = {
         core::State::down, core::Failure::config,
-        fmt::format("no [agent.local] node for cluster {}", cfg->backends.at(name).cluster)};
+        util::format("no [agent.local] node for cluster {}", cfg->backends.at(name).cluster)};
   } else if (view) {
     const double age =
         view->started ? std::chrono::duration<double>(now - view->updated).count() : 0.0;

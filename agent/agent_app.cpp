@@ -9,9 +9,9 @@
 #include <config/load_config.hpp>
 #include <config/password_file.hpp>
 #include <probe/library_versions.hpp>
+#include <util/format.hpp>
 
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
 
 #include <signal.h>
 #include <sys/resource.h>
@@ -24,8 +24,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <iostream>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -125,8 +125,8 @@ int run(int argc, char** argv) {
     std::string cert((std::istreambuf_iterator<char>(cert_in)), std::istreambuf_iterator<char>());
     if (!key || !cert_in || cert.empty()) {
       std::cerr << "configuration error: " << path << ": "
-                << (key ? fmt::format("cannot read HTTPS certificate file {}",
-                                      *cfg->agent->http_certfile)
+                << (key ? util::format("cannot read HTTPS certificate file {}",
+                                       *cfg->agent->http_certfile)
                         : key.error())
                 << '\n';
       return 2;

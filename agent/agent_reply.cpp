@@ -1,6 +1,6 @@
 #include "agent_reply.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 namespace dbcheck::agent {
 namespace {
@@ -39,31 +39,31 @@ namespace {
 
 std::string agent_reply_with_reason(const ReplyInput& in) {
   if (!in.known) {
-    return fmt::format("down #unknown backend {}\n", reason_text(in.backend));
+    return util::format("down #unknown backend {}\n", reason_text(in.backend));
   }
   const core::Verdict& v = in.reported;
   if (in.draining) {
     // The full state on one line: a drained server still gets sticky traffic, so HAProxy must
     // keep hearing whether it is up.
     const bool up = !in.stale && v.state == core::State::up;
-    return fmt::format("drain {} #{}\n", up ? "up" : "down", reason_text(in.drain_reason));
+    return util::format("drain {} #{}\n", up ? "up" : "down", reason_text(in.drain_reason));
   }
   const std::string ready = in.send_ready ? "ready " : "";
   if (in.stale) {
     // A prober that stopped answering proves nothing: fail closed.
-    return fmt::format("{}down #stale: no probe result for {:.1f}s\n", ready, in.age_s);
+    return util::format("{}down #stale: no probe result for {:.1f}s\n", ready, in.age_s);
   }
   if (v.state == core::State::up) {
     if (v.failure == core::Failure::saturated || v.failure == core::Failure::lag) {
       // Degraded but serving: keep it in, with less of the traffic.
-      return fmt::format("{}up 50% #{}\n", ready, reason_text(v.reason));
+      return util::format("{}up 50% #{}\n", ready, reason_text(v.reason));
     }
     if (v.failure != core::Failure::none) {
-      return fmt::format("{}up 100% #{}\n", ready, reason_text(v.reason));
+      return util::format("{}up 100% #{}\n", ready, reason_text(v.reason));
     }
-    return fmt::format("{}up 100%\n", ready);
+    return util::format("{}up 100%\n", ready);
   }
-  return fmt::format("{}down #{}\n", ready, reason_text(v.reason));
+  return util::format("{}down #{}\n", ready, reason_text(v.reason));
 }
 
 } // namespace

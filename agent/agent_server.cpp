@@ -3,7 +3,10 @@
 
 #include "log_line.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
+
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -15,9 +18,6 @@
 #include <deque>
 #include <thread>
 #include <utility>
-
-#include <sys/socket.h>
-#include <unistd.h>
 
 namespace dbcheck::agent {
 namespace {
@@ -456,7 +456,7 @@ tl::expected<void, std::string> AgentServer::start() {
   const auto address = asio::ip::make_address(s.listen.host, ec);
   if (ec) {
     return tl::make_unexpected(
-        fmt::format("agent listen address {}: {}", util::to_string(s.listen), ec.message()));
+        util::format("agent listen address {}: {}", util::to_string(s.listen), ec.message()));
   }
   const tcp::endpoint endpoint{address, s.listen.port};
   s.acceptor.open(endpoint.protocol(), ec);
@@ -474,7 +474,7 @@ tl::expected<void, std::string> AgentServer::start() {
   }
   if (ec) {
     return tl::make_unexpected(
-        fmt::format("cannot listen on {}: {}", util::to_string(s.listen), ec.message()));
+        util::format("cannot listen on {}: {}", util::to_string(s.listen), ec.message()));
   }
   s.accept();
   s.thread = std::thread([&s] { s.io.run(); });

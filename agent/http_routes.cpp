@@ -1,6 +1,6 @@
 #include "http_routes.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 #include <algorithm>
 
@@ -37,7 +37,8 @@ HttpAnswer answer_http(const HttpRoute& route, const std::vector<BackendSnapshot
       return s.backend == route.backend;
     });
     if (snap == backends.end()) {
-      return {404, "text/plain; charset=utf-8", fmt::format("unknown backend {}\n", route.backend)};
+      return {404, "text/plain; charset=utf-8",
+              util::format("unknown backend {}\n", route.backend)};
     }
     // A drain is not a failure: the regular check stays green while the agent drains.
     const bool up = fresh(*snap, agent, now) && snap->reported.state == core::State::up;

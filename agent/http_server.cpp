@@ -3,7 +3,7 @@
 
 #include "log_line.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -205,7 +205,7 @@ tl::expected<void, std::string> HttpServer::start() {
     flags |= MHD_USE_IPv6;
   } else {
     return tl::make_unexpected(
-        fmt::format("http_listen {}: not an IP address", util::to_string(listen)));
+        util::format("http_listen {}: not an IP address", util::to_string(listen)));
   }
   const bool tls = s.options.cert_pem && !s.options.key_pem.empty();
   if (tls) {
@@ -231,8 +231,8 @@ tl::expected<void, std::string> HttpServer::start() {
       MHD_OPTION_NOTIFY_COMPLETED, &Impl::completed, &s, MHD_OPTION_ARRAY, tls_options,
       MHD_OPTION_END);
   if (s.daemon == nullptr) {
-    return tl::make_unexpected(fmt::format("cannot serve {} on {}: {}", tls ? "HTTPS" : "HTTP",
-                                           util::to_string(listen), std::strerror(errno)));
+    return tl::make_unexpected(util::format("cannot serve {} on {}: {}", tls ? "HTTPS" : "HTTP",
+                                            util::to_string(listen), std::strerror(errno)));
   }
   s.stopping = false;
   s.sweeper = std::thread([&s] { s.sweep(); });

@@ -1,6 +1,6 @@
 #include "log_line.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 #include <unistd.h>
 
@@ -38,7 +38,7 @@ std::string now_utc() {
   ::gmtime_r(&t, &tm);
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  return fmt::format("{}.{:03d}Z", buf, ms.count());
+  return util::format("{}.{:03d}Z", buf, ms.count());
 }
 
 } // namespace
@@ -46,9 +46,9 @@ std::string now_utc() {
 std::string format_event(std::string_view level, std::string_view msg,
                          std::initializer_list<std::pair<std::string_view, std::string>> fields,
                          std::string_view time) {
-  std::string line = fmt::format("time={} level={} msg={}", time, level, value(msg));
+  std::string line = util::format("time={} level={} msg={}", time, level, value(msg));
   for (const auto& [k, v] : fields) {
-    line += fmt::format(" {}={}", k, value(v));
+    line += util::format(" {}={}", k, value(v));
   }
   return line + "\n";
 }

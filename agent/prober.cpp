@@ -6,8 +6,7 @@
 #include <probe/async.hpp>
 #include <probe/name_resolver.hpp>
 #include <probe/run_check.hpp>
-
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 #include <vector>
 
@@ -84,11 +83,11 @@ void Prober::hold_writers(const std::string& sentinel, const std::string& event,
     // acknowledges from now on may be lost. The next rounds keep it out while any Sentinel
     // still reports the failover in progress, and while the majority names another master.
     r.verdict = {core::State::down, core::Failure::role,
-                 fmt::format("Sentinel {} began failing over this master ({} {}): no writer "
-                             "until the failover ends",
-                             sentinel, event, payload)};
+                 util::format("Sentinel {} began failing over this master ({} {}): no writer "
+                              "until the failover ends",
+                              sentinel, event, payload)};
     r.steps.push_back(core::Step{"manager", sentinel, "PSUBSCRIBE (event)",
-                                 fmt::format("{} {}", event, payload), 0});
+                                 util::format("{} {}", event, payload), 0});
     const core::Transition t = m_cache.record_event(r, now);
     if (t.changed) {
       log_event("info", "transition",
@@ -197,7 +196,7 @@ void Prober::round() {
       r.backend = name;
       r.node = util::to_string(m_node);
       r.verdict = {core::State::down, core::Failure::internal,
-                   fmt::format("internal error: cannot start the check: {}", e.what())};
+                   util::format("internal error: cannot start the check: {}", e.what())};
       m_cache.record(r, probe::Clock::now());
     }
   }

@@ -2,7 +2,8 @@
 
 #include "metrics_list.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
+
 #include <nlohmann/json.hpp>
 
 #include <limits>
@@ -57,14 +58,14 @@ std::string render_backend_line(const BackendSnapshot& s, const AgentStatus& age
                                 probe::Clock::time_point now) {
   if (!agent.expose_reasons) {
     const bool up = fresh(s, agent, now) && s.reported.state == core::State::up;
-    return fmt::format("{} {}\n", s.backend, up ? "UP" : "DOWN");
+    return util::format("{} {}\n", s.backend, up ? "UP" : "DOWN");
   }
   if (!fresh(s, agent, now)) {
-    return fmt::format("{} {} DOWN: stale: no probe result for {:.1f}s\n", s.backend, s.node,
-                       age_seconds(s, now));
+    return util::format("{} {} DOWN: stale: no probe result for {:.1f}s\n", s.backend, s.node,
+                        age_seconds(s, now));
   }
-  return fmt::format("{} {} {}: {}\n", s.backend, s.node, core::to_label(s.reported.state),
-                     s.reported.reason);
+  return util::format("{} {} {}: {}\n", s.backend, s.node, core::to_label(s.reported.state),
+                      s.reported.reason);
 }
 
 std::string render_health(const std::vector<BackendSnapshot>& all, const AgentStatus& agent,
@@ -145,50 +146,50 @@ std::string render_metrics(const std::vector<BackendSnapshot>& all, const AgentS
   // then its samples; `suffix` is for a histogram's _bucket, _sum and _count.
   const auto head = [&out](Metric m) {
     const MetricSpec& d = spec(m);
-    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", d.name, d.help, d.name, to_string(d.type));
+    out += util::format("# HELP {} {}\n# TYPE {} {}\n", d.name, d.help, d.name, to_string(d.type));
   };
   const auto sample = [&out](Metric m, std::string_view suffix, const std::string& labels,
                              const auto& value) {
     if (labels.empty()) {
-      out += fmt::format("{}{} {}\n", spec(m).name, suffix, value);
+      out += util::format("{}{} {}\n", spec(m).name, suffix, value);
     } else {
-      out += fmt::format("{}{}{{{}}} {}\n", spec(m).name, suffix, labels, value);
+      out += util::format("{}{}{{{}}} {}\n", spec(m).name, suffix, labels, value);
     }
   };
   // Every backend's series names its cluster too: agents of two clusters (staging and
   // production) may export backends of the same name, and the rules count writers per both.
   const auto backend = [](const BackendSnapshot& s) {
-    return fmt::format("backend=\"{}\",cluster=\"{}\"", label(s.backend), label(s.cluster));
+    return util::format("backend=\"{}\",cluster=\"{}\"", label(s.backend), label(s.cluster));
   };
 
   head(Metric::backend_up);
   for (const auto& s : all) {
     const bool up = fresh(s, agent, now) && s.reported.state == core::State::up;
     sample(Metric::backend_up, "",
-           fmt::format("{},role=\"{}\",node=\"{}\"", backend(s), config::to_string(s.role),
-                       label(s.node)),
+           util::format("{},role=\"{}\",node=\"{}\"", backend(s), config::to_string(s.role),
+                        label(s.node)),
            up ? 1 : 0);
   }
   head(Metric::verdict_age);
   for (const auto& s : all) {
     const double age = age_seconds(s, now);
     if (std::isfinite(age)) {
-      sample(Metric::verdict_age, "", backend(s), fmt::format("{:.3f}", age));
+      sample(Metric::verdict_age, "", backend(s), util::format("{:.3f}", age));
     }
   }
   head(Metric::transitions);
   for (const auto& s : all) {
     for (const auto& [key, n] : s.transitions) {
       sample(Metric::transitions, "",
-             fmt::format("{},to=\"{}\",failure=\"{}\"", backend(s), core::to_string(key.first),
-                         core::to_string(key.second)),
+             util::format("{},to=\"{}\",failure=\"{}\"", backend(s), core::to_string(key.first),
+                          core::to_string(key.second)),
              n);
     }
   }
   head(Metric::check_failures);
   for (const auto& s : all) {
     for (const auto& [kind, n] : s.failures_by_kind) {
-      sample(Metric::check_failures, "", fmt::format("{},kind=\"{}\"", backend(s), kind), n);
+      sample(Metric::check_failures, "", util::format("{},kind=\"{}\"", backend(s), kind), n);
     }
   }
   head(Metric::check_duration);
@@ -197,19 +198,19 @@ std::string render_metrics(const std::vector<BackendSnapshot>& all, const AgentS
     for (std::size_t i = 0; i < k_duration_buckets.size(); ++i) {
       cumulative += s.duration_buckets[i];
       sample(Metric::check_duration, "_bucket",
-             fmt::format("{},le=\"{}\"", backend(s), k_duration_buckets[i]), cumulative);
+             util::format("{},le=\"{}\"", backend(s), k_duration_buckets[i]), cumulative);
     }
     cumulative += s.duration_buckets.back();
-    sample(Metric::check_duration, "_bucket", fmt::format("{},le=\"+Inf\"", backend(s)),
+    sample(Metric::check_duration, "_bucket", util::format("{},le=\"+Inf\"", backend(s)),
            cumulative);
-    sample(Metric::check_duration, "_sum", backend(s), fmt::format("{:.6f}", s.duration_sum_s));
+    sample(Metric::check_duration, "_sum", backend(s), util::format("{:.6f}", s.duration_sum_s));
     sample(Metric::check_duration, "_count", backend(s), s.rounds);
   }
   head(Metric::replica_lag);
   for (const auto& s : all) {
     if (s.last_report && s.last_report->lag && s.last_report->lag->seconds) {
       sample(Metric::replica_lag, "", backend(s),
-             fmt::format("{:.6f}", *s.last_report->lag->seconds));
+             util::format("{:.6f}", *s.last_report->lag->seconds));
     }
   }
   head(Metric::probe_connects);
@@ -219,12 +220,12 @@ std::string render_metrics(const std::vector<BackendSnapshot>& all, const AgentS
   head(Metric::probe_closes);
   for (const auto& s : all) {
     for (const auto& [reason, n] : s.probe_closes) {
-      sample(Metric::probe_closes, "", fmt::format("{},reason=\"{}\"", backend(s), reason), n);
+      sample(Metric::probe_closes, "", util::format("{},reason=\"{}\"", backend(s), reason), n);
     }
   }
   head(Metric::sentinel_subscriptions);
   for (const auto& [cluster, n] : agent.sentinel_subscriptions) {
-    sample(Metric::sentinel_subscriptions, "", fmt::format("cluster=\"{}\"", label(cluster)), n);
+    sample(Metric::sentinel_subscriptions, "", util::format("cluster=\"{}\"", label(cluster)), n);
   }
   head(Metric::agent_draining);
   sample(Metric::agent_draining, "", "", agent.draining ? 1 : 0);
@@ -234,11 +235,11 @@ std::string render_metrics(const std::vector<BackendSnapshot>& all, const AgentS
   sample(Metric::agent_connections_refused, "", "", agent.agent_connections_refused);
   head(Metric::agent_connections_dropped);
   for (const auto& [reason, n] : agent.agent_connections_dropped) {
-    sample(Metric::agent_connections_dropped, "", fmt::format("reason=\"{}\"", reason), n);
+    sample(Metric::agent_connections_dropped, "", util::format("reason=\"{}\"", reason), n);
   }
   head(Metric::http_connections_dropped);
   for (const auto& [reason, n] : agent.http_connections_dropped) {
-    sample(Metric::http_connections_dropped, "", fmt::format("reason=\"{}\"", reason), n);
+    sample(Metric::http_connections_dropped, "", util::format("reason=\"{}\"", reason), n);
   }
   head(Metric::agent_reloads);
   sample(Metric::agent_reloads, "", "result=\"ok\"", agent.reloads);
@@ -248,9 +249,9 @@ std::string render_metrics(const std::vector<BackendSnapshot>& all, const AgentS
     if (s.last_report && s.last_report->manager_votes) {
       const core::ManagerVotes& v = *s.last_report->manager_votes;
       const std::size_t none = v.configured - std::min(v.configured, v.this_node + v.another);
-      sample(Metric::manager_votes, "", fmt::format("{},vote=\"this\"", backend(s)), v.this_node);
-      sample(Metric::manager_votes, "", fmt::format("{},vote=\"other\"", backend(s)), v.another);
-      sample(Metric::manager_votes, "", fmt::format("{},vote=\"none\"", backend(s)), none);
+      sample(Metric::manager_votes, "", util::format("{},vote=\"this\"", backend(s)), v.this_node);
+      sample(Metric::manager_votes, "", util::format("{},vote=\"other\"", backend(s)), v.another);
+      sample(Metric::manager_votes, "", util::format("{},vote=\"none\"", backend(s)), none);
     }
   }
   return out;

@@ -7,9 +7,9 @@
 #include "setup_files.hpp"
 
 #include <probe/library_versions.hpp>
+#include <util/format.hpp>
 
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
 
 #include <functional>
 #include <iostream>
@@ -96,7 +96,7 @@ Commands define(CLI::App& app, Args& a) {
   std::string setup_names;
   std::vector<std::string> names;
   for (const auto& f : setup_files()) {
-    setup_names += fmt::format("\n  {:<9} {}", f.name, f.source_path);
+    setup_names += util::format("\n  {:<9} {}", f.name, f.source_path);
     names.emplace_back(f.name);
   }
   c.setup_sql = app.add_subcommand(

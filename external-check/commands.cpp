@@ -8,8 +8,7 @@
 #include <config/load_config.hpp>
 #include <core/report.hpp>
 #include <probe/run_check.hpp>
-
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 #include <syslog.h>
 #include <unistd.h>
@@ -38,7 +37,7 @@ tl::expected<config::Config, int> load(const std::string& path, Output out, bool
   auto cfg = whole ? config::all_readable(config::load_config(path)) : config::load_config(path);
   if (!cfg) {
     for (const auto& m : cfg.error().messages) {
-      log_line(out, LOG_ERR, fmt::format("configuration error: {}", m));
+      log_line(out, LOG_ERR, util::format("configuration error: {}", m));
     }
     return tl::make_unexpected(k_exit_config);
   }
@@ -52,7 +51,7 @@ bool unreadable(const config::Config& cfg, const std::string& cluster, Output ou
     return false;
   }
   for (const auto& m : it->second) {
-    log_line(out, LOG_ERR, fmt::format("configuration error: {}", m));
+    log_line(out, LOG_ERR, util::format("configuration error: {}", m));
   }
   return true;
 }
@@ -73,9 +72,9 @@ tl::expected<core::Report, int> check(const std::string& path, const Target& tar
       known += known.empty() ? name : ", " + name;
     }
     log_line(out, LOG_ERR,
-             fmt::format("configuration error: {}: no [backend.{}] (HAProxy backend names must "
-                         "match; known: {})",
-                         path, target.backend, known));
+             util::format("configuration error: {}: no [backend.{}] (HAProxy backend names must "
+                          "match; known: {})",
+                          path, target.backend, known));
     return tl::make_unexpected(k_exit_config);
   }
   if (unreadable(*cfg, b->second.cluster, out)) {
@@ -154,7 +153,7 @@ auto parse_option(const char* option, const std::string& text, Parse parse)
   }
   auto parsed = parse(text);
   if (!parsed) {
-    std::cerr << fmt::format("dbcheck: {} {}: {}\n", option, text, parsed.error());
+    std::cerr << util::format("dbcheck: {} {}: {}\n", option, text, parsed.error());
     return std::nullopt;
   }
   return std::optional<Value>{std::move(*parsed)};
@@ -172,7 +171,7 @@ int switchover_command(const std::string& path, const SwitchoverArgs& args) {
   }
   const auto it = cfg->clusters.find(args.cluster);
   if (it == cfg->clusters.end()) {
-    std::cerr << fmt::format("dbcheck: {}: no [cluster.{}]\n", path, args.cluster);
+    std::cerr << util::format("dbcheck: {}: no [cluster.{}]\n", path, args.cluster);
     return k_exit_config;
   }
   if (unreadable(*cfg, args.cluster, Output::terminal)) {
@@ -198,41 +197,42 @@ int switchover_command(const std::string& path, const SwitchoverArgs& args) {
     }
   }
   const auto progress = [](const switchover::SwitchoverEvent& e) {
-    std::cout << fmt::format("[{:6.1f}s] {:<9} {}{}\n", e.elapsed_s, switchover::to_string(e.phase),
-                             !e.finished ? "waiting for: "
-                             : e.ok      ? "done: "
-                                         : "FAILED: ",
-                             e.text)
+    std::cout << util::format("[{:6.1f}s] {:<9} {}{}\n", e.elapsed_s,
+                              switchover::to_string(e.phase),
+                              !e.finished ? "waiting for: "
+                              : e.ok      ? "done: "
+                                          : "FAILED: ",
+                              e.text)
               << std::flush;
   };
   const switchover::SwitchoverResult r = switchover::run_switchover(it->second, options, progress);
   if (!r.plan.empty() && (args.dry_run || !r.ok)) {
     std::cout << (args.dry_run ? "plan (dry run, nothing changed):\n" : "the plan was:\n");
     for (std::size_t i = 0; i < r.plan.size(); ++i) {
-      std::cout << fmt::format("  {}. {}\n", i + 1, r.plan[i]);
+      std::cout << util::format("  {}. {}\n", i + 1, r.plan[i]);
     }
   }
   std::string phases;
   for (const auto& p : r.phases) {
-    phases += fmt::format("{}{} {:.1f}s", phases.empty() ? "" : ", ",
-                          switchover::to_string(p.phase), p.seconds);
+    phases += util::format("{}{} {:.1f}s", phases.empty() ? "" : ", ",
+                           switchover::to_string(p.phase), p.seconds);
   }
   if (!r.ok) {
     if (!r.advice.empty()) {
-      std::cout << fmt::format("{}: {}\n", r.left_paused ? "OPERATOR ACTION NEEDED" : "to do",
-                               r.advice);
+      std::cout << util::format("{}: {}\n", r.left_paused ? "OPERATOR ACTION NEEDED" : "to do",
+                                r.advice);
     }
-    std::cout << fmt::format("switchover of {} {} in {} after {:.1f}s: {} ({})\n", args.cluster,
-                             r.interrupted_by ? "INTERRUPTED" : "FAILED",
-                             switchover::to_string(*r.failed), r.total_s, r.error, phases)
+    std::cout << util::format("switchover of {} {} in {} after {:.1f}s: {} ({})\n", args.cluster,
+                              r.interrupted_by ? "INTERRUPTED" : "FAILED",
+                              switchover::to_string(*r.failed), r.total_s, r.error, phases)
               << std::flush;
     return switchover_exit(r);
   }
   if (args.dry_run) {
-    std::cout << fmt::format("dry run of {}: the cluster is ready ({})\n", args.cluster, phases);
+    std::cout << util::format("dry run of {}: the cluster is ready ({})\n", args.cluster, phases);
   } else {
-    std::cout << fmt::format("switchover of {}: {} -> {} in {:.1f}s ({})\n", args.cluster,
-                             r.old_primary, r.new_primary, r.total_s, phases);
+    std::cout << util::format("switchover of {}: {} -> {} in {:.1f}s ({})\n", args.cluster,
+                              r.old_primary, r.new_primary, r.total_s, phases);
   }
   return k_exit_pass;
 }
@@ -242,7 +242,7 @@ int haproxy_check(const std::string& path, const std::vector<std::string>& args,
   auto target = haproxy_target(args, env);
   if (!target) {
     // Say so where a person sees it: without HAProxy's shape, a person typed it.
-    log_line(Output::terminal, LOG_ERR, fmt::format("dbcheck: {}", target.error()));
+    log_line(Output::terminal, LOG_ERR, util::format("dbcheck: {}", target.error()));
     return shaped_like_haproxy(args, env) ? k_exit_config : k_exit_usage;
   }
   config::LogSettings settings;

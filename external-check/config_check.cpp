@@ -8,8 +8,7 @@
 #include <config/haproxy_match.hpp>
 #include <config/load_config.hpp>
 #include <core/report.hpp>
-
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 #include <algorithm>
 #include <array>
@@ -35,7 +34,7 @@ void print_table(const std::vector<LiveRow>& rows) {
   std::vector<std::array<std::string, 6>> cells = {
       {"BACKEND", "SERVER", "ADDRESS", "CHECK", "VERDICT", "REASON"}};
   for (const auto& r : rows) {
-    const std::string check = r.check == "agent" ? fmt::format("agent:{}", r.asks) : r.check;
+    const std::string check = r.check == "agent" ? util::format("agent:{}", r.asks) : r.check;
     cells.push_back({r.backend, r.server, r.address, check, r.verdict, r.reason});
   }
   std::array<std::size_t, 5> width{};
@@ -47,7 +46,7 @@ void print_table(const std::vector<LiveRow>& rows) {
   for (const auto& c : cells) {
     std::string line;
     for (std::size_t i = 0; i < width.size(); ++i) {
-      line += fmt::format("{:<{}}  ", c[i], width[i]);
+      line += util::format("{:<{}}  ", c[i], width[i]);
     }
     std::cout << line << c[5] << '\n';
   }
@@ -63,7 +62,7 @@ void live(const config::Config& cfg, const std::vector<config::DbcheckServer>& s
     const auto& s = *d.server;
     LiveRow row{s.backend,
                 s.name,
-                s.port ? fmt::format("{}:{}", s.host, *s.port) : s.host,
+                s.port ? util::format("{}:{}", s.host, *s.port) : s.host,
                 d.kind == config::CheckKind::agent ? "agent" : "external",
                 d.asks,
                 "-",
@@ -97,7 +96,7 @@ void live(const config::Config& cfg, const std::vector<config::DbcheckServer>& s
     }
   }
   for (const auto& [name, counts] : writers) {
-    std::cout << fmt::format(
+    std::cout << util::format(
         "{}: {} of {} servers pass as writer{}\n", name, counts.first, counts.second,
         counts.first == 0 ? " -- writes have nowhere to go. If the manager names a leader, "
                             "compare its address with HAProxy's server lines (dbcheck status "
@@ -116,13 +115,13 @@ int config_check(const std::string& path, const std::string& haproxy_cfg, bool l
     }
     return k_exit_config;
   }
-  std::cout << fmt::format("{}: OK, {} cluster(s), {} backend(s)\n", path, cfg->clusters.size(),
-                           cfg->backends.size());
+  std::cout << util::format("{}: OK, {} cluster(s), {} backend(s)\n", path, cfg->clusters.size(),
+                            cfg->backends.size());
   for (const auto& w : cfg->warnings) {
     std::cerr << "warning: " << w << '\n';
   }
   for (const auto& [name, b] : cfg->backends) {
-    std::cout << fmt::format(
+    std::cout << util::format(
         "  backend {}: cluster {}, role {}, timeout {}{}\n", name, b.cluster,
         config::to_string(b.role), util::format_duration(b.timeout),
         b.role == config::Role::replica ? ", max_lag " + util::format_duration(b.max_lag) : "");
@@ -144,10 +143,10 @@ int config_check(const std::string& path, const std::string& haproxy_cfg, bool l
     std::cout << f << '\n';
   }
   if (findings.empty()) {
-    std::cout << fmt::format("{}: consistent with {}, {} server(s) checked by dbcheck\n",
-                             haproxy_cfg, path, servers.size());
+    std::cout << util::format("{}: consistent with {}, {} server(s) checked by dbcheck\n",
+                              haproxy_cfg, path, servers.size());
   } else {
-    std::cout << fmt::format("{}: {} mismatch(es) with {}\n", haproxy_cfg, findings.size(), path);
+    std::cout << util::format("{}: {} mismatch(es) with {}\n", haproxy_cfg, findings.size(), path);
   }
   if (live_checks) {
     live(*cfg, servers);

@@ -10,9 +10,8 @@
 #include <config/load_config.hpp>
 #include <core/report.hpp>
 #include <core/server_state.hpp>
+#include <util/format.hpp>
 #include <util/write_all.hpp>
-
-#include <fmt/format.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -36,20 +35,20 @@ struct Decision {
 // Writes `text` to `path` whole or not at all: a temporary file beside it (0644: HAProxy
 // reads it as its own user), flushed to disk, then renamed over `path`. An error names the file.
 std::optional<std::string> replace_file(const std::string& path, const std::string& text) {
-  const std::string tmp = fmt::format("{}.dbcheck-{}", path, ::getpid());
+  const std::string tmp = util::format("{}.dbcheck-{}", path, ::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) {
-    return fmt::format("{}: {}", tmp, std::strerror(errno));
+    return util::format("{}: {}", tmp, std::strerror(errno));
   }
   ::fchmod(fd, 0644); // whatever the umask
   if (!util::write_all(fd, text)) {
-    const std::string why = fmt::format("{}: {}", tmp, std::strerror(errno));
+    const std::string why = util::format("{}: {}", tmp, std::strerror(errno));
     ::close(fd);
     ::unlink(tmp.c_str());
     return why;
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = fmt::format("{}: {}", path, std::strerror(errno));
+    const std::string why = util::format("{}: {}", path, std::strerror(errno));
     ::unlink(tmp.c_str());
     return why;
   }
@@ -65,12 +64,12 @@ tl::expected<core::SavedState, std::string> read_saved_state(const std::string& 
     if (errno == ENOENT) {
       return core::SavedState{};
     }
-    return tl::make_unexpected(fmt::format("{}: {}", path, std::strerror(errno)));
+    return tl::make_unexpected(util::format("{}: {}", path, std::strerror(errno)));
   }
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    return tl::make_unexpected(fmt::format("{}: not a regular file", path));
+    return tl::make_unexpected(util::format("{}: not a regular file", path));
   }
   constexpr std::size_t k_max = 16 << 20; // far more than any HAProxy's servers need
   std::string text;
@@ -81,7 +80,7 @@ tl::expected<core::SavedState, std::string> read_saved_state(const std::string& 
       continue;
     }
     if (n < 0) {
-      const std::string why = fmt::format("{}: {}", path, std::strerror(errno));
+      const std::string why = util::format("{}: {}", path, std::strerror(errno));
       ::close(fd);
       return tl::make_unexpected(why);
     }
@@ -90,14 +89,14 @@ tl::expected<core::SavedState, std::string> read_saved_state(const std::string& 
     }
     if (text.size() + static_cast<std::size_t>(n) > k_max) {
       ::close(fd);
-      return tl::make_unexpected(fmt::format("{}: larger than 16 MiB", path));
+      return tl::make_unexpected(util::format("{}: larger than 16 MiB", path));
     }
     text.append(buf, static_cast<std::size_t>(n));
   }
   ::close(fd);
   auto saved = core::parse_server_state(text);
   if (!saved) {
-    return tl::make_unexpected(fmt::format("{}: {}", path, saved.error()));
+    return tl::make_unexpected(util::format("{}: {}", path, saved.error()));
   }
   return saved;
 }
@@ -124,19 +123,19 @@ int haproxy_state_command(const std::string& path, const std::string& haproxy_cf
     if (servers->state_file.empty()) {
       // The drop-in runs at every start of HAProxy: where the operator did not ask for a
       // state file, it does nothing, and says so.
-      std::cerr << fmt::format("dbcheck: {} names no server-state-file: nothing written\n",
-                               haproxy_cfg);
+      std::cerr << util::format("dbcheck: {} names no server-state-file: nothing written\n",
+                                haproxy_cfg);
       return k_exit_pass;
     }
     output = servers->state_file;
   }
   // What to do with the file HAProxy loads when dbcheck cannot decide anything: leave it.
   const std::string kept = output.empty() ? std::string("nothing is written")
-                                          : fmt::format("{} is left as it was", output);
+                                          : util::format("{} is left as it was", output);
   if (missing(path)) {
-    std::cerr << fmt::format("dbcheck: {} does not exist (dbcheck is not set up on this host, or "
-                             "its HAProxy asks dbcheck-agent instead): {}\n",
-                             path, kept);
+    std::cerr << util::format("dbcheck: {} does not exist (dbcheck is not set up on this host, or "
+                              "its HAProxy asks dbcheck-agent instead): {}\n",
+                              path, kept);
     return k_exit_pass;
   }
   // HAProxy's last dump: what every server keeps but dbcheck's operational states.
@@ -144,8 +143,8 @@ int haproxy_state_command(const std::string& path, const std::string& haproxy_cf
   if (!servers->state_file.empty()) {
     auto read = read_saved_state(servers->state_file);
     if (!read) {
-      std::cerr << fmt::format("dbcheck: cannot carry the saved server states over: {}: {}\n",
-                               read.error(), kept);
+      std::cerr << util::format("dbcheck: cannot carry the saved server states over: {}: {}\n",
+                                read.error(), kept);
       return k_exit_config;
     }
     saved = std::move(*read);
@@ -157,7 +156,7 @@ int haproxy_state_command(const std::string& path, const std::string& haproxy_cf
     for (const auto& m : cfg.error().messages) {
       std::cerr << "dbcheck: configuration error: " << m << '\n';
     }
-    std::cerr << fmt::format("dbcheck: cannot tell dbcheck's backends from others: {}\n", kept);
+    std::cerr << util::format("dbcheck: cannot tell dbcheck's backends from others: {}\n", kept);
     return k_exit_config;
   }
   for (const auto& s : servers->skipped) {
@@ -177,9 +176,9 @@ int haproxy_state_command(const std::string& path, const std::string& haproxy_cf
     if (!s.checked || !s.port) {
       // A server HAProxy never checks would stay DOWN for good; one without a port cannot be
       // checked by address: both keep HAProxy's own start (and their saved line).
-      std::cerr << fmt::format("dbcheck: no line for {}:{}: server {}/{}: {}\n", haproxy_cfg,
-                               s.line, s.backend, s.name,
-                               !s.checked ? "no `check` on it" : "no port in its address");
+      std::cerr << util::format("dbcheck: no line for {}:{}: server {}/{}: {}\n", haproxy_cfg,
+                                s.line, s.backend, s.name,
+                                !s.checked ? "no `check` on it" : "no port in its address");
       continue;
     }
     Decision d{i, {s.backend, s.name, *s.port, false}, {}};
@@ -202,13 +201,13 @@ int haproxy_state_command(const std::string& path, const std::string& haproxy_cf
       d.start.up = core::passes(reports[*j].verdict);
       d.why = core::render_line(reports[*j]);
     } else {
-      d.why = fmt::format("{} {}:{} DOWN: {}", s.backend, s.host, *s.port, d.why);
+      d.why = util::format("{} {}:{} DOWN: {}", s.backend, s.host, *s.port, d.why);
     }
     // An operator's MAINT or DRAIN is kept whatever the verdict: say so beside it.
     const std::string admin = core::saved_admin_state(saved, s.backend, s.name);
-    std::cerr << fmt::format("{}/{} starts {}{}: {}\n", s.backend, s.name,
-                             d.start.up ? "UP" : "DOWN",
-                             admin.empty() ? "" : fmt::format(" (kept in {})", admin), d.why);
+    std::cerr << util::format("{}/{} starts {}{}: {}\n", s.backend, s.name,
+                              d.start.up ? "UP" : "DOWN",
+                              admin.empty() ? "" : util::format(" (kept in {})", admin), d.why);
     starts.push_back(d.start);
   }
   const std::string text = core::render_server_state(saved, starts);

@@ -1,8 +1,7 @@
 #include "invocation.hpp"
 
 #include <config/load_config.hpp>
-
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 namespace dbcheck::extcheck {
 
@@ -10,9 +9,9 @@ tl::expected<Target, std::string> haproxy_target(const std::vector<std::string>&
                                                  const Env& env) {
   if (args.size() != 4) {
     return tl::make_unexpected(
-        fmt::format("expected 4 arguments from HAProxy (<proxy_addr> <proxy_port> <server_addr> "
-                    "<server_port>), got {}; for manual use run: dbcheck check BACKEND HOST:PORT",
-                    args.size()));
+        util::format("expected 4 arguments from HAProxy (<proxy_addr> <proxy_port> <server_addr> "
+                     "<server_port>), got {}; for manual use run: dbcheck check BACKEND HOST:PORT",
+                     args.size()));
   }
   const auto name = env.find("HAPROXY_PROXY_NAME");
   if (name == env.end() || name->second.empty()) {
@@ -22,13 +21,13 @@ tl::expected<Target, std::string> haproxy_target(const std::vector<std::string>&
   }
   const std::string& addr = args[2];
   if (addr == "NOT_USED" || addr.empty() || addr.front() == '/') {
-    return tl::make_unexpected(fmt::format(
+    return tl::make_unexpected(util::format(
         "server address \"{}\" is not an IP address (UNIX-socket servers are not supported)",
         addr));
   }
   auto port = util::parse_port(args[3]);
   if (!port) {
-    return tl::make_unexpected(fmt::format("server port: {}", port.error()));
+    return tl::make_unexpected(util::format("server port: {}", port.error()));
   }
   return Target{name->second, util::HostPort{addr, *port}};
 }

@@ -1,8 +1,7 @@
 #include "last_logged.hpp"
 
+#include <util/format.hpp>
 #include <util/write_all.hpp>
-
-#include <fmt/format.h>
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -68,7 +67,7 @@ std::optional<E> named(std::string_view text, const std::array<E, N>& all) {
 } // namespace
 
 std::string last_logged_dir(const std::optional<std::string>& configured) {
-  return configured ? *configured : fmt::format("/tmp/dbcheck-log-{}", ::geteuid());
+  return configured ? *configured : util::format("/tmp/dbcheck-log-{}", ::geteuid());
 }
 
 LastLogged::LastLogged(const std::string& dir, const std::string& backend, const std::string& node)
@@ -154,16 +153,16 @@ void LastLogged::write(const core::LoggedLine& line) const {
   if (m_lock < 0) {
     return;
   }
-  const std::string text =
-      fmt::format("{}backend {}\nnode {}\nstate {}\nfailure {}\nreal_ns {}\n", k_magic, m_backend,
-                  m_node, core::to_string(line.state), core::to_string(line.failure), line.real_ns);
+  const std::string text = util::format("{}backend {}\nnode {}\nstate {}\nfailure {}\nreal_ns {}\n",
+                                        k_magic, m_backend, m_node, core::to_string(line.state),
+                                        core::to_string(line.failure), line.real_ns);
   if (text.size() > static_cast<std::size_t>(k_max_file)) {
     return; // names too long to keep: every pass of this server is logged
   }
   // Unique among writers (pids repeat across pid namespaces sharing the directory); the lock
   // already keeps this server's other checks out.
   const auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
-  const std::string tmp = fmt::format(".{}.{}.{:x}.tmp", m_key, ::getpid(), stamp);
+  const std::string tmp = util::format(".{}.{}.{:x}.tmp", m_key, ::getpid(), stamp);
   const int fd =
       ::openat(m_dir, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {

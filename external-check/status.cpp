@@ -12,9 +12,9 @@
 #include <core/status_table.hpp>
 #include <probe/pg_check.hpp>
 #include <probe/redis_check.hpp>
+#include <util/format.hpp>
 
 #include <fmt/chrono.h>
-#include <fmt/format.h>
 
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -115,15 +115,15 @@ core::ClusterStatus gather(const config::Config& cfg, const std::string& name,
     const auto view = probe::patroni_view(*pg, deadline);
     if (view) {
       const auto* leader = core::find_leader(*view);
-      s.manager = fmt::format("Patroni names {} leader{}", leader ? leader->name : "no member",
-                              view->paused ? " (paused: no automatic failover)" : "");
+      s.manager = util::format("Patroni names {} leader{}", leader ? leader->name : "no member",
+                               view->paused ? " (paused: no automatic failover)" : "");
       for (const auto& m : view->members) {
-        add_node(nodes, {m.name, m.address, fmt::format("{} {}", m.role, m.state),
+        add_node(nodes, {m.name, m.address, util::format("{} {}", m.role, m.state),
                          m.timeline ? std::to_string(*m.timeline) : "", m.lag,
                          core::is_leader_role(m.role)});
       }
     } else {
-      s.manager = fmt::format("Patroni not read: {}", view.error().detail);
+      s.manager = util::format("Patroni not read: {}", view.error().detail);
     }
   } else {
     const auto& redis = std::get<config::RedisCluster>(cluster);
@@ -142,12 +142,12 @@ core::ClusterStatus gather(const config::Config& cfg, const std::string& name,
       s.sentinels.push_back(std::move(row));
     }
     if (t.majority) {
-      s.manager = fmt::format("{} of {} Sentinels name {} master", t.majority_votes, t.configured,
-                              util::to_string(*t.majority));
+      s.manager = util::format("{} of {} Sentinels name {} master", t.majority_votes, t.configured,
+                               util::to_string(*t.majority));
       add_node(nodes, {"master", *t.majority,
-                       fmt::format("master {}/{}", t.majority_votes, t.configured), "", "", true});
+                       util::format("master {}/{}", t.majority_votes, t.configured), "", "", true});
     } else {
-      s.manager = fmt::format("no Sentinel majority ({} needed): {}", t.needed, t.detail);
+      s.manager = util::format("no Sentinel majority ({} needed): {}", t.needed, t.detail);
     }
     // The replicas, where reads go: named as HAProxy names them, else by their place.
     const core::KnownReplicas known = core::merge_replica_listings(survey.listings);
@@ -155,7 +155,7 @@ core::ClusterStatus gather(const config::Config& cfg, const std::string& name,
       const auto& r = known.replicas[i];
       std::string shown = haproxy_name(haproxy, s.backends, r.addr);
       if (shown.empty()) {
-        shown = known.replicas.size() == 1 ? "replica" : fmt::format("replica-{}", i + 1);
+        shown = known.replicas.size() == 1 ? "replica" : util::format("replica-{}", i + 1);
       }
       add_node(nodes, {std::move(shown), r.addr,
                        core::replica_manager_words(r, redis.sentinels.size()), "", "", false});
@@ -175,7 +175,8 @@ core::ClusterStatus gather(const config::Config& cfg, const std::string& name,
       }
     }
   } else {
-    s.notes.push_back(fmt::format("{} not read: only the nodes the manager names are shown", haproxy_cfg));
+    s.notes.push_back(
+        util::format("{} not read: only the nodes the manager names are shown", haproxy_cfg));
   }
   // Every node for every backend, at once.
   std::vector<CheckJob> jobs;
@@ -209,7 +210,7 @@ core::ClusterStatus gather(const config::Config& cfg, const std::string& name,
                           (n.lag_s && (!r.lag->seconds || *r.lag->seconds > *n.lag_s));
       if (looser) {
         n.lag_s = r.lag->seconds;
-        n.lag_derivation = readers > 1 ? fmt::format("{} ({})", r.lag->derivation, s.backends[b])
+        n.lag_derivation = readers > 1 ? util::format("{} ({})", r.lag->derivation, s.backends[b])
                                        : r.lag->derivation;
       }
     }
@@ -250,7 +251,7 @@ int status_command(const std::string& path, const std::string& cluster_name,
     }
   }
   if (names.empty()) {
-    std::cerr << fmt::format("dbcheck: {}: no [cluster.{}]\n", path, cluster_name);
+    std::cerr << util::format("dbcheck: {}: no [cluster.{}]\n", path, cluster_name);
     return k_exit_config;
   }
   if (watch) {
@@ -270,9 +271,11 @@ int status_command(const std::string& path, const std::string& cluster_name,
       std::cout << core::render_status_json(now) << std::flush;
     } else if (watch) {
       // Home and clear, then the screen: redrawn in place, what changed marked '*'.
+      const std::time_t t = std::time(nullptr);
+      std::tm utc{};
+      gmtime_r(&t, &utc);
       std::cout << "\033[H\033[2J"
-                << fmt::format("dbcheck status, every 1s ({:%H:%M:%S} UTC); '*': changed\n\n",
-                               fmt::gmtime(std::time(nullptr)))
+                << util::format("dbcheck status, every 1s ({:%H:%M:%S} UTC); '*': changed\n\n", utc)
                 << core::render_status_text(now, first ? nullptr : &previous, terminal_width(80))
                 << std::flush;
     } else {

@@ -1,6 +1,6 @@
 #include "syslog_line.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -26,7 +26,7 @@ bool send_syslog(int severity, std::string_view line) {
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%b %e %H:%M:%S", &tm);
   const std::string msg =
-      fmt::format("<{}>{} dbcheck[{}]: {}", LOG_DAEMON | severity, stamp, ::getpid(), line);
+      util::format("<{}>{} dbcheck[{}]: {}", LOG_DAEMON | severity, stamp, ::getpid(), line);
   const ssize_t n = ::sendto(fd, msg.data(), msg.size(), MSG_DONTWAIT | MSG_NOSIGNAL,
                              reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
   ::close(fd);

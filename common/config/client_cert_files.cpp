@@ -2,7 +2,7 @@
 
 #include "password_file.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -18,7 +18,7 @@ namespace {
 // path names the file that was checked here.
 std::optional<std::string> not_absolute(const std::string& file, std::string_view what) {
   if (file.empty() || file.front() != '/') {
-    return fmt::format("{} \"{}\" is not an absolute path", what, file);
+    return util::format("{} \"{}\" is not an absolute path", what, file);
   }
   return std::nullopt;
 }
@@ -32,13 +32,13 @@ std::optional<std::string> certificate_file_problem(const std::string& file) {
   // Opened, not merely stat()ed: readable by this user is what libpq will need.
   const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) {
-    return fmt::format("cannot read client certificate {}: {}", file, std::strerror(errno));
+    return util::format("cannot read client certificate {}: {}", file, std::strerror(errno));
   }
   struct stat st {};
   const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
   ::close(fd);
   if (!regular) {
-    return fmt::format("client certificate {} is not a regular file", file);
+    return util::format("client certificate {} is not a regular file", file);
   }
   return std::nullopt;
 }
@@ -55,15 +55,16 @@ std::optional<std::string> key_file_problem(const std::string& file) {
   // libpq loads PEM only, and is given no passphrase: an encrypted key would fail on every
   // connection with a less telling OpenSSL error.
   if (text.find("PRIVATE KEY-----") == std::string_view::npos) {
-    return fmt::format("client key file {} is not a PEM private key (\"-----BEGIN ... PRIVATE "
-                       "KEY-----\"); is it the certificate?",
-                       file);
+    return util::format("client key file {} is not a PEM private key (\"-----BEGIN ... PRIVATE "
+                        "KEY-----\"); is it the certificate?",
+                        file);
   }
   if (text.find("ENCRYPTED") != std::string_view::npos) {
-    return fmt::format("client key file {} is encrypted; dbcheck gives libpq no passphrase: "
-                       "store it decrypted, as the key's owner (sudo -u OWNER openssl pkey -in KEY "
-                       "-out NEW; then chmod 600 NEW), so the checks can still read it",
-                       file);
+    return util::format(
+        "client key file {} is encrypted; dbcheck gives libpq no passphrase: "
+        "store it decrypted, as the key's owner (sudo -u OWNER openssl pkey -in KEY "
+        "-out NEW; then chmod 600 NEW), so the checks can still read it",
+        file);
   }
   return std::nullopt;
 }

@@ -1,6 +1,6 @@
 #include "haproxy_cfg.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 #include <algorithm>
 #include <array>
@@ -114,7 +114,8 @@ tl::expected<Words, std::string> split(std::string_view line, const EnvLookup& e
     in_word = true;
   }
   if (quote != 0) {
-    return tl::make_unexpected(fmt::format("an unterminated {} quote", quote == '"' ? "double" : "single"));
+    return tl::make_unexpected(
+        util::format("an unterminated {} quote", quote == '"' ? "double" : "single"));
   }
   if (in_word) {
     out.words.push_back(std::move(word));
@@ -131,7 +132,7 @@ split_address(std::string_view a) {
   if (const auto at = a.find('@'); at != std::string_view::npos) {
     const std::string_view family = a.substr(0, at);
     if (family != "ipv4" && family != "ipv6") {
-      return tl::make_unexpected(fmt::format("address {}: not an IP address", a));
+      return tl::make_unexpected(util::format("address {}: not an IP address", a));
     }
     a.remove_prefix(at + 1);
   }
@@ -140,7 +141,7 @@ split_address(std::string_view a) {
   if (!a.empty() && a.front() == '[') {
     const auto close = a.find(']');
     if (close == std::string_view::npos) {
-      return tl::make_unexpected(fmt::format("address {}: no closing ']'", a));
+      return tl::make_unexpected(util::format("address {}: no closing ']'", a));
     }
     host = a.substr(1, close - 1);
     if (close + 1 < a.size() && a[close + 1] == ':') {
@@ -151,7 +152,7 @@ split_address(std::string_view a) {
     port = a.substr(colon + 1);
   }
   if (host.empty()) {
-    return tl::make_unexpected(fmt::format("address {}: no host", a));
+    return tl::make_unexpected(util::format("address {}: no host", a));
   }
   std::optional<std::uint16_t> number;
   if (!port.empty() && port.size() <= 5 &&
@@ -266,7 +267,7 @@ tl::expected<HaproxyServers, std::string> parse_haproxy_cfg(std::string_view tex
     ++number;
     auto words = split(line, env);
     if (!words) {
-      return tl::make_unexpected(fmt::format("{}:{}: {}", file, number, words.error()));
+      return tl::make_unexpected(util::format("{}:{}: {}", file, number, words.error()));
     }
     const auto& w = words->words;
     if (w.empty()) {
@@ -301,7 +302,7 @@ tl::expected<HaproxyServers, std::string> parse_haproxy_cfg(std::string_view tex
       continue;
     }
     if (w[0] == "server-template") {
-      out.skipped.push_back(fmt::format(
+      out.skipped.push_back(util::format(
           "{}:{}: server-template in {}: its servers are named at run time, not listed", file,
           number, proxy));
       continue;
@@ -310,18 +311,19 @@ tl::expected<HaproxyServers, std::string> parse_haproxy_cfg(std::string_view tex
       continue;
     }
     if (w.size() < 3) {
-      out.skipped.push_back(fmt::format("{}:{}: a server line without a name and address", file, number));
+      out.skipped.push_back(
+          util::format("{}:{}: a server line without a name and address", file, number));
       continue;
     }
     if (!words->unset.empty()) {
-      out.skipped.push_back(fmt::format("{}:{}: server {}/{}: ${{{}}} is not set", file, number,
-                                        proxy, w[1], words->unset));
+      out.skipped.push_back(util::format("{}:{}: server {}/{}: ${{{}}} is not set", file, number,
+                                         proxy, w[1], words->unset));
       continue;
     }
     auto address = split_address(w[2]);
     if (!address) {
       out.skipped.push_back(
-          fmt::format("{}:{}: server {}/{}: {}", file, number, proxy, w[1], address.error()));
+          util::format("{}:{}: server {}/{}: {}", file, number, proxy, w[1], address.error()));
       continue;
     }
     HaproxyServer s;
@@ -351,18 +353,18 @@ tl::expected<HaproxyServers, std::string> parse_haproxy_cfg(std::string_view tex
 tl::expected<HaproxyServers, std::string> load_haproxy_cfg(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return tl::make_unexpected(fmt::format("{}: cannot open the HAProxy configuration", path));
+    return tl::make_unexpected(util::format("{}: cannot open the HAProxy configuration", path));
   }
   in.seekg(0, std::ios::end);
   const std::streamoff size = in.tellg();
   if (size < 0 || size > k_max_file) {
-    return tl::make_unexpected(fmt::format("{}: not a readable file of at most 16 MiB", path));
+    return tl::make_unexpected(util::format("{}: not a readable file of at most 16 MiB", path));
   }
   in.seekg(0);
   std::string text(static_cast<std::size_t>(size), '\0');
   in.read(text.data(), size);
   if (!in) {
-    return tl::make_unexpected(fmt::format("{}: read error", path));
+    return tl::make_unexpected(util::format("{}: read error", path));
   }
   return parse_haproxy_cfg(text, path, [](std::string_view name) -> std::optional<std::string> {
     const char* v = std::getenv(std::string{name}.c_str());

@@ -1,6 +1,6 @@
 #include "haproxy_match.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 #include <algorithm>
 #include <map>
@@ -79,18 +79,18 @@ nearest(const std::string& name, const std::vector<std::pair<std::string, int>>&
 
 // "file:line" where the line is known, else "file".
 std::string at(const std::string& file, int line) {
-  return line > 0 ? fmt::format("{}:{}", file, line) : file;
+  return line > 0 ? util::format("{}:{}", file, line) : file;
 }
 
 // How HAProxy came to its kill time for `s`, and the line that set it.
 std::pair<std::string, int> kill_time_origin(const HaproxyBackend& b, const HaproxyServer& s,
                                              const std::string& hp) {
-  const std::string inter = fmt::format("inter {}{}", util::format_duration(s.inter),
-                                        s.inter_line == 0 ? ", HAProxy's default" : "");
+  const std::string inter = util::format("inter {}{}", util::format_duration(s.inter),
+                                         s.inter_line == 0 ? ", HAProxy's default" : "");
   if (b.timeout_check && b.timeout_connect) {
     const int line = *b.timeout_connect < s.inter ? b.timeout_connect_line : s.inter_line;
-    return {fmt::format("min({}, timeout connect {}), as `timeout check` is set at {}", inter,
-                        util::format_duration(*b.timeout_connect), at(hp, b.timeout_check_line)),
+    return {util::format("min({}, timeout connect {}), as `timeout check` is set at {}", inter,
+                         util::format_duration(*b.timeout_connect), at(hp, b.timeout_check_line)),
             line};
   }
   return {inter, s.inter_line};
@@ -149,7 +149,7 @@ std::vector<std::string> compare_with_haproxy(const Config& cfg, const HaproxySe
   std::vector<std::pair<std::string, int>> unknown_asked; // names HAProxy asks that toml lacks
   auto hint_toml = [&](const std::string& name) {
     const auto n = nearest(name, unasked_toml);
-    return n ? fmt::format(" (did you mean {}, {}?)", n->first, at(toml, n->second)) : "";
+    return n ? util::format(" (did you mean {}, {}?)", n->first, at(toml, n->second)) : "";
   };
 
   // HAProxy's side, in file order: each backend section that runs dbcheck once.
@@ -159,15 +159,15 @@ std::vector<std::string> compare_with_haproxy(const Config& cfg, const HaproxySe
     }
     for (const auto& s : h.servers) {
       if (s.backend == b.name && !s.checked) {
-        out.push_back(fmt::format("{}: server {}/{} has no `check`: HAProxy never runs dbcheck "
-                                  "for it and keeps it UP whatever its role",
-                                  at(hp, s.line), b.name, s.name));
+        out.push_back(util::format("{}: server {}/{} has no `check`: HAProxy never runs dbcheck "
+                                   "for it and keeps it UP whatever its role",
+                                   at(hp, s.line), b.name, s.name));
       }
     }
     const auto found = cfg.backends.find(b.name);
     if (found == cfg.backends.end()) {
       unknown_asked.emplace_back(b.name, b.line);
-      out.push_back(fmt::format(
+      out.push_back(util::format(
           "{}: backend {} runs dbcheck (external-check command {}, line {}) but {} has no "
           "[backend.{}]{}: every check of it fails as a configuration error",
           at(hp, b.line), b.name, b.command, b.command_line, toml, b.name, hint_toml(b.name)));
@@ -188,7 +188,7 @@ std::vector<std::string> compare_with_haproxy(const Config& cfg, const HaproxySe
     const util::Duration kill = external_check_kill_time(b, *tightest);
     if (mine.timeout >= kill) {
       const auto [why, line] = kill_time_origin(b, *tightest, hp);
-      out.push_back(fmt::format(
+      out.push_back(util::format(
           "{}: backend {}: HAProxy kills the check after {} ({}) but dbcheck's timeout is {} "
           "({}{}): a slow check is killed and counted failed without its reason; make timeout "
           "shorter than {}",
@@ -199,7 +199,7 @@ std::vector<std::string> compare_with_haproxy(const Config& cfg, const HaproxySe
     const auto c = cfg.clusters.find(mine.cluster);
     const auto* pg = c == cfg.clusters.end() ? nullptr : std::get_if<PostgresCluster>(&c->second);
     if (pg != nullptr && pg->shared_view_max_age > tightest->inter) {
-      out.push_back(fmt::format(
+      out.push_back(util::format(
           "{}: cluster.{}.shared_view_max_age {} is longer than inter {} of backend {} ({}): a "
           "check could reuse the members' view of an earlier round of checks, and a new leader "
           "would be seen that much later; keep it at most inter",
@@ -218,17 +218,17 @@ std::vector<std::string> compare_with_haproxy(const Config& cfg, const HaproxySe
     }
     if (d.asks.empty()) {
       out.push_back(
-          fmt::format("{}: server {}/{} has agent-check without agent-send, and {} has no "
-                      "agent.default_backend: dbcheck-agent answers it down",
-                      at(hp, d.server->line), d.backend->name, d.server->name, toml));
+          util::format("{}: server {}/{} has agent-check without agent-send, and {} has no "
+                       "agent.default_backend: dbcheck-agent answers it down",
+                       at(hp, d.server->line), d.backend->name, d.server->name, toml));
       continue;
     }
     unknown_asked.emplace_back(d.asks, d.server->line);
-    out.push_back(fmt::format("{}: server {}/{} asks dbcheck-agent for {} (agent-send{}) but {} "
-                              "has no [backend.{}]{}: the agent answers it down",
-                              at(hp, d.server->line), d.backend->name, d.server->name, d.asks,
-                              d.server->agent_send ? "" : " absent: agent.default_backend", toml,
-                              d.asks, hint_toml(d.asks)));
+    out.push_back(util::format("{}: server {}/{} asks dbcheck-agent for {} (agent-send{}) but {} "
+                               "has no [backend.{}]{}: the agent answers it down",
+                               at(hp, d.server->line), d.backend->name, d.server->name, d.asks,
+                               d.server->agent_send ? "" : " absent: agent.default_backend", toml,
+                               d.asks, hint_toml(d.asks)));
   }
 
   // dbcheck's side: each [backend.NAME] some HAProxy server must ask for.
@@ -245,14 +245,15 @@ std::vector<std::string> compare_with_haproxy(const Config& cfg, const HaproxySe
       return same != sections.end() && d.backend == same->second;
     });
     if (other != servers.end()) {
-      out.push_back(fmt::format("{}: [backend.{}]: no server asks for it, but HAProxy's backend {} "
-                                "({}) asks for {}",
-                                at(toml, b.line), name, name, at(hp, same->second->line),
-                                other->asks.empty() ? "nothing" : other->asks));
+      out.push_back(
+          util::format("{}: [backend.{}]: no server asks for it, but HAProxy's backend {} "
+                       "({}) asks for {}",
+                       at(toml, b.line), name, name, at(hp, same->second->line),
+                       other->asks.empty() ? "nothing" : other->asks));
       continue;
     }
     if (same != sections.end()) {
-      out.push_back(fmt::format(
+      out.push_back(util::format(
           "{}: [backend.{}]: HAProxy's backend {} ({}) does not run dbcheck (it needs `option "
           "external-check` and `external-check command` naming dbcheck{}, and `check` on its "
           "servers)",
@@ -261,9 +262,9 @@ std::vector<std::string> compare_with_haproxy(const Config& cfg, const HaproxySe
       continue;
     }
     const auto n = nearest(name, unknown_asked);
-    out.push_back(fmt::format(
+    out.push_back(util::format(
         "{}: [backend.{}] is used by no HAProxy backend in {}{}", at(toml, b.line), name, hp,
-        n ? fmt::format(" (did you mean {}, {}?)", n->first, at(hp, n->second)) : ""));
+        n ? util::format(" (did you mean {}, {}?)", n->first, at(hp, n->second)) : ""));
   }
   return out;
 }

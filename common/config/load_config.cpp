@@ -9,9 +9,9 @@
 #include "client_cert_files.hpp"
 #include "toml_guard.hpp"
 
+#include <util/format.hpp>
 #include <util/url.hpp>
 
-#include <fmt/format.h>
 #include <toml++/toml.h>
 
 #include <sys/stat.h>
@@ -34,7 +34,7 @@ public:
   explicit Errors(std::string path) : m_path(std::move(path)) {}
   void add(const toml::source_region& where, std::string_view key, std::string_view what) {
     m_messages.emplace_back(where.begin.line,
-                            fmt::format("{}:{}: {}: {}", m_path, where.begin.line, key, what));
+                            util::format("{}:{}: {}: {}", m_path, where.begin.line, key, what));
   }
   void add_plain(std::string message) { m_messages.emplace_back(0, std::move(message)); }
   // A password file of `cluster` that cannot be read: an error of that cluster alone (see
@@ -42,14 +42,14 @@ public:
   void unreadable(const std::string& cluster, const toml::source_region& where,
                   std::string_view key, std::string_view what) {
     m_unreadable.push_back({cluster, where.begin.line,
-                            fmt::format("{}:{}: {}: {}", m_path, where.begin.line, key, what)});
+                            util::format("{}:{}: {}: {}", m_path, where.begin.line, key, what)});
   }
   // A setting of `cluster` that works but is unsafe for a writer: kept until parse_config knows
   // whether a writer backend uses the cluster.
   void warn(const std::string& cluster, const toml::source_region& where, std::string_view key,
             std::string_view what) {
     m_warnings.push_back({cluster, where.begin.line,
-                          fmt::format("{}:{}: {}: {}", m_path, where.begin.line, key, what)});
+                          util::format("{}:{}: {}: {}", m_path, where.begin.line, key, what)});
   }
   // The warnings of the clusters `wanted` says a writer uses, in file order.
   std::vector<std::string> warnings_for(const std::function<bool(const std::string&)>& wanted) {
@@ -147,7 +147,7 @@ std::optional<std::string> want_string(const toml::node& n, Errors& e, const std
   if (auto v = n.value<std::string>(); v && n.is_string()) {
     return v;
   }
-  e.add(n.source(), key, fmt::format("expected a string, got {}", describe(n.type())));
+  e.add(n.source(), key, util::format("expected a string, got {}", describe(n.type())));
   return std::nullopt;
 }
 
@@ -155,7 +155,7 @@ std::optional<bool> want_bool(const toml::node& n, Errors& e, const std::string&
   if (n.is_boolean()) {
     return *n.value<bool>();
   }
-  e.add(n.source(), key, fmt::format("expected true or false, got {}", describe(n.type())));
+  e.add(n.source(), key, util::format("expected true or false, got {}", describe(n.type())));
   return std::nullopt;
 }
 
@@ -171,7 +171,7 @@ std::optional<util::Duration> want_duration(const toml::node& n, Errors& e,
     return std::nullopt;
   }
   if (d->count() <= 0) {
-    e.add(n.source(), key, fmt::format("\"{}\" must be longer than 0ms", *s));
+    e.add(n.source(), key, util::format("\"{}\" must be longer than 0ms", *s));
     return std::nullopt;
   }
   return *d;
@@ -187,9 +187,9 @@ std::optional<std::string> want_one_of(const toml::node& n, Errors& e, const std
     std::string list;
     for (auto a : allowed) {
       list += list.empty() ? "" : ", ";
-      list += fmt::format("\"{}\"", a);
+      list += util::format("\"{}\"", a);
     }
-    e.add(n.source(), key, fmt::format("\"{}\" is not one of {}", *s, list));
+    e.add(n.source(), key, util::format("\"{}\" is not one of {}", *s, list));
     return std::nullopt;
   }
   return s;
@@ -300,8 +300,9 @@ const std::vector<KeySpec<PostgresCluster>>& postgres_keys() {
              continue;
            }
            if (url->rfind("http://", 0) != 0 && url->rfind("https://", 0) != 0) {
-             e.add(item.source(), key,
-                   fmt::format("\"{}\" is not an http:// or https:// URL", util::redact_url(*url)));
+             e.add(
+                 item.source(), key,
+                 util::format("\"{}\" is not an http:// or https:// URL", util::redact_url(*url)));
              continue;
            }
            while (!url->empty() && url->back() == '/') {
@@ -313,9 +314,9 @@ const std::vector<KeySpec<PostgresCluster>>& postgres_keys() {
                             [&](const std::string& u) { return same_member_url(u, *url); });
            if (same != c.patroni.end()) {
              e.add(item.source(), key,
-                   fmt::format("\"{}\" is listed twice (also as \"{}\"): each member must appear "
-                               "once, or it would count twice towards the majority",
-                               util::redact_url(*url), util::redact_url(*same)));
+                   util::format("\"{}\" is listed twice (also as \"{}\"): each member must appear "
+                                "once, or it would count twice towards the majority",
+                                util::redact_url(*url), util::redact_url(*same)));
              continue;
            }
            c.patroni.push_back(*url);
@@ -393,7 +394,7 @@ const std::vector<KeySpec<PostgresCluster>>& postgres_keys() {
        [](PostgresCluster& c, const toml::node& n, Errors& e, const std::string& key) {
          auto v = want_string(n, e, key);
          if (v && (v->empty() || v->front() != '/')) {
-           e.add(n.source(), key, fmt::format("\"{}\" is not an absolute path", *v));
+           e.add(n.source(), key, util::format("\"{}\" is not an absolute path", *v));
            return;
          }
          c.shared_view_dir = v;
@@ -454,9 +455,10 @@ const std::vector<KeySpec<RedisCluster>>& redis_keys() {
                             [&](const util::HostPort& s) { return util::same_endpoint(s, *hp); });
            if (same != c.sentinels.end()) {
              e.add(item.source(), key,
-                   fmt::format("Sentinel {} is listed twice (as \"{}\" and \"{}\"): each Sentinel "
-                               "must appear once, or it would count twice towards the majority",
-                               util::to_string(*hp), util::to_string(*same), util::to_string(*hp)));
+                   util::format("Sentinel {} is listed twice (as \"{}\" and \"{}\"): each Sentinel "
+                                "must appear once, or it would count twice towards the majority",
+                                util::to_string(*hp), util::to_string(*same),
+                                util::to_string(*hp)));
              continue;
            }
            c.sentinels.push_back(*hp);
@@ -631,7 +633,7 @@ const std::vector<KeySpec<LogSettings>>& log_keys() {
        [](LogSettings& l, const toml::node& n, Errors& e, const std::string& key) {
          auto v = want_string(n, e, key);
          if (v && (v->empty() || v->front() != '/')) {
-           e.add(n.source(), key, fmt::format("\"{}\" is not an absolute path", *v));
+           e.add(n.source(), key, util::format("\"{}\" is not an absolute path", *v));
            return;
          }
          l.state_dir = v;
@@ -656,7 +658,7 @@ void parse_agent(const toml::node& node, const toml::source_region& where, Confi
             "expected a table [agent.local] of cluster = \"host:port\"");
     } else {
       for (auto&& [k, v] : *lt) {
-        const std::string key = fmt::format("agent.local.{}", k.str());
+        const std::string key = util::format("agent.local.{}", k.str());
         if (auto hp = want_host_port(v, e, key)) {
           a.local.emplace(std::string{k.str()}, *hp);
         }
@@ -670,7 +672,7 @@ void parse_agent(const toml::node& node, const toml::source_region& where, Confi
         std::pair{"http_listen", "\"10.0.0.1:8091\""},
         std::pair{"allow", "[\"10.0.0.10\", \"10.0.0.11\"] (the HAProxy hosts)"}}) {
     if (t->get(key) == nullptr) {
-      e.add(where, fmt::format("agent.{}", key), fmt::format("is required, e.g. {}", example));
+      e.add(where, util::format("agent.{}", key), util::format("is required, e.g. {}", example));
     }
   }
   if (a.http_certfile.has_value() != a.http_keyfile.has_value()) {
@@ -746,17 +748,17 @@ void apply_keys(const toml::table& table, const std::vector<KeySpec<Target>>& sp
                 std::string_view (*refused)(std::string_view)) {
   for (auto&& [k, node] : table) {
     const std::string key_name{k.str()};
-    const std::string full = fmt::format("{}.{}", section, key_name);
+    const std::string full = util::format("{}.{}", section, key_name);
     const auto spec =
         std::find_if(specs.begin(), specs.end(), [&](const auto& s) { return s.name == key_name; });
     if (spec == specs.end() && refused != nullptr && !refused(key_name).empty()) {
-      e.add(k.source(), full, fmt::format("\"{}\": {}", key_name, refused(key_name)));
+      e.add(k.source(), full, util::format("\"{}\": {}", key_name, refused(key_name)));
       continue;
     }
     if (spec == specs.end()) {
       e.add(k.source(), full,
-            fmt::format("unknown key \"{}\" in [{}] (expected one of: {})", key_name, section,
-                        join_names(specs)));
+            util::format("unknown key \"{}\" in [{}] (expected one of: {})", key_name, section,
+                         join_names(specs)));
       continue;
     }
     spec->apply(target, node, e, full);
@@ -770,15 +772,15 @@ void for_each_named_table(const toml::node& node, std::string_view prefix, Error
   const toml::table* t = node.as_table();
   if (t == nullptr) {
     e.add(node.source(), prefix,
-          fmt::format("expected tables like [{}.NAME], got {}", prefix, describe(node.type())));
+          util::format("expected tables like [{}.NAME], got {}", prefix, describe(node.type())));
     return;
   }
   for (auto&& [k, child] : *t) {
     const toml::table* ct = child.as_table();
     if (ct == nullptr) {
-      e.add(
-          k.source(), fmt::format("{}.{}", prefix, k.str()),
-          fmt::format("expected a table [{}.{}], got {}", prefix, k.str(), describe(child.type())));
+      e.add(k.source(), util::format("{}.{}", prefix, k.str()),
+            util::format("expected a table [{}.{}], got {}", prefix, k.str(),
+                         describe(child.type())));
       continue;
     }
     fn(std::string{k.str()}, *ct, k.source());
@@ -790,7 +792,7 @@ void require_keys(const toml::table& table, std::initializer_list<const char*> k
                   const std::string& section, const toml::source_region& where, Errors& e) {
   for (const char* required : keys) {
     if (!table.contains(required)) {
-      e.add(where, section, fmt::format("missing required key \"{}\"", required));
+      e.add(where, section, util::format("missing required key \"{}\"", required));
     }
   }
 }
@@ -815,9 +817,9 @@ void parse_cluster(const std::string& name, const toml::table& t, const toml::so
     require_keys(t, {"patroni", "dbname", "user"}, sec, where, e);
     if (c.sslmode.rfind("verify-", 0) == 0 && !c.sslrootcert) {
       e.add(where, sec + ".sslmode",
-            fmt::format("\"{}\" needs sslrootcert (the CA that signed the servers' "
-                        "certificates)",
-                        c.sslmode));
+            util::format("\"{}\" needs sslrootcert (the CA that signed the servers' "
+                         "certificates)",
+                         c.sslmode));
     }
     // What a man in the middle could do to this cluster's writer: an error under require_tls,
     // else a warning once a writer backend uses the cluster (see parse_config).
@@ -825,17 +827,17 @@ void parse_cluster(const std::string& name, const toml::table& t, const toml::so
     if (c.sslmode != "verify-full") {
       exposed.emplace_back(
           sec + ".sslmode",
-          fmt::format("\"{}\" does not verify the node: a man in the middle can strip TLS or pose "
-                      "as the node, answer \"primary\" and read the check's password; set "
-                      "sslmode = \"verify-full\" with sslrootcert",
-                      c.sslmode));
+          util::format("\"{}\" does not verify the node: a man in the middle can strip TLS or pose "
+                       "as the node, answer \"primary\" and read the check's password; set "
+                       "sslmode = \"verify-full\" with sslrootcert",
+                       c.sslmode));
     }
     for (const auto& url : c.patroni) {
       if (url.rfind("http://", 0) == 0) {
         exposed.emplace_back(sec + ".patroni",
-                             fmt::format("\"{}\" is plain http: anyone on the path can forge the "
-                                         "manager's opinion; use https:// with patroni_cafile",
-                                         util::redact_url(url)));
+                             util::format("\"{}\" is plain http: anyone on the path can forge the "
+                                          "manager's opinion; use https:// with patroni_cafile",
+                                          util::redact_url(url)));
         break;
       }
     }
@@ -874,14 +876,14 @@ tl::expected<Config, ConfigError> parse_config(std::string_view text, const std:
   Errors e(path);
   toml::table root;
   if (const auto hazard = find_toml_hazard(text)) {
-    e.add_plain(fmt::format("{}:{}: invalid TOML: {}", path, hazard->line, hazard->why));
+    e.add_plain(util::format("{}:{}: invalid TOML: {}", path, hazard->line, hazard->why));
     return tl::make_unexpected(e.take());
   }
   try {
     root = toml::parse(text, path);
   } catch (const toml::parse_error& err) {
     e.add_plain(
-        fmt::format("{}:{}: invalid TOML: {}", path, err.source().begin.line, err.description()));
+        util::format("{}:{}: invalid TOML: {}", path, err.source().begin.line, err.description()));
     return tl::make_unexpected(e.take());
   }
 
@@ -925,9 +927,9 @@ tl::expected<Config, ConfigError> parse_config(std::string_view text, const std:
           });
     } else {
       e.add(k.source(), section,
-            fmt::format("unknown section [{}] (expected [defaults], [cluster.NAME], "
-                        "[backend.NAME], [agent] or [log])",
-                        section));
+            util::format("unknown section [{}] (expected [defaults], [cluster.NAME], "
+                         "[backend.NAME], [agent] or [log])",
+                         section));
     }
   }
 
@@ -938,7 +940,7 @@ tl::expected<Config, ConfigError> parse_config(std::string_view text, const std:
       e.add(d.where, sec, "missing required key \"cluster\"");
     } else if (cfg.clusters.find(b.cluster) == cfg.clusters.end()) {
       e.add(d.cluster_where, sec + ".cluster",
-            fmt::format("no [cluster.{}] is defined", b.cluster));
+            util::format("no [cluster.{}] is defined", b.cluster));
     }
     if (!d.has_role) {
       e.add(d.where, sec, "missing required key \"role\" (\"primary\" or \"replica\")");
@@ -971,19 +973,19 @@ tl::expected<Config, ConfigError> parse_config(std::string_view text, const std:
     for (const auto& [cluster, _] : cfg.agent->local) {
       if (cfg.clusters.find(cluster) == cfg.clusters.end()) {
         e.add_plain(
-            fmt::format("{}: agent.local.{}: no [cluster.{}] is defined", path, cluster, cluster));
+            util::format("{}: agent.local.{}: no [cluster.{}] is defined", path, cluster, cluster));
       }
     }
     if (cfg.agent->default_backend &&
         cfg.backends.find(*cfg.agent->default_backend) == cfg.backends.end()) {
-      e.add_plain(fmt::format("{}: agent.default_backend: no [backend.{}] is defined", path,
-                              *cfg.agent->default_backend));
+      e.add_plain(util::format("{}: agent.default_backend: no [backend.{}] is defined", path,
+                               *cfg.agent->default_backend));
     }
   }
   if (cfg.backends.empty() && !e.any()) {
-    e.add_plain(fmt::format("{}: no [backend.NAME] is defined: HAProxy's backend names must "
-                            "appear here",
-                            path));
+    e.add_plain(util::format("{}: no [backend.NAME] is defined: HAProxy's backend names must "
+                             "appear here",
+                             path));
   }
   if (e.any()) {
     return tl::make_unexpected(e.take());
@@ -1001,7 +1003,7 @@ tl::expected<Config, ConfigError> load_config(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return tl::make_unexpected(ConfigError{
-        {fmt::format("{}: cannot read configuration: {}", path, std::strerror(errno))}});
+        {util::format("{}: cannot read configuration: {}", path, std::strerror(errno))}});
   }
   std::stringstream buf;
   buf << in.rdbuf();

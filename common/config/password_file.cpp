@@ -1,9 +1,10 @@
 #include "password_file.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 #include <fcntl.h>
 #include <pwd.h>
+#include <string.h> // explicit_bzero
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,7 +12,6 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
-#include <string.h> // explicit_bzero
 #include <vector>
 
 namespace dbcheck::config {
@@ -54,23 +54,23 @@ std::optional<std::string> login_of(uid_t uid) {
 // "haproxy (uid 105)", or "uid 105" for a uid /etc/passwd does not name.
 std::string user_name(uid_t uid) {
   const auto login = login_of(uid);
-  return login ? fmt::format("{} (uid {})", *login, uid) : fmt::format("uid {}", uid);
+  return login ? util::format("{} (uid {})", *login, uid) : util::format("uid {}", uid);
 }
 
 // What `sudo -u` takes for this uid, as a shell reads it: its login, else sudo's '#N' (quoted:
 // a bare # starts a comment).
 std::string sudo_user(uid_t uid) {
-  return login_of(uid).value_or(fmt::format("'#{}'", uid));
+  return login_of(uid).value_or(util::format("'#{}'", uid));
 }
 
 // The advice when the file's owner is not this process's user: run as root or as the owner.
 // Changing the owner is never suggested: HAProxy's checks read the file as its present owner,
 // and a chown for a hand-run command would take every server DOWN.
 std::string run_as_owner(uid_t owner) {
-  return fmt::format("belongs to {}, and this process runs as {}: run this command as root or as "
-                     "that user (e.g. sudo -u {} ...); the checks HAProxy runs read it as their "
-                     "own user, who must own it",
-                     user_name(owner), user_name(::geteuid()), sudo_user(owner));
+  return util::format("belongs to {}, and this process runs as {}: run this command as root or as "
+                      "that user (e.g. sudo -u {} ...); the checks HAProxy runs read it as their "
+                      "own user, who must own it",
+                      user_name(owner), user_name(::geteuid()), sudo_user(owner));
 }
 
 // Why a file this process may not open can still be used (none when it cannot be stat'ed).
@@ -99,36 +99,37 @@ tl::expected<Secret, std::string> read_private_file(const std::string& file, std
   const Fd f{::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)};
   if (f.fd < 0) {
     if (errno == ELOOP) {
-      return tl::make_unexpected(fmt::format(
+      return tl::make_unexpected(util::format(
           "{} {} is a symbolic link; name the file itself (a link could be pointed elsewhere)",
           what, file));
     }
     const int err = errno;
-    return tl::make_unexpected(fmt::format("cannot read {} {}: {}{}", what, file,
-                                           std::strerror(err),
-                                           err == EACCES ? not_permitted_hint(file) : ""));
+    return tl::make_unexpected(util::format("cannot read {} {}: {}{}", what, file,
+                                            std::strerror(err),
+                                            err == EACCES ? not_permitted_hint(file) : ""));
   }
   struct stat st {};
   if (::fstat(f.fd, &st) != 0) {
-    return tl::make_unexpected(fmt::format("cannot read {} {}: {}", what, file, std::strerror(errno)));
+    return tl::make_unexpected(
+        util::format("cannot read {} {}: {}", what, file, std::strerror(errno)));
   }
   if (!S_ISREG(st.st_mode)) {
-    return tl::make_unexpected(fmt::format("{} {} is not a regular file", what, file));
+    return tl::make_unexpected(util::format("{} {} is not a regular file", what, file));
   }
   // Root may read a file any user owns (the operator running dbcheck by hand reads the file
   // HAProxy's user owns); anyone else only their own or root's, so no other account can choose
   // what they send.
   if (::geteuid() != 0 && st.st_uid != ::geteuid() && st.st_uid != 0) {
-    return tl::make_unexpected(fmt::format("{} {} {}", what, file, run_as_owner(st.st_uid)));
+    return tl::make_unexpected(util::format("{} {} {}", what, file, run_as_owner(st.st_uid)));
   }
   if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
-    return tl::make_unexpected(fmt::format(
-        "{} {} is accessible by group or others (mode {:04o}); run: chmod 600 {}", what, file,
-        st.st_mode & 07777, file));
+    return tl::make_unexpected(
+        util::format("{} {} is accessible by group or others (mode {:04o}); run: chmod 600 {}",
+                     what, file, st.st_mode & 07777, file));
   }
   if (static_cast<std::size_t>(st.st_size) > max_bytes) {
-    return tl::make_unexpected(fmt::format("{} {} is {} bytes, more than the {} allowed", what,
-                                           file, st.st_size, max_bytes));
+    return tl::make_unexpected(util::format("{} {} is {} bytes, more than the {} allowed", what,
+                                            file, st.st_size, max_bytes));
   }
   // One byte more than allowed, to notice a file that grew after fstat.
   std::vector<char> buf(max_bytes + 1);
@@ -141,7 +142,7 @@ tl::expected<Secret, std::string> read_private_file(const std::string& file, std
     }
     if (n < 0) {
       return tl::make_unexpected(
-          fmt::format("cannot read {} {}: {}", what, file, std::strerror(errno)));
+          util::format("cannot read {} {}: {}", what, file, std::strerror(errno)));
     }
     if (n == 0) {
       break;
@@ -150,7 +151,7 @@ tl::expected<Secret, std::string> read_private_file(const std::string& file, std
   }
   if (used > max_bytes) {
     return tl::make_unexpected(
-        fmt::format("{} {} is more than the {} bytes allowed", what, file, max_bytes));
+        util::format("{} {} is more than the {} bytes allowed", what, file, max_bytes));
   }
   return Secret{std::string(buf.data(), used)};
 }
@@ -165,11 +166,11 @@ tl::expected<Secret, std::string> read_password_file(const std::string& file) {
     content.remove_suffix(1);
   }
   if (content.empty()) {
-    return tl::make_unexpected(fmt::format("password file {} is empty", file));
+    return tl::make_unexpected(util::format("password file {} is empty", file));
   }
   if (content.find_first_of("\r\n") != std::string_view::npos) {
-    return tl::make_unexpected(
-        fmt::format("password file {} has more than one line (expected the password alone)", file));
+    return tl::make_unexpected(util::format(
+        "password file {} has more than one line (expected the password alone)", file));
   }
   return Secret{std::string{content}};
 }

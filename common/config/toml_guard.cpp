@@ -2,7 +2,7 @@
 // broken UTF-8 included, is left to toml++'s own errors.
 #include "toml_guard.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 #include <cstdint>
 
@@ -61,10 +61,10 @@ std::optional<TomlHazard> find_toml_hazard(std::string_view text) {
     const auto [code, length] = decode(text, i);
     if (length != 0 && mishandled(code)) {
       return TomlHazard{
-          line, fmt::format("U+{:04X} '{}': Debian 12's TOML parser (toml++ 3.3) cannot read this "
-                            "character safely outside a comment line; in a string write it as "
-                            "\\u{:04X}",
-                            code, text.substr(i, length), code)};
+          line, util::format("U+{:04X} '{}': Debian 12's TOML parser (toml++ 3.3) cannot read this "
+                             "character safely outside a comment line; in a string write it as "
+                             "\\u{:04X}",
+                             code, text.substr(i, length), code)};
     }
     i += length == 0 ? 0 : length - 1;
   }

@@ -1,6 +1,7 @@
 #include "endpoint_names.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
+
 #include <fmt/ranges.h>
 
 #include <arpa/inet.h>
@@ -87,19 +88,19 @@ std::string unresolved_because(const util::HostPort& named, const std::vector<Na
   }
   const NameAnswer* answer = find_answer(named.host, answers);
   if (answer == nullptr) {
-    return fmt::format("{} was not resolved", named.host);
+    return util::format("{} was not resolved", named.host);
   }
   if (!answer->addresses) {
-    return fmt::format("{} did not resolve: {}", named.host, answer->addresses.error());
+    return util::format("{} did not resolve: {}", named.host, answer->addresses.error());
   }
   const auto addrs = candidates(*answer, node);
   if (addrs.empty()) {
-    return fmt::format("{} resolves to no {} address", named.host,
-                       is_v6(node.host) ? "IPv6" : "IPv4");
+    return util::format("{} resolves to no {} address", named.host,
+                        is_v6(node.host) ? "IPv6" : "IPv4");
   }
   if (addrs.size() > 1) {
-    return fmt::format("{} resolves to {}: several hosts, so it is never taken for this node",
-                       named.host, fmt::join(addrs, " and "));
+    return util::format("{} resolves to {}: several hosts, so it is never taken for this node",
+                        named.host, fmt::join(addrs, " and "));
   }
   return {};
 }
@@ -108,10 +109,11 @@ std::string describe(const std::vector<NameAnswer>& answers) {
   std::string out;
   for (const auto& a : answers) {
     out += out.empty() ? "" : "; ";
-    out += a.addresses ? fmt::format("{} -> {}", a.name,
-                                     a.addresses->empty() ? std::string{"no address"}
-                                                          : fmt::format("{}", fmt::join(*a.addresses, ", ")))
-                       : fmt::format("{}: {}", a.name, a.addresses.error());
+    out += a.addresses ? util::format("{} -> {}", a.name,
+                                      a.addresses->empty()
+                                          ? std::string{"no address"}
+                                          : util::format("{}", fmt::join(*a.addresses, ", ")))
+                       : util::format("{}: {}", a.name, a.addresses.error());
   }
   return out;
 }

@@ -1,6 +1,6 @@
 #include "health_tracker.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 namespace dbcheck::core {
 namespace {
@@ -120,12 +120,12 @@ Transition HealthTracker::observe(const Verdict& raw, util::Duration now) {
       return set(State::up, raw.failure, raw.reason, now);
     }
     return set(State::down, m_reported.failure,
-               since ? fmt::format("recovering, {} of {} passing rounds, or {} of {} since the "
-                                   "manager stopped naming another node: {}",
-                                   m_successes, m_policy.rise, seconds(*since), seconds(needed),
-                                   raw.reason)
-                     : fmt::format("recovering, {} of {} passing rounds: {}", m_successes,
-                                   m_policy.rise, raw.reason),
+               since ? util::format("recovering, {} of {} passing rounds, or {} of {} since the "
+                                    "manager stopped naming another node: {}",
+                                    m_successes, m_policy.rise, seconds(*since), seconds(needed),
+                                    raw.reason)
+                     : util::format("recovering, {} of {} passing rounds: {}", m_successes,
+                                    m_policy.rise, raw.reason),
                now);
   }
 
@@ -139,14 +139,14 @@ Transition HealthTracker::observe(const Verdict& raw, util::Duration now) {
     if (was_up && lasted < m_policy.lag_window) {
       ++m_failures;
       return set(State::up, Failure::lag,
-                 fmt::format("lagging for {} of lag_window {}: {}", seconds(lasted),
-                             seconds(m_policy.lag_window), raw.reason),
+                 util::format("lagging for {} of lag_window {}: {}", seconds(lasted),
+                              seconds(m_policy.lag_window), raw.reason),
                  now);
     }
     ++m_failures;
     return set(State::down, Failure::lag,
-               was_up || first ? fmt::format("lagging for {} (lag_window {}): {}", seconds(lasted),
-                                             seconds(m_policy.lag_window), raw.reason)
+               was_up || first ? util::format("lagging for {} (lag_window {}): {}", seconds(lasted),
+                                              seconds(m_policy.lag_window), raw.reason)
                                : raw.reason,
                now);
   }
@@ -158,7 +158,7 @@ Transition HealthTracker::observe(const Verdict& raw, util::Duration now) {
     return set(State::down, raw.failure, raw.reason, now);
   }
   return set(State::up, raw.failure,
-             fmt::format("failing, {} of {} rounds: {}", m_failures, m_policy.fall, raw.reason),
+             util::format("failing, {} of {} rounds: {}", m_failures, m_policy.fall, raw.reason),
              now);
 }
 

@@ -1,6 +1,6 @@
 #include "lsn.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 #include <charconv>
 
@@ -25,8 +25,8 @@ std::optional<Lsn> parse_lsn(std::string_view text) {
 }
 
 std::string format_lsn(Lsn lsn) {
-  return fmt::format("{:X}/{:X}", static_cast<std::uint32_t>(lsn >> 32),
-                     static_cast<std::uint32_t>(lsn & 0xffffffffU));
+  return util::format("{:X}/{:X}", static_cast<std::uint32_t>(lsn >> 32),
+                      static_cast<std::uint32_t>(lsn & 0xffffffffU));
 }
 
 } // namespace dbcheck::core

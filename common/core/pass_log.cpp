@@ -1,6 +1,6 @@
 #include "pass_log.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 namespace dbcheck::core {
 
@@ -33,7 +33,7 @@ std::string logged_line_key(std::string_view backend, std::string_view node) {
   };
   mix(backend);
   mix(node);
-  return fmt::format("last-{:016x}", h);
+  return util::format("last-{:016x}", h);
 }
 
 } // namespace dbcheck::core

@@ -1,6 +1,7 @@
 #include "patroni_cluster.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -61,14 +62,14 @@ tl::expected<ClusterView, std::string> parse_patroni_cluster(std::string_view bo
     const std::string host = string_field(m, "host");
     const auto port = m.find("port");
     if (member.role.empty()) {
-      return tl::make_unexpected(fmt::format("member \"{}\" has no role", member.name));
+      return tl::make_unexpected(util::format("member \"{}\" has no role", member.name));
     }
     if (host.empty() || port == m.end() || !port->is_number_integer()) {
       continue;
     }
     const auto p = port->get<long long>();
     if (p <= 0 || p > 65535) {
-      return tl::make_unexpected(fmt::format("member \"{}\" has port {}", member.name, p));
+      return tl::make_unexpected(util::format("member \"{}\" has port {}", member.name, p));
     }
     member.address = util::HostPort{host, static_cast<std::uint16_t>(p)};
     // Shown to operators only (dbcheck status): judged nowhere, so a missing or odd value is

@@ -1,6 +1,6 @@
 #include "patroni_election.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 namespace dbcheck::core {
 namespace {
@@ -43,9 +43,9 @@ std::pair<std::size_t, std::size_t> largest_group(const std::vector<MemberAnswer
 
 std::string leader_label(const ClusterView& view) {
   const PatroniMember* l = find_leader(view);
-  return l == nullptr
-             ? std::string{"no leader"}
-             : fmt::format("{} ({})", l->name.empty() ? "?" : l->name, util::to_string(l->address));
+  return l == nullptr ? std::string{"no leader"}
+                      : util::format("{} ({})", l->name.empty() ? "?" : l->name,
+                                     util::to_string(l->address));
 }
 
 bool election_decided(const std::vector<MemberAnswer>& answers, std::size_t configured) {
@@ -69,12 +69,12 @@ PatroniElection elect_leader(const std::vector<MemberAnswer>& answers, std::size
     if (a.view) {
       ++answered;
       detail +=
-          fmt::format("{}{} names {}", detail.empty() ? "" : "; ", a.url, leader_label(*a.view));
+          util::format("{}{} names {}", detail.empty() ? "" : "; ", a.url, leader_label(*a.view));
     } else {
       all_timed_out = all_timed_out && a.view.error().kind == Failure::timeout;
       any_protocol = any_protocol || a.view.error().kind == Failure::protocol;
       failures +=
-          fmt::format("{}{}: {}", failures.empty() ? "" : "; ", a.url, a.view.error().detail);
+          util::format("{}{}: {}", failures.empty() ? "" : "; ", a.url, a.view.error().detail);
     }
   }
   if (!failures.empty()) {
@@ -92,16 +92,16 @@ PatroniElection elect_leader(const std::vector<MemberAnswer>& answers, std::size
                                  ? "timeout: no Patroni member answered before the deadline"
                                  : "no Patroni member gave a usable answer";
     return elected(
-        tl::make_unexpected(ProbeError{kind, fmt::format("{} ({})", lead, failures), ""}), 0);
+        tl::make_unexpected(ProbeError{kind, util::format("{} ({})", lead, failures), ""}), 0);
   }
   const auto [index, votes] = largest_group(answers);
   if (votes * 2 <= answered) {
     // Uncertainty, not a "not this node": a stale member against a fresh one splits evenly.
     return elected(tl::make_unexpected(ProbeError{
                        Failure::protocol,
-                       fmt::format("Patroni members disagree: no leader is named by more than "
-                                   "half of the {} that answered ({})",
-                                   answered, detail),
+                       util::format("Patroni members disagree: no leader is named by more than "
+                                    "half of the {} that answered ({})",
+                                    answered, detail),
                        ""}),
                    votes);
   }

@@ -1,6 +1,5 @@
 #include "patroni_status.hpp"
 
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace dbcheck::core {

@@ -1,6 +1,6 @@
 #include "pg_errors.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 #include <array>
 #include <utility>
@@ -92,15 +92,15 @@ ProbeError classify_pg_connect_error(std::string_view libpq_message) {
   const std::string detail = one_line(libpq_message);
   for (const Pattern& p : k_connect_patterns) {
     if (contains(libpq_message, p.text)) {
-      const std::string code = p.sqlstate.empty() ? "" : fmt::format("{}: ", p.sqlstate);
-      return {p.kind, fmt::format("{}{}", code, detail), std::string{p.sqlstate}};
+      const std::string code = p.sqlstate.empty() ? "" : util::format("{}: ", p.sqlstate);
+      return {p.kind, util::format("{}{}", code, detail), std::string{p.sqlstate}};
     }
   }
   return {Failure::network, detail, ""};
 }
 
 ProbeError classify_pg_query_error(std::string_view sqlstate, std::string_view message) {
-  const std::string detail = fmt::format("{}: {}", sqlstate, one_line(message));
+  const std::string detail = util::format("{}: {}", sqlstate, one_line(message));
   Failure kind = Failure::protocol;
   if (sqlstate == "57014") {
     kind = Failure::timeout; // statement_timeout: the server gave up within our deadline

@@ -1,8 +1,7 @@
 #include "pg_rows.hpp"
 
 #include <util/duration.hpp>
-
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 #include <charconv>
 #include <cmath>
@@ -21,7 +20,7 @@ std::optional<bool> parse_bool(const std::optional<std::string>& v) {
 }
 
 ProbeError bad_rows(std::string_view what) {
-  return ProbeError{Failure::protocol, fmt::format("unexpected answer to {}", what), ""};
+  return ProbeError{Failure::protocol, util::format("unexpected answer to {}", what), ""};
 }
 
 // A finite number, or nullopt for anything else ("nan", "inf", "12abc", "", NULL).
@@ -134,13 +133,13 @@ tl::expected<ReplayPosition, ProbeError> parse_replay_rows(const std::vector<PgR
 }
 
 std::string describe(const NodeRole& role) {
-  return fmt::format("pg_is_in_recovery={}, transaction_read_only={}, connections {} of {}",
-                     role.in_recovery ? "t" : "f", role.read_only ? "on" : "off",
-                     role.connections.value_or(0), role.connection_limit.value_or(0));
+  return util::format("pg_is_in_recovery={}, transaction_read_only={}, connections {} of {}",
+                      role.in_recovery ? "t" : "f", role.read_only ? "on" : "off",
+                      role.connections.value_or(0), role.connection_limit.value_or(0));
 }
 
 std::string describe(const ReplicaStatus& st, const ReplayPosition& position, int polls) {
-  return fmt::format(
+  return util::format(
       "in_recovery={}, wal_receiver={}, received_timeline={}, replay_paused={}, "
       "replay_lsn={}, last_replayed_commit_age={}{}",
       st.in_recovery ? "t" : "f",
@@ -149,7 +148,7 @@ std::string describe(const ReplicaStatus& st, const ReplayPosition& position, in
       st.replay_paused ? "t" : "f",
       position.replay ? format_lsn(*position.replay) : std::string{"null"},
       position.since_last_replay_s ? util::format_seconds(*position.since_last_replay_s) : "null",
-      polls > 1 ? fmt::format(" (replay polled {} times)", polls) : "");
+      polls > 1 ? util::format(" (replay polled {} times)", polls) : "");
 }
 
 std::string summarize(const NodeRole& role) {
@@ -169,7 +168,7 @@ std::string summarize(const ReplicaStatus& st) {
   } else {
     out += st.receiver_status.value_or("receiver hidden");
     if (st.received_timeline) {
-      out += fmt::format(", timeline {}", *st.received_timeline);
+      out += util::format(", timeline {}", *st.received_timeline);
     }
   }
   return st.replay_paused ? out + ", replay paused" : out;

@@ -1,8 +1,7 @@
 #include "pg_verdict.hpp"
 
 #include <util/duration.hpp>
-
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 namespace dbcheck::core {
 namespace {
@@ -10,9 +9,9 @@ namespace {
 std::string member_label(const PatroniMember& m) {
   const std::string name = m.name.empty() ? "?" : m.name;
   if (!m.advertised.empty()) {
-    return fmt::format("{} ({} = {})", name, m.advertised, util::to_string(m.address));
+    return util::format("{} ({} = {})", name, m.advertised, util::to_string(m.address));
   }
-  return fmt::format("{} ({})", name, util::to_string(m.address));
+  return util::format("{} ({})", name, util::to_string(m.address));
 }
 
 bool is_primary_role(std::string_view role) {
@@ -23,52 +22,52 @@ bool is_primary_role(std::string_view role) {
 // 200 only while that Patroni renewed the leader lock within ttl by its own clock (and is not
 // a standby cluster): Patroni's own check, so dbcheck never passes a writer it would fail.
 Opinion leader_confirms(const WriterObservation& obs, const PatroniMember& leader) {
-  const std::string named = fmt::format("Patroni names this node ({}) leader", leader.name);
+  const std::string named = util::format("Patroni names this node ({}) leader", leader.name);
   if (!obs.leader_report) {
-    return {false, fmt::format("this node's Patroni was not asked to confirm it: {}", named),
+    return {false, util::format("this node's Patroni was not asked to confirm it: {}", named),
             Failure::protocol};
   }
   const auto& report = *obs.leader_report;
   if (!report) {
     return {false,
-            fmt::format("{} ({}, unconfirmed: unmanaged leader?)",
-                        describe_failure("this node's Patroni", report.error()), named),
+            util::format("{} ({}, unconfirmed: unmanaged leader?)",
+                         describe_failure("this node's Patroni", report.error()), named),
             report.error().kind};
   }
   const PatroniStatus& st = report->status;
   if (st.name && *st.name != leader.name) {
     return {false,
-            fmt::format("{}, but {} answers as member {}, not {}", named, report->url, *st.name,
-                        leader.name),
+            util::format("{}, but {} answers as member {}, not {}", named, report->url, *st.name,
+                         leader.name),
             Failure::role};
   }
   if (report->http_status == 503) {
     return {false,
-            fmt::format("{}, but its own Patroni answers GET /primary 503 (it does not hold the "
-                        "leader lock; role {}, state {})",
-                        named, st.role, st.state),
+            util::format("{}, but its own Patroni answers GET /primary 503 (it does not hold the "
+                         "leader lock; role {}, state {})",
+                         named, st.role, st.state),
             Failure::role};
   }
   if (report->http_status != 200) {
     return {false,
-            fmt::format("unusable answer from this node's Patroni: GET /primary {} ({})",
-                        report->http_status, named),
+            util::format("unusable answer from this node's Patroni: GET /primary {} ({})",
+                         report->http_status, named),
             Failure::protocol};
   }
   if (!is_primary_role(st.role)) {
-    return {false, fmt::format("{}, but its own Patroni says role {}", named, st.role),
+    return {false, util::format("{}, but its own Patroni says role {}", named, st.role),
             Failure::role};
   }
   if (st.state != "running") {
     return {
         false,
-        fmt::format("PostgreSQL not ready: its own Patroni says it is {} ({})", st.state, named),
+        util::format("PostgreSQL not ready: its own Patroni says it is {} ({})", st.state, named),
         Failure::not_ready};
   }
   Opinion o{true,
-            fmt::format("{}, confirmed by its own Patroni (GET /primary 200: holds the leader "
-                        "lock, running {})",
-                        named, st.role),
+            util::format("{}, confirmed by its own Patroni (GET /primary 200: holds the leader "
+                         "lock, running {})",
+                         named, st.role),
             Failure::none};
   o.vouches_for_node = true; // Patroni's own query of PostgreSQL says primary
   return o;
@@ -87,9 +86,9 @@ Opinion manager_writer_opinion(const WriterObservation& obs) {
         for (const auto& m : view.members) {
           if (&m != leader && util::same_endpoint(m.address, leader->address)) {
             return {false,
-                    fmt::format("Patroni names {} leader, but its name resolves to the address "
-                                "of member {} too: which host is the writer cannot be told",
-                                member_label(*leader), member_label(m)),
+                    util::format("Patroni names {} leader, but its name resolves to the address "
+                                 "of member {} too: which host is the writer cannot be told",
+                                 member_label(*leader), member_label(m)),
                     Failure::config};
           }
         }
@@ -102,12 +101,12 @@ Opinion manager_writer_opinion(const WriterObservation& obs) {
     if (!leader->unresolved.empty()) {
       // A name that did not resolve might be this node: neither writer nor "another".
       return {false,
-              fmt::format("Patroni names {} leader, and whether that is this node is not known: "
-                          "{}",
-                          member_label(*leader), leader->unresolved),
+              util::format("Patroni names {} leader, and whether that is this node is not known: "
+                           "{}",
+                           member_label(*leader), leader->unresolved),
               Failure::network};
     }
-    Opinion o{false, fmt::format("Patroni names {} leader, not this node", member_label(*leader)),
+    Opinion o{false, util::format("Patroni names {} leader, not this node", member_label(*leader)),
               Failure::role};
     o.named = Named::another;
     return o;
@@ -138,8 +137,8 @@ Opinion node_writer_opinion(const WriterObservation& obs) {
   if (n.connections && n.connection_limit && *n.connections >= *n.connection_limit) {
     // Seen over a connection kept open (the agent): alive, but no one else gets in.
     Opinion o{false,
-              fmt::format("PostgreSQL is read-write but full: {} of {} connections in use",
-                          *n.connections, *n.connection_limit),
+              util::format("PostgreSQL is read-write but full: {} of {} connections in use",
+                           *n.connections, *n.connection_limit),
               Failure::saturated};
     o.role_known = true;
     return o;
@@ -172,16 +171,16 @@ Verdict evaluate_replica(const ReplicaObservation& obs, double max_lag_s, Reader
     std::string unresolved;
     for (const auto& m : obs.manager->members) {
       if (!m.unresolved.empty()) {
-        unresolved += fmt::format("{}{}", unresolved.empty() ? "" : "; ", m.unresolved);
+        unresolved += util::format("{}{}", unresolved.empty() ? "" : "; ", m.unresolved);
       }
     }
     return {State::down, unresolved.empty() ? Failure::role : Failure::network,
-            fmt::format("Patroni does not list {} as a member of the cluster{}",
-                        util::to_string(obs.node),
-                        unresolved.empty() ? ""
-                                           : fmt::format(" (a member's name did not resolve to "
-                                                         "one address: {})",
-                                                         unresolved))};
+            util::format("Patroni does not list {} as a member of the cluster{}",
+                         util::to_string(obs.node),
+                         unresolved.empty() ? ""
+                                            : util::format(" (a member's name did not resolve to "
+                                                           "one address: {})",
+                                                           unresolved))};
   }
   // Two members can share an address (a rebuilt host's stale member key, a copied
   // connect_address): when one of them holds the leader lock, the address is the writer's.
@@ -191,17 +190,17 @@ Verdict evaluate_replica(const ReplicaObservation& obs, double max_lag_s, Reader
   }
   if (is_leader_role(self->role)) {
     return {State::down, Failure::role,
-            fmt::format("Patroni names this node ({}) leader", self->name)};
+            util::format("Patroni names this node ({}) leader", self->name)};
   }
   if (self->noloadbalance) {
     return {State::down, Failure::policy,
-            fmt::format("Patroni member {} is tagged noloadbalance", self->name)};
+            util::format("Patroni member {} is tagged noloadbalance", self->name)};
   }
   if (readers == ReaderChoice::synchronous && !is_synchronous_role(self->role)) {
     return {State::down, Failure::policy,
-            fmt::format("Patroni member {} is not a synchronous standby (role {}): this backend "
-                        "takes synchronous and quorum standbys only (readers = \"synchronous\")",
-                        self->name, self->role)};
+            util::format("Patroni member {} is not a synchronous standby (role {}): this backend "
+                         "takes synchronous and quorum standbys only (readers = \"synchronous\")",
+                         self->name, self->role)};
   }
   if (!node.receiver_present) {
     return {State::down, Failure::not_ready,
@@ -214,30 +213,30 @@ Verdict evaluate_replica(const ReplicaObservation& obs, double max_lag_s, Reader
   }
   if (*node.receiver_status != "streaming") {
     return {State::down, Failure::not_ready,
-            fmt::format("WAL receiver is {}, not streaming", *node.receiver_status)};
+            util::format("WAL receiver is {}, not streaming", *node.receiver_status)};
   }
   if (node.received_timeline && obs.leader_timeline &&
       *node.received_timeline != *obs.leader_timeline) {
     return {State::down, Failure::not_ready,
-            fmt::format("replica receives timeline {}, the leader writes timeline {}",
-                        *node.received_timeline, *obs.leader_timeline)};
+            util::format("replica receives timeline {}, the leader writes timeline {}",
+                         *node.received_timeline, *obs.leader_timeline)};
   }
   const std::string paused = node.replay_paused ? "; replay is paused" : "";
   const std::string max_text = util::format_seconds(max_lag_s);
   if (!obs.lag.seconds) {
     return {State::down, Failure::lag,
-            fmt::format("replica lag cannot be bounded: {}{}", obs.lag.derivation, paused)};
+            util::format("replica lag cannot be bounded: {}{}", obs.lag.derivation, paused)};
   }
   const double lag = *obs.lag.seconds;
   if (lag > max_lag_s) {
     return {State::down, Failure::lag,
-            fmt::format("replica lag {} > max_lag {} ({}){}", util::format_seconds(lag), max_text,
-                        obs.lag.derivation, paused)};
+            util::format("replica lag {} > max_lag {} ({}){}", util::format_seconds(lag), max_text,
+                         obs.lag.derivation, paused)};
   }
   return {State::up, Failure::none,
-          fmt::format("streaming {} {}, lag <= {} (max_lag {}): {}{}",
-                      is_synchronous_role(self->role) ? self->role : "replica", self->name,
-                      util::format_seconds(lag), max_text, obs.lag.derivation, paused)};
+          util::format("streaming {} {}, lag <= {} (max_lag {}): {}{}",
+                       is_synchronous_role(self->role) ? self->role : "replica", self->name,
+                       util::format_seconds(lag), max_text, obs.lag.derivation, paused)};
 }
 
 } // namespace dbcheck::core

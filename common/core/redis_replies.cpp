@@ -1,6 +1,6 @@
 #include "redis_replies.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 #include <charconv>
 
@@ -24,7 +24,7 @@ bool has_flag(const std::string& flags, std::string_view flag) {
 }
 
 tl::unexpected<ProbeError> malformed(std::string_view what) {
-  return tl::make_unexpected(ProbeError{Failure::protocol, fmt::format("malformed {}", what), ""});
+  return tl::make_unexpected(ProbeError{Failure::protocol, util::format("malformed {}", what), ""});
 }
 
 bool is_text(const RespValue& v) {
@@ -119,7 +119,7 @@ tl::expected<RedisRole, ProbeError> parse_role(const RespValue& r) {
     return role;
   }
   return tl::make_unexpected(
-      ProbeError{Failure::protocol, fmt::format("ROLE says \"{}\": not a data node", kind), ""});
+      ProbeError{Failure::protocol, util::format("ROLE says \"{}\": not a data node", kind), ""});
 }
 
 tl::expected<void, ProbeError> parse_ping(const RespValue& r) {
@@ -183,17 +183,17 @@ tl::expected<SentinelView, ProbeError> parse_sentinel_master(const RespValue& r)
 
 std::string describe(const RedisRole& role) {
   if (role.master) {
-    return fmt::format("master, offset {}", role.offset);
+    return util::format("master, offset {}", role.offset);
   }
-  return fmt::format("replica of {} ({}), offset {}", util::to_string(role.master_addr),
-                     role.link_state, role.offset);
+  return util::format("replica of {} ({}), offset {}", util::to_string(role.master_addr),
+                      role.link_state, role.offset);
 }
 
 std::string summarize(const RedisRole& role) {
   if (role.master) {
     return "master";
   }
-  return fmt::format("replica of {}, link {}", util::to_string(role.master_addr), role.link_state);
+  return util::format("replica of {}, link {}", util::to_string(role.master_addr), role.link_state);
 }
 
 std::vector<SentinelReplica> parse_sentinel_replicas(const RespValue& reply) {

@@ -1,6 +1,8 @@
 #include "redis_switchover_plan.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
+
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -21,11 +23,12 @@ tl::expected<RedisPlan, std::string> plan_redis_switchover(const RedisPlanInput&
   if (in.to) {
     const std::string to = util::to_string(*in.to);
     if (std::find(plan.eligible.begin(), plan.eligible.end(), to) == plan.eligible.end()) {
-      return tl::make_unexpected(fmt::format("--to {} is not a healthy replica of {} (healthy: {})",
-                                             to, old, fmt::join(plan.eligible, ", ")));
+      return tl::make_unexpected(
+          util::format("--to {} is not a healthy replica of {} (healthy: {})", to, old,
+                       fmt::join(plan.eligible, ", ")));
     }
     if (plan.eligible.size() > 1) {
-      return tl::make_unexpected(fmt::format(
+      return tl::make_unexpected(util::format(
           "--to {}: Sentinel picks the replica itself, and {} are eligible; give the others "
           "replica-priority 0 first",
           to, plan.eligible.size()));
@@ -35,17 +38,17 @@ tl::expected<RedisPlan, std::string> plan_redis_switchover(const RedisPlanInput&
   // release after it) still counts on it.
   plan.pause_ms = in.pause ? in.pause->count() : (in.remaining + in.pause_margin).count();
   plan.steps = {
-      fmt::format("pause writes on {} (CLIENT PAUSE {} WRITE: held, not refused; the pause "
-                  "outlives the deadline by at least {})",
-                  old, plan.pause_ms, util::format_duration(in.pause_margin)),
-      fmt::format("SENTINEL FAILOVER {} to a Sentinel of the majority naming {} (counted again "
-                  "just before; Sentinel promotes one of: {})",
-                  in.master_name, old, fmt::join(plan.eligible, ", ")),
-      fmt::format("wait until {} of the {} Sentinels name the new master and it passes the "
-                  "writer check",
-                  in.needed, in.configured),
-      fmt::format("make {} a replica of the new master (REPLICAOF)", old),
-      fmt::format("CLIENT UNPAUSE on {}", old)};
+      util::format("pause writes on {} (CLIENT PAUSE {} WRITE: held, not refused; the pause "
+                   "outlives the deadline by at least {})",
+                   old, plan.pause_ms, util::format_duration(in.pause_margin)),
+      util::format("SENTINEL FAILOVER {} to a Sentinel of the majority naming {} (counted again "
+                   "just before; Sentinel promotes one of: {})",
+                   in.master_name, old, fmt::join(plan.eligible, ", ")),
+      util::format("wait until {} of the {} Sentinels name the new master and it passes the "
+                   "writer check",
+                   in.needed, in.configured),
+      util::format("make {} a replica of the new master (REPLICAOF)", old),
+      util::format("CLIENT UNPAUSE on {}", old)};
   return plan;
 }
 

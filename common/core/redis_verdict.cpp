@@ -1,8 +1,7 @@
 #include "redis_verdict.hpp"
 
 #include <util/duration.hpp>
-
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 namespace dbcheck::core {
 namespace {
@@ -37,9 +36,9 @@ Opinion sentinel_writer_opinion(const RedisObservation& obs) {
     // Sentinel promotes the replica before it announces the new master: from the moment any
     // Sentinel starts failing this master over, writes to it may be lost.
     return {false,
-            fmt::format("Sentinel {} is failing the master over: no writer until the failover "
-                        "ends ({})",
-                        addresses(t.failing_over), t.detail),
+            util::format("Sentinel {} is failing the master over: no writer until the failover "
+                         "ends ({})",
+                         addresses(t.failing_over), t.detail),
             Failure::role};
   }
   if (const auto newer = newer_elsewhere(obs.sentinels, obs.node); !newer.empty()) {
@@ -47,16 +46,16 @@ Opinion sentinel_writer_opinion(const RedisObservation& obs) {
     // within seconds. In between, a majority still names the old master while its writes are
     // already lost: a newer epoch anywhere outranks any count.
     return {false,
-            fmt::format("Sentinel {} already names another master at a newer config epoch: the "
-                        "others have not caught up, no writer here ({})",
-                        addresses(newer), t.detail),
+            util::format("Sentinel {} already names another master at a newer config epoch: the "
+                         "others have not caught up, no writer here ({})",
+                         addresses(newer), t.detail),
             Failure::role};
   }
   const std::size_t yes = votes_for(obs.sentinels, obs.node);
   if (yes >= t.needed) {
     Opinion o{true,
-              fmt::format("{} of {} Sentinels name this node master (need {})", yes, t.configured,
-                          t.needed),
+              util::format("{} of {} Sentinels name this node master (need {})", yes, t.configured,
+                           t.needed),
               Failure::none};
     o.vouches_for_node =
         vouchers_for(obs.sentinels, obs.node, k_role_report_max_age_ms) >= t.needed;
@@ -66,10 +65,10 @@ Opinion sentinel_writer_opinion(const RedisObservation& obs) {
   // failures to answer leave it open.
   const Failure kind =
       dissenters(obs.sentinels, obs.node) > 0 ? Failure::role : failures_kind(obs.sentinels);
-  const std::string tally = fmt::format("{} of {} name this node master, need {} ({})", yes,
-                                        t.configured, t.needed, t.detail);
+  const std::string tally = util::format("{} of {} name this node master, need {} ({})", yes,
+                                         t.configured, t.needed, t.detail);
   return {false,
-          kind == Failure::role ? fmt::format("Sentinels: {}", tally)
+          kind == Failure::role ? util::format("Sentinels: {}", tally)
                                 : describe_failure("Sentinels", ProbeError{kind, tally, ""}),
           kind};
 }
@@ -80,7 +79,7 @@ Opinion node_writer_opinion(const RedisObservation& obs) {
             obs.node_answer.error().kind};
   }
   if (!obs.node_answer->master) {
-    return {false, fmt::format("Redis ROLE says {}", describe(*obs.node_answer)), Failure::role};
+    return {false, util::format("Redis ROLE says {}", describe(*obs.node_answer)), Failure::role};
   }
   return {true, "Redis ROLE says master", Failure::none};
 }
@@ -104,36 +103,36 @@ Verdict evaluate_redis_replica(const RedisObservation& obs, double max_lag_s) {
   const SentinelTally t = tally_sentinels(obs.sentinels, obs.configured_sentinels);
   if (!t.majority) {
     return {State::down, t.common_failure.value_or(Failure::role),
-            fmt::format("Sentinels: no master is named by {} of {} ({})", t.needed, t.configured,
-                        t.detail)};
+            util::format("Sentinels: no master is named by {} of {} ({})", t.needed, t.configured,
+                         t.detail)};
   }
   if (!util::same_endpoint(role.master_addr, *t.majority)) {
     return {State::down, Failure::role,
-            fmt::format("replicates from {}, but {} of {} Sentinels name {} master",
-                        util::to_string(role.master_addr), t.majority_votes, t.configured,
-                        util::to_string(*t.majority))};
+            util::format("replicates from {}, but {} of {} Sentinels name {} master",
+                         util::to_string(role.master_addr), t.majority_votes, t.configured,
+                         util::to_string(*t.majority))};
   }
   if (role.link_state != "connected") {
     const std::string why = role.link_state == "sync"
                                 ? "a full sync is in progress"
                                 : "its link to the master is " + role.link_state;
-    return {State::down, Failure::not_ready, fmt::format("replica not ready: {}", why)};
+    return {State::down, Failure::not_ready, util::format("replica not ready: {}", why)};
   }
   const std::string max_text = util::format_seconds(max_lag_s);
   if (!obs.lag.seconds) {
     return {State::down, Failure::lag,
-            fmt::format("replica lag cannot be bounded: {}", obs.lag.derivation)};
+            util::format("replica lag cannot be bounded: {}", obs.lag.derivation)};
   }
   const double lag = *obs.lag.seconds;
   if (lag > max_lag_s) {
     return {State::down, Failure::lag,
-            fmt::format("replica lag {} > max_lag {} ({})", util::format_seconds(lag), max_text,
-                        obs.lag.derivation)};
+            util::format("replica lag {} > max_lag {} ({})", util::format_seconds(lag), max_text,
+                         obs.lag.derivation)};
   }
   return {State::up, Failure::none,
-          fmt::format("replica of {} (connected), lag <= {} (max_lag {}): {}",
-                      util::to_string(*t.majority), util::format_seconds(lag), max_text,
-                      obs.lag.derivation)};
+          util::format("replica of {} (connected), lag <= {} (max_lag {}): {}",
+                       util::to_string(*t.majority), util::format_seconds(lag), max_text,
+                       obs.lag.derivation)};
 }
 
 } // namespace dbcheck::core

@@ -1,6 +1,6 @@
 #include "reply_bounds.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 #include <algorithm>
 
@@ -59,11 +59,12 @@ std::string ReplyBounds::end_length_line() {
       return {};
     }
     if (n > m_caps.max_bytes) {
-      return fmt::format("reply announces a {}-byte string, more than the {} bytes allowed", n,
-                         m_caps.max_bytes);
+      return util::format("reply announces a {}-byte string, more than the {} bytes allowed", n,
+                          m_caps.max_bytes);
     }
     if (m_bytes + n + 2 > m_caps.max_bytes) {
-      return fmt::format("reply announces more than the {} bytes allowed in all", m_caps.max_bytes);
+      return util::format("reply announces more than the {} bytes allowed in all",
+                          m_caps.max_bytes);
     }
     m_body_left = n + 2; // hiredis skips the two bytes after the string, whatever they are
     m_state = State::body;
@@ -75,15 +76,15 @@ std::string ReplyBounds::end_length_line() {
   }
   if (n < 0) {
     // hiredis 0.14 would hand a negative count to calloc (as an enormous size_t).
-    return fmt::format("reply announces {} elements", n);
+    return util::format("reply announces {} elements", n);
   }
   if (n > m_caps.max_elements) {
-    return fmt::format("reply announces {} elements, more than the {} allowed", n,
-                       m_caps.max_elements);
+    return util::format("reply announces {} elements, more than the {} allowed", n,
+                        m_caps.max_elements);
   }
   if (m_elements + n > m_caps.max_elements) {
-    return fmt::format("reply announces {} elements in all, more than the {} allowed",
-                       m_elements + n, m_caps.max_elements);
+    return util::format("reply announces {} elements in all, more than the {} allowed",
+                        m_elements + n, m_caps.max_elements);
   }
   if (n == 0) {
     complete_item();
@@ -116,17 +117,18 @@ tl::expected<void, ReplyRefusal> ReplyBounds::scan(std::string_view bytes) {
       continue;
     }
     if (++m_bytes > m_caps.max_bytes) {
-      return refuse(i, fmt::format("reply holds more than the {} bytes allowed", m_caps.max_bytes));
+      return refuse(i,
+                    util::format("reply holds more than the {} bytes allowed", m_caps.max_bytes));
     }
     const char c = bytes[i];
     switch (m_state) {
     case State::type:
       m_prev_cr = false;
       if (c == '*' && m_open.size() >= k_max_open) {
-        return refuse(i, fmt::format("reply nests arrays more than {} deep", k_max_open));
+        return refuse(i, util::format("reply nests arrays more than {} deep", k_max_open));
       }
       if (k_resp3_types.find(c) != std::string_view::npos) {
-        return refuse(i, fmt::format("reply has RESP3 type '{}', in a RESP2 session", c));
+        return refuse(i, util::format("reply has RESP3 type '{}', in a RESP2 session", c));
       }
       if (c == '$' || c == '*') {
         m_state = State::length_line;
@@ -157,8 +159,8 @@ tl::expected<void, ReplyRefusal> ReplyBounds::scan(std::string_view bytes) {
       } else if (!m_length_cr) {
         m_length += c;
         if (m_length.size() > k_max_length_text) {
-          return refuse(i, fmt::format("reply announces a length of more than {} characters",
-                                       k_max_length_text));
+          return refuse(i, util::format("reply announces a length of more than {} characters",
+                                        k_max_length_text));
         }
       }
       m_prev_cr = c == '\r';

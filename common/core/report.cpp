@@ -1,33 +1,34 @@
 #include "report.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
+
 #include <nlohmann/json.hpp>
 
 #include <string>
 
 namespace dbcheck::core {
 std::string render_line(const Report& r) {
-  return fmt::format("{} {} {}: {}", r.backend, r.node, to_label(r.verdict.state),
-                     r.verdict.reason);
+  return util::format("{} {} {}: {}", r.backend, r.node, to_label(r.verdict.state),
+                      r.verdict.reason);
 }
 
 std::string render_text(const Report& r) {
-  std::string out = fmt::format("backend {} (role {}), node {}\n", r.backend, r.role, r.node);
+  std::string out = util::format("backend {} (role {}), node {}\n", r.backend, r.role, r.node);
   if (!r.auth.empty()) {
-    out += fmt::format("  {:<14} {}\n", "auth", r.auth);
+    out += util::format("  {:<14} {}\n", "auth", r.auth);
   }
   for (const auto& s : r.steps) {
-    out += fmt::format("  {:<14} {} {}\n  {:<14} -> {} ({:.1f} ms)\n", s.opinion, s.peer, s.asked,
-                       "", s.answer, s.latency_ms);
+    out += util::format("  {:<14} {} {}\n  {:<14} -> {} ({:.1f} ms)\n", s.opinion, s.peer, s.asked,
+                        "", s.answer, s.latency_ms);
   }
   if (r.lag) {
-    out += fmt::format("  lag            {}: {}\n",
-                       r.lag->seconds ? fmt::format("{:.3f}s", *r.lag->seconds) : "unknown",
-                       r.lag->derivation);
+    out += util::format("  lag            {}: {}\n",
+                        r.lag->seconds ? util::format("{:.3f}s", *r.lag->seconds) : "unknown",
+                        r.lag->derivation);
   }
-  out += fmt::format("verdict: {} (failure: {}) in {:.1f} ms of {:.0f} ms: {}\n",
-                     to_label(r.verdict.state), to_string(r.verdict.failure), r.elapsed_ms,
-                     r.deadline_ms, r.verdict.reason);
+  out += util::format("verdict: {} (failure: {}) in {:.1f} ms of {:.0f} ms: {}\n",
+                      to_label(r.verdict.state), to_string(r.verdict.failure), r.elapsed_ms,
+                      r.deadline_ms, r.verdict.reason);
   return out;
 }
 

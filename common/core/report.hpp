@@ -5,7 +5,8 @@
 #include "replica_lag.hpp"
 #include "verdict.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
+
 #include <tl/expected.hpp>
 
 #include <optional>
@@ -53,7 +54,7 @@ struct Report {
 // "no answer (<failure class>)": what a peer that did not answer said, in a few words (the
 // detail is in its step and the reason already).
 inline std::string no_answer(Failure why) {
-  return fmt::format("no answer ({})", to_string(why));
+  return util::format("no answer ({})", to_string(why));
 }
 
 // A node's answer in a few words for Report::own (the summarize() of its type), or no_answer().

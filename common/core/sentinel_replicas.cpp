@@ -1,6 +1,7 @@
 #include "sentinel_replicas.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
+
 #include <fmt/ranges.h>
 
 #include <algorithm>
@@ -63,21 +64,22 @@ KnownReplicas merge_replica_listings(const std::vector<ReplicaListing>& listings
   if (!refused.empty()) {
     // All of them refusing is the usual case (one ACL line for every Sentinel): no list.
     const std::string which =
-        refused.size() == listings.size() ? "" : fmt::format(" on {}", fmt::join(refused, ", "));
-    const std::string what = answered == 0 ? "replicas unknown"
-                                           : fmt::format("replicas as {} of {} Sentinels list them",
-                                                         answered, listings.size());
-    out.note = fmt::format("{}: the Sentinel user may not run SENTINEL REPLICAS{} (NOPERM); add "
-                           "+sentinel|replicas to its ACL",
-                           what, which);
+        refused.size() == listings.size() ? "" : util::format(" on {}", fmt::join(refused, ", "));
+    const std::string what =
+        answered == 0
+            ? "replicas unknown"
+            : util::format("replicas as {} of {} Sentinels list them", answered, listings.size());
+    out.note = util::format("{}: the Sentinel user may not run SENTINEL REPLICAS{} (NOPERM); add "
+                            "+sentinel|replicas to its ACL",
+                            what, which);
   } else if (answered == 0 && first_error != nullptr) {
-    out.note = fmt::format("replicas unknown: no Sentinel listed them ({})", first_error->detail);
+    out.note = util::format("replicas unknown: no Sentinel listed them ({})", first_error->detail);
   }
   return out;
 }
 
 std::string replica_manager_words(const ListedReplica& r, std::size_t configured) {
-  std::string words = fmt::format("replica {}/{}", r.listed_by, configured);
+  std::string words = util::format("replica {}/{}", r.listed_by, configured);
   if (!r.flags.empty()) {
     words += " " + r.flags;
   }

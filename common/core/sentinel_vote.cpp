@@ -1,6 +1,6 @@
 #include "sentinel_vote.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 #include <algorithm>
 
@@ -34,17 +34,17 @@ bool is_master_role(const std::string& role) {
 std::string describe(const SentinelAnswer& a) {
   const std::string who = util::to_string(a.sentinel);
   if (!a.view) {
-    return fmt::format("{}: {}", who, a.view.error().detail);
+    return util::format("{}: {}", who, a.view.error().detail);
   }
   const SentinelView& v = *a.view;
   const std::string epoch =
-      v.config_epoch ? fmt::format("epoch {}", *v.config_epoch) : std::string{"epoch ?"};
+      v.config_epoch ? util::format("epoch {}", *v.config_epoch) : std::string{"epoch ?"};
   if (!v.master) {
-    return fmt::format("{} does not know the master name", who);
+    return util::format("{} does not know the master name", who);
   }
-  return fmt::format("{} names {} ({}{}){}", who, util::to_string(*v.master), epoch,
-                     v.flags.empty() ? "" : ", flags " + v.flags,
-                     v.unsettled() ? ": not counted" : "");
+  return util::format("{} names {} ({}{}){}", who, util::to_string(*v.master), epoch,
+                      v.flags.empty() ? "" : ", flags " + v.flags,
+                      v.unsettled() ? ": not counted" : "");
 }
 
 } // namespace
@@ -123,7 +123,7 @@ SentinelTally tally_sentinels(const std::vector<SentinelAnswer>& answers, std::s
     if (a->view && a->view->master && a->view->failing_over()) {
       t.failing_over.push_back(a->sentinel);
     }
-    t.detail += fmt::format("{}{}", t.detail.empty() ? "" : "; ", describe(*a));
+    t.detail += util::format("{}{}", t.detail.empty() ? "" : "; ", describe(*a));
   }
   if (!each.empty()) {
     bool same = true;

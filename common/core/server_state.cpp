@@ -1,6 +1,6 @@
 #include "server_state.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 #include <algorithm>
 #include <optional>
@@ -83,11 +83,11 @@ std::string saved_or(const SavedState::Line* line, std::size_t i, const std::str
 std::string our_line(const ServerStart& s, const SavedState::Line* saved) {
   // be_id and srv_id 0: a global state file is matched by names alone. srv_addr and
   // srv_fqdn "-": not applied.
-  return fmt::format("0 {} 0 {} - {} {} {} {} 0 {} 0 0 {} {} 0 0 - {} -", s.backend, s.server,
-                     s.up ? k_running : k_stopped, saved_or(saved, k_admin_state, "0"),
-                     saved_or(saved, k_uweight, k_weight), saved_or(saved, k_iweight, k_weight),
-                     k_check_initializing, saved_or(saved, k_check_state, "0"),
-                     saved_or(saved, k_agent_state, "0"), s.port);
+  return util::format("0 {} 0 {} - {} {} {} {} 0 {} 0 0 {} {} 0 0 - {} -", s.backend, s.server,
+                      s.up ? k_running : k_stopped, saved_or(saved, k_admin_state, "0"),
+                      saved_or(saved, k_uweight, k_weight), saved_or(saved, k_iweight, k_weight),
+                      k_check_initializing, saved_or(saved, k_check_state, "0"),
+                      saved_or(saved, k_agent_state, "0"), s.port);
 }
 
 } // namespace

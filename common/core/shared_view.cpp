@@ -1,6 +1,6 @@
 #include "shared_view.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 namespace dbcheck::core {
 
@@ -17,7 +17,7 @@ std::string shared_view_key(const std::vector<std::string>& redacted_bases) {
     }
     mix('\n');
   }
-  return fmt::format("patroni-{:016x}", h);
+  return util::format("patroni-{:016x}", h);
 }
 
 bool shared_view_fresh(std::chrono::nanoseconds steady_age, std::chrono::nanoseconds real_age,

@@ -1,6 +1,7 @@
 #include "status_table.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -30,7 +31,7 @@ const StatusNode* earlier(const std::vector<ClusterStatus>* previous, const Clus
 }
 
 std::string cell_text(const StatusCell& cell) {
-  return cell.up ? "UP" : fmt::format("DOWN {}", cell.failure);
+  return cell.up ? "UP" : util::format("DOWN {}", cell.failure);
 }
 
 // `text` with every control character (ESC, CR, LF...) as '?': peers' words (Patroni's lag,
@@ -155,8 +156,8 @@ std::string bytes_cell(const std::string& lag) {
     v /= 1024;
     ++u;
   }
-  return u == 0 || v >= 10 ? fmt::format("{:.0f}{}", v, k_units[u])
-                           : fmt::format("{:.1f}{}", v, k_units[u]);
+  return u == 0 || v >= 10 ? util::format("{:.0f}{}", v, k_units[u])
+                           : util::format("{:.1f}{}", v, k_units[u]);
 }
 
 // "*" when a node's text changed since the last screen.
@@ -194,7 +195,7 @@ std::string verdict_table(const ClusterStatus& c, const std::vector<ClusterStatu
 // The lag bound as a table cell: "0.02", "312", "unknown", or "" when no reader check ran.
 std::string lag_cell(const StatusNode& n) {
   if (n.lag_s) {
-    return *n.lag_s < 100 ? fmt::format("{:.2f}", *n.lag_s) : fmt::format("{:.0f}", *n.lag_s);
+    return *n.lag_s < 100 ? util::format("{:.2f}", *n.lag_s) : util::format("{:.0f}", *n.lag_s);
   }
   return n.lag_derivation.empty() ? "" : "unknown";
 }
@@ -263,7 +264,7 @@ std::string render_status_text(const std::vector<ClusterStatus>& now,
   // a line break inside it cannot start a line of its own, then cut to the screen.
   const auto add_line = [&](const std::string& text) { out += fit(printable(text), width) + '\n'; };
   for (const auto& c : now) {
-    add_line(fmt::format("{} ({}): {}", c.name, c.engine, c.manager));
+    add_line(util::format("{} ({}): {}", c.name, c.engine, c.manager));
     add_table(verdict_table(c, previous, width > 0));
     // Right below the rows they are about (nodes that may be missing), not below a long list;
     // wrapped, not cut: their ends say what to do.
@@ -281,11 +282,11 @@ std::string render_status_text(const std::vector<ClusterStatus>& now,
     std::vector<std::string> lag, why;
     for (const auto& n : c.nodes) {
       if (!n.lag_derivation.empty()) {
-        lag.push_back(fmt::format("  {}: {}", n.name, n.lag_derivation));
+        lag.push_back(util::format("  {}: {}", n.name, n.lag_derivation));
       }
       for (std::size_t b = 0; b < c.backends.size() && b < n.cells.size(); ++b) {
         if (!n.cells[b].up) {
-          why.push_back(fmt::format("  {} {}: {}", c.backends[b], n.name, n.cells[b].reason));
+          why.push_back(util::format("  {} {}: {}", c.backends[b], n.name, n.cells[b].reason));
         }
       }
     }

@@ -1,6 +1,6 @@
 #include "writer_opinions.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 namespace dbcheck::core {
 namespace {
@@ -9,23 +9,23 @@ namespace {
 std::string headline(std::string_view subject, const ProbeError& error) {
   switch (error.kind) {
   case Failure::network:
-    return fmt::format("cannot reach {}", subject);
+    return util::format("cannot reach {}", subject);
   case Failure::timeout:
-    return fmt::format("{} timed out", subject);
+    return util::format("{} timed out", subject);
   case Failure::protocol:
     // An error code means the peer understood and said no; without one, it said nonsense.
-    return error.code.empty() ? fmt::format("unusable answer from {}", subject)
-                              : fmt::format("{} refused the check's commands", subject);
+    return error.code.empty() ? util::format("unusable answer from {}", subject)
+                              : util::format("{} refused the check's commands", subject);
   case Failure::auth:
-    return fmt::format("cannot log in to {}", subject);
+    return util::format("cannot log in to {}", subject);
   case Failure::not_ready:
-    return fmt::format("{} not ready", subject);
+    return util::format("{} not ready", subject);
   case Failure::saturated:
-    return fmt::format("{} full", subject);
+    return util::format("{} full", subject);
   case Failure::config:
-    return fmt::format("cannot check {} as configured", subject);
+    return util::format("cannot check {} as configured", subject);
   case Failure::internal:
-    return fmt::format("dbcheck could not ask {}", subject);
+    return util::format("dbcheck could not ask {}", subject);
   case Failure::none:
   case Failure::role:
   case Failure::lag:
@@ -47,7 +47,7 @@ std::string_view without_timeout_word(const ProbeError& error) {
 
 // The deciding opinion first, then the other.
 std::string both(const Opinion& first, const Opinion& second) {
-  return fmt::format("{}; {}", first.text, second.text);
+  return util::format("{}; {}", first.text, second.text);
 }
 
 Verdict combine(const Opinion& manager, const Opinion& node, SaturationPolicy saturation) {
@@ -55,29 +55,29 @@ Verdict combine(const Opinion& manager, const Opinion& node, SaturationPolicy sa
   const bool node_says_not = !node.ok && node.kind == Failure::role;
   if (manager_says_not || node_says_not) {
     return {State::down, Failure::role,
-            fmt::format("not the writer: {}",
-                        manager_says_not ? both(manager, node) : both(node, manager))};
+            util::format("not the writer: {}",
+                         manager_says_not ? both(manager, node) : both(node, manager))};
   }
   if (node.kind == Failure::saturated) {
     if (!manager.ok) {
       // Not the writer whatever its load: the manager's failure is the one to report.
       const Failure kind = manager.kind == Failure::none ? Failure::role : manager.kind;
       return {State::down, kind,
-              fmt::format("{}{}", kind == Failure::role ? "not the writer: " : "",
-                          both(manager, node))};
+              util::format("{}{}", kind == Failure::role ? "not the writer: " : "",
+                           both(manager, node))};
     }
-    const std::string what = fmt::format("saturated: {}", both(manager, node));
+    const std::string what = util::format("saturated: {}", both(manager, node));
     if (saturation == SaturationPolicy::down) {
-      return {State::down, Failure::saturated, fmt::format("{}; on_saturation=down", what)};
+      return {State::down, Failure::saturated, util::format("{}; on_saturation=down", what)};
     }
     if (node.role_known || manager.vouches_for_node) {
       return {State::up, Failure::saturated,
-              fmt::format("{}; on_saturation=up keeps the sole writer in rotation", what)};
+              util::format("{}; on_saturation=up keeps the sole writer in rotation", what)};
     }
     return {State::down, Failure::saturated,
-            fmt::format("{}; on_saturation=up needs the node's own role, and neither the node "
-                        "nor the manager reported it",
-                        what)};
+            util::format("{}; on_saturation=up needs the node's own role, and neither the node "
+                         "nor the manager reported it",
+                         what)};
   }
   if (manager.ok && node.ok) {
     return {State::up, Failure::none, both(manager, node)};
@@ -87,7 +87,7 @@ Verdict combine(const Opinion& manager, const Opinion& node, SaturationPolicy sa
   const std::string reason = node_failed ? both(node, manager) : both(manager, node);
   if (kind == Failure::none) {
     // An opinion that disagrees without saying how.
-    return {State::down, Failure::role, fmt::format("not the writer: {}", reason)};
+    return {State::down, Failure::role, util::format("not the writer: {}", reason)};
   }
   return {State::down, kind, reason};
 }
@@ -95,7 +95,7 @@ Verdict combine(const Opinion& manager, const Opinion& node, SaturationPolicy sa
 } // namespace
 
 std::string describe_failure(std::string_view subject, const ProbeError& error) {
-  return fmt::format("{}: {}", headline(subject, error), without_timeout_word(error));
+  return util::format("{}: {}", headline(subject, error), without_timeout_word(error));
 }
 
 Verdict combine_writer_opinions(const Opinion& manager, const Opinion& node,

@@ -11,9 +11,8 @@
 // or the link fails on duplicates), and --as-needed drops libpq, libcurl and libevent (checked
 // after the link).
 #include <probe/client_modules.hpp>
+#include <util/format.hpp>
 #include <util/url.hpp>
-
-#include <fmt/format.h>
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -56,7 +55,7 @@ template <class Table> Loaded<Table> load(const char* file, const char* entry) {
   // eagerly for nothing (about 1,100 symbols; 0.16 ms of a PostgreSQL check's CPU).
   void* handle = dlopen(path.c_str(), RTLD_LAZY | RTLD_LOCAL);
   if (handle == nullptr) {
-    l.error = fmt::format("cannot load {}", dlerror());
+    l.error = util::format("cannot load {}", dlerror());
     return l;
   }
   // Never closed: the process exits soon, and an abandoned check step may still be inside it.
@@ -67,8 +66,8 @@ template <class Table> Loaded<Table> load(const char* file, const char* entry) {
   std::memcpy(&fn, &symbol, sizeof fn);
   const Table* table = fn != nullptr ? fn() : nullptr;
   if (table == nullptr || std::strcmp(table->abi, k_module_abi) != 0) {
-    l.error = fmt::format("cannot load {}: not a module of this dbcheck ({})", path,
-                          table != nullptr ? table->abi : "no entry point");
+    l.error = util::format("cannot load {}: not a module of this dbcheck ({})", path,
+                           table != nullptr ? table->abi : "no entry point");
     return l;
   }
   l.table = table;

@@ -1,10 +1,10 @@
 // The only file that includes curl.h.
 #include "http_client.hpp"
 
+#include <util/format.hpp>
 #include <util/url.hpp>
 
 #include <curl/curl.h>
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
@@ -77,7 +77,7 @@ void set_common_options(CURL* h, const std::string& url, long budget_ms, Transfe
 // with the reason in a.error (and a.timed_out set for the deadline).
 bool transport_failed(const Transfer& t, CURLcode rc, const HttpOptions& options, HttpAttempt& a) {
   if (t.too_big) {
-    a.error = fmt::format("answer larger than {} bytes", options.max_body);
+    a.error = util::format("answer larger than {} bytes", options.max_body);
   } else if (rc == CURLE_OPERATION_TIMEDOUT) {
     a.timed_out = true;
     a.error = "no answer before the deadline";
@@ -139,7 +139,7 @@ std::vector<HttpReply> curl_get_all(const std::vector<std::string>& urls,
       if (!transport_failed(*t, msg->data.result, options, r.attempt)) {
         r.body = std::move(t->body);
         if (r.attempt.status != 200) {
-          r.attempt.error = fmt::format("HTTP {}", r.attempt.status);
+          r.attempt.error = util::format("HTTP {}", r.attempt.status);
         }
       }
       // Every finished reply is handed over, also after `enough` said stop: those that

@@ -6,7 +6,7 @@
 #include "pg_session.hpp"
 #include "plain_http.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 #include <hiredis/hiredis.h>
 
@@ -14,9 +14,9 @@ namespace dbcheck::probe {
 
 std::string library_versions() {
   const int pq = libpq_version(); // e.g. 150018; 0 when it cannot be loaded
-  return fmt::format("libpq {}, hiredis {}.{}.{}, libcurl {}, libevent {}",
-                     pq > 0 ? fmt::format("{}.{}", pq / 10000, pq % 10000) : "?", HIREDIS_MAJOR,
-                     HIREDIS_MINOR, HIREDIS_PATCH, libcurl_version(), libevent_version());
+  return util::format("libpq {}, hiredis {}.{}.{}, libcurl {}, libevent {}",
+                      pq > 0 ? util::format("{}.{}", pq / 10000, pq % 10000) : "?", HIREDIS_MAJOR,
+                      HIREDIS_MINOR, HIREDIS_PATCH, libcurl_version(), libevent_version());
 }
 
 std::string version_banner(const std::string& program) {

@@ -1,7 +1,5 @@
 #include "name_resolver.hpp"
 
-#include <fmt/format.h>
-
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>

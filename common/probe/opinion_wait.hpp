@@ -7,8 +7,7 @@
 #include "deadline.hpp"
 
 #include <core/probe_error.hpp>
-
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 #include <future>
 #include <optional>
@@ -22,7 +21,7 @@ namespace dbcheck::probe {
 // Patroni query").
 inline core::ProbeError not_finished(std::string_view what) {
   return core::ProbeError{core::Failure::timeout,
-                          fmt::format("timeout: {} did not finish by the deadline", what), ""};
+                          util::format("timeout: {} did not finish by the deadline", what), ""};
 }
 
 // The step's result when it finished by `deadline` (plus k_grace, for a step that honours the

@@ -4,9 +4,8 @@
 
 #include <core/patroni_election.hpp>
 #include <core/shared_view.hpp>
+#include <util/format.hpp>
 #include <util/url.hpp>
-
-#include <fmt/format.h>
 
 #include <algorithm>
 
@@ -22,9 +21,9 @@ std::string summarize(const core::ClusterView& view) {
     tags += m.noloadbalance ? ", noloadbalance" : "";
     tags += m.nofailover ? ", nofailover" : "";
     tags += m.replicatefrom.empty() ? "" : ", replicatefrom " + m.replicatefrom;
-    out += fmt::format("{}{} {} {} at {}{}", out.empty() ? "" : "; ", m.name, m.role, m.state,
-                       util::to_string(m.address),
-                       tags.empty() ? "" : fmt::format(" ({})", tags.substr(2)));
+    out += util::format("{}{} {} {} at {}{}", out.empty() ? "" : "; ", m.name, m.role, m.state,
+                        util::to_string(m.address),
+                        tags.empty() ? "" : util::format(" ({})", tags.substr(2)));
   }
   if (out.empty()) {
     out = "no members";
@@ -149,9 +148,9 @@ std::optional<ManagerResult> shared_result(Peers& peers, const std::vector<std::
   step.opinion = "manager";
   step.peer = "shared view";
   step.asked = "GET /cluster";
-  step.answer = fmt::format("{} of {} members agreed {:.0f} ms ago (check pid {}): {}",
-                            shared->agreeing, shared->configured, shared->age_ms, shared->pid,
-                            summarize(*view));
+  step.answer =
+      util::format("{} of {} members agreed {:.0f} ms ago (check pid {}): {}", shared->agreeing,
+                   shared->configured, shared->age_ms, shared->pid, summarize(*view));
   ManagerResult r{std::move(*view), {std::move(step)}, 2 * shared->agreeing > shared->configured,
                   true};
   if (node) {
@@ -224,7 +223,7 @@ ManagerResult ask_patroni(Peers& peers, const std::vector<std::string>& bases,
           return core::election_decided(answered, n) ||
                  (!last && !core::election_possible(answered, pending, n));
         }
-        reply.attempt.error = fmt::format("unusable answer: {}", v.error());
+        reply.attempt.error = util::format("unusable answer: {}", v.error());
       }
       answered.push_back({reply.attempt.url, tl::make_unexpected(ProbeError{
                                                  failure_kind(reply.attempt), reply.attempt.error,
@@ -362,8 +361,8 @@ std::optional<LeaderBase> leader_base(const core::PatroniMember& leader,
       if (util::same_endpoint(util::HostPort{host, 1}, util::HostPort{leader.address.host, 1}) ||
           (!leader.advertised.empty() &&
            util::same_endpoint(util::HostPort{host, 1}, util::HostPort{leader.advertised, 1}))) {
-        return LeaderBase{b, fmt::format("the configured URL on its host, not its api_url \"{}\"",
-                                         util::redact_url(leader.api_url))};
+        return LeaderBase{b, util::format("the configured URL on its host, not its api_url \"{}\"",
+                                          util::redact_url(leader.api_url))};
       }
     }
   }
@@ -383,13 +382,13 @@ ask_leader(Peers& peers, const core::PatroniMember& leader, const std::vector<st
   const auto base = leader_base(leader, bases);
   if (!base) {
     step.peer = leader.name;
-    step.answer = fmt::format("no usable REST API address (api_url \"{}\")",
-                              util::redact_url(leader.api_url));
+    step.answer = util::format("no usable REST API address (api_url \"{}\")",
+                               util::redact_url(leader.api_url));
     return tl::make_unexpected(ProbeError{
         core::Failure::protocol,
-        fmt::format("no configured URL is on its host and the members list no usable api_url "
-                    "for it (\"{}\")",
-                    util::redact_url(leader.api_url)),
+        util::format("no configured URL is on its host and the members list no usable api_url "
+                     "for it (\"{}\")",
+                     util::redact_url(leader.api_url)),
         ""});
   }
   step.peer = util::redact_url(base->url);
@@ -406,17 +405,17 @@ ask_leader(Peers& peers, const core::PatroniMember& leader, const std::vector<st
                                                : core::Failure::network;
     step.answer = a.error;
     return tl::make_unexpected(
-        ProbeError{kind, fmt::format("{} (asked at {}): {}", a.url, base->why, a.error), ""});
+        ProbeError{kind, util::format("{} (asked at {}): {}", a.url, base->why, a.error), ""});
   }
   auto status = core::parse_patroni_status(replies[0].body);
   if (!status) {
-    step.answer = fmt::format("HTTP {}, unusable answer: {}", a.status, status.error());
+    step.answer = util::format("HTTP {}, unusable answer: {}", a.status, status.error());
     return tl::make_unexpected(
         ProbeError{core::Failure::protocol,
-                   fmt::format("{}: unusable answer: {}", a.url, status.error()), ""});
+                   util::format("{}: unusable answer: {}", a.url, status.error()), ""});
   }
-  step.answer = fmt::format("HTTP {}: state {}, role {}{}", a.status, status->state, status->role,
-                            status->name ? ", member " + *status->name : "");
+  step.answer = util::format("HTTP {}: state {}, role {}{}", a.status, status->state, status->role,
+                             status->name ? ", member " + *status->name : "");
   return core::LeaderReport{util::redact_url(base->url), a.status, std::move(*status)};
 }
 

@@ -9,8 +9,7 @@
 #include <core/pg_rows.hpp>
 #include <core/pg_verdict.hpp>
 #include <core/shared_view.hpp>
-
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 #include <memory>
 
@@ -29,12 +28,12 @@ PgTarget target_for(const config::PostgresCluster& c, const util::HostPort& addr
 // What the check offers the node to log in with, for `explain`: the user and the files, never
 // their content. The server's pg_hba chooses among them (trust needs none).
 std::string auth_words(const config::PostgresCluster& c) {
-  std::string out = fmt::format("user {}: ", c.user);
+  std::string out = util::format("user {}: ", c.user);
   if (c.sslcert) {
-    out += fmt::format("client certificate {}", *c.sslcert);
+    out += util::format("client certificate {}", *c.sslcert);
   }
   if (c.password_file) {
-    out += fmt::format("{}password from {}", c.sslcert ? ", " : "", *c.password_file);
+    out += util::format("{}password from {}", c.sslcert ? ", " : "", *c.password_file);
   }
   if (!c.sslcert && !c.password_file) {
     out += "no certificate, no password (only pg_hba's trust lets it in)";
@@ -131,9 +130,9 @@ SampleResult sample_leader(Peers& peers, const config::PostgresCluster& cluster,
     // replayed commit bounds the lag there (docs/lag.md).
     const core::PatroniMember* standby = core::find_standby_leader(view);
     s.problem = standby != nullptr
-                    ? fmt::format("a standby cluster: its standby_leader {} replicates from a "
-                                  "primary outside it",
-                                  standby->name)
+                    ? util::format("a standby cluster: its standby_leader {} replicates from a "
+                                   "primary outside it",
+                                   standby->name)
                     : "Patroni names no leader";
     return s;
   }
@@ -143,18 +142,18 @@ SampleResult sample_leader(Peers& peers, const config::PostgresCluster& cluster,
   }
   if (!util::is_ip_literal(leader->address.host)) {
     // libpq would resolve the name itself, with no deadline of ours.
-    s.problem = fmt::format("leader {}: {}", leader->name,
-                            leader->unresolved.empty()
-                                ? fmt::format("its address {} is a host name, not sampled",
-                                              util::to_string(leader->address))
-                                : leader->unresolved);
+    s.problem = util::format("leader {}: {}", leader->name,
+                             leader->unresolved.empty()
+                                 ? util::format("its address {} is a host name, not sampled",
+                                                util::to_string(leader->address))
+                                 : leader->unresolved);
     return s;
   }
   core::Step step = node_step("primary_sample", leader->address, core::k_sample_sql);
   const auto t0 = peers.now();
   auto session = peers.pg(target_for(cluster, leader->address));
   if (auto opened = session->open(deadline); !opened) {
-    s.problem = fmt::format("leader {}: {}", leader->name, opened.error().detail);
+    s.problem = util::format("leader {}: {}", leader->name, opened.error().detail);
     s.timed_out = opened.error().kind == core::Failure::timeout;
   } else {
     s.sent = peers.now();
@@ -162,12 +161,12 @@ SampleResult sample_leader(Peers& peers, const config::PostgresCluster& cluster,
     auto wal = rows ? core::parse_sample_rows(*rows)
                     : tl::expected<core::WalSample, ProbeError>(tl::make_unexpected(rows.error()));
     if (!wal) {
-      s.problem = fmt::format("leader {}: {}", leader->name, wal.error().detail);
+      s.problem = util::format("leader {}: {}", leader->name, wal.error().detail);
       s.timed_out = wal.error().kind == core::Failure::timeout;
     } else {
       s.wal = *wal;
-      step.answer = fmt::format("pg_current_wal_flush_lsn={}, timeline {}", core::format_lsn(wal->lsn),
-                                wal->timeline);
+      step.answer = util::format("pg_current_wal_flush_lsn={}, timeline {}",
+                                 core::format_lsn(wal->lsn), wal->timeline);
     }
   }
   step.latency_ms = elapsed_ms(t0, peers.now());

@@ -4,8 +4,8 @@
 #include "wait_fd.hpp"
 
 #include <core/pg_errors.hpp>
+#include <util/format.hpp>
 
-#include <fmt/format.h>
 #include <libpq-fe.h>
 
 #include <poll.h>
@@ -23,10 +23,10 @@ constexpr const char* k_no_file = "/nonexistent/dbcheck/none";
 core::ProbeError wait_error(Wait w, const char* during) {
   if (w == Wait::error) {
     return {core::Failure::network,
-            fmt::format("poll failed: {} ({})", std::strerror(errno), during), ""};
+            util::format("poll failed: {} ({})", std::strerror(errno), during), ""};
   }
   return {core::Failure::timeout,
-          fmt::format("timeout: no answer before the deadline ({})", during), ""};
+          util::format("timeout: no answer before the deadline ({})", during), ""};
 }
 
 } // namespace
@@ -47,7 +47,7 @@ tl::expected<PgSession, core::ProbeError> PgSession::connect(const PgTarget& t,
   const std::string port = std::to_string(t.address.port);
   // Ask the server to stop any statement that would outlive our deadline.
   const int budget_ms = std::max(1, deadline.remaining_ms());
-  const std::string options = fmt::format("-c statement_timeout={}", budget_ms);
+  const std::string options = util::format("-c statement_timeout={}", budget_ms);
   const std::string connect_timeout = std::to_string(std::max(2, budget_ms / 1000 + 1));
   const bool numeric = util::is_ip_literal(t.address.host);
 

@@ -1,9 +1,8 @@
 // The only file that includes libevent's headers.
 #include "plain_http.hpp"
 
+#include <util/format.hpp>
 #include <util/url.hpp>
-
-#include <fmt/format.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -79,30 +78,31 @@ std::string failure_words(const Transfer& t, long status, int err, const HttpOpt
   if (!t.refused.empty()) {
     return t.refused;
   }
-  const std::string cause = socket_failure(err) ? fmt::format(": {}", std::strerror(err)) : "";
+  const std::string cause = socket_failure(err) ? util::format(": {}", std::strerror(err)) : "";
   if (!t.error) {
     // libevent ends a refused connect with a request that has no status and no error (its
     // shutdown() of the never-connected socket then leaves ENOTCONN); a connect that fails at
     // once arrives as EVREQ_HTTP_EOF. Its own timeout never comes first (the backstop).
-    return err == ENOTCONN ? fmt::format("cannot connect to {}: connection refused", t.origin)
-                           : fmt::format("cannot connect to {}{}", t.origin, cause);
+    return err == ENOTCONN ? util::format("cannot connect to {}: connection refused", t.origin)
+                           : util::format("cannot connect to {}{}", t.origin, cause);
   }
   switch (*t.error) {
   case EVREQ_HTTP_TIMEOUT:
     return "no answer before the deadline";
   case EVREQ_HTTP_EOF:
     if (status != 0) {
-      return fmt::format("{} closed the connection in the middle of its answer{}", t.origin, cause);
+      return util::format("{} closed the connection in the middle of its answer{}", t.origin,
+                          cause);
     }
-    return cause.empty() ? fmt::format("{} closed the connection before answering", t.origin)
-                         : fmt::format("no answer from {}{}", t.origin, cause);
+    return cause.empty() ? util::format("{} closed the connection before answering", t.origin)
+                         : util::format("no answer from {}{}", t.origin, cause);
   case EVREQ_HTTP_INVALID_HEADER:
     return status == 0
-               ? fmt::format("{} did not answer in HTTP (no valid status line)", t.origin)
-               : fmt::format("{} answered with malformed headers, or more than {} bytes of them",
-                             t.origin, k_max_headers);
+               ? util::format("{} did not answer in HTTP (no valid status line)", t.origin)
+               : util::format("{} answered with malformed headers, or more than {} bytes of them",
+                              t.origin, k_max_headers);
   case EVREQ_HTTP_BUFFER_ERROR:
-    return fmt::format("reading from {} failed{}", t.origin, cause);
+    return util::format("reading from {} failed{}", t.origin, cause);
   case EVREQ_HTTP_REQUEST_CANCEL:
     return "cancelled";
   case EVREQ_HTTP_DATA_TOO_LONG: {
@@ -110,9 +110,9 @@ std::string failure_words(const Transfer& t, long status, int err, const HttpOpt
     const char* coding =
         evhttp_find_header(evhttp_request_get_input_headers(t.req), "Transfer-Encoding");
     return coding != nullptr && std::strstr(coding, "chunked") != nullptr
-               ? fmt::format("answer larger than {} bytes, or its chunked encoding malformed",
-                             options.max_body)
-               : fmt::format("answer larger than {} bytes", options.max_body);
+               ? util::format("answer larger than {} bytes, or its chunked encoding malformed",
+                              options.max_body)
+               : util::format("answer larger than {} bytes", options.max_body);
   }
   }
   return "unknown HTTP failure";
@@ -153,12 +153,12 @@ extern "C" void on_done(evhttp_request* req, void* arg) {
       evbuffer* in = evhttp_request_get_input_buffer(req);
       const std::size_t n = evbuffer_get_length(in);
       if (n > options.max_body) {
-        r.attempt.error = fmt::format("answer larger than {} bytes", options.max_body);
+        r.attempt.error = util::format("answer larger than {} bytes", options.max_body);
       } else {
         r.body.resize(n);
         evbuffer_copyout(in, r.body.data(), n);
         if (code != 200) {
-          r.attempt.error = fmt::format("HTTP {}", code);
+          r.attempt.error = util::format("HTTP {}", code);
         }
       }
     } else {
@@ -209,7 +209,7 @@ extern "C" int on_headers(evhttp_request* req, void* arg) {
   auto* t = static_cast<Transfer*>(arg);
   const int code = evhttp_request_get_response_code(req);
   if (code >= 100 && code < 200) {
-    t->refused = fmt::format("{} sent an interim answer ({}) to a GET", t->origin, code);
+    t->refused = util::format("{} sent an interim answer ({}) to a GET", t->origin, code);
     return -1; // libevent then fails the request (EVREQ_HTTP_EOF) and calls on_done
   }
   return 0;
@@ -219,8 +219,8 @@ extern "C" int on_headers(evhttp_request* req, void* arg) {
 extern "C" void on_unread(evbuffer* buffer, const evbuffer_cb_info* /*info*/, void* arg) {
   auto* t = static_cast<Transfer*>(arg);
   if (evbuffer_get_length(buffer) > k_max_unread) {
-    abort_soon(*t, fmt::format("answer larger than {} bytes, or its chunked encoding malformed",
-                               t->call->options.max_body));
+    abort_soon(*t, util::format("answer larger than {} bytes, or its chunked encoding malformed",
+                                t->call->options.max_body));
   }
 }
 

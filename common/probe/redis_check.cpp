@@ -4,8 +4,7 @@
 #include "sentinel_client.hpp"
 
 #include <core/redis_verdict.hpp>
-
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 #include <algorithm>
 
@@ -92,8 +91,8 @@ OffsetSample sample_master(Peers& peers, const config::RedisCluster& cluster,
   if (role && role->master) {
     s.offset = role->offset;
   } else {
-    s.problem = fmt::format("master {}: {}", util::to_string(master),
-                            role ? "ROLE does not say master" : role.error().detail);
+    s.problem = util::format("master {}: {}", util::to_string(master),
+                             role ? "ROLE does not say master" : role.error().detail);
   }
   finish_node_step(step, role, t0, peers.now());
   report.steps.push_back(std::move(step));
@@ -193,12 +192,12 @@ core::Report check_replica(const config::RedisCluster& cluster, const config::Ba
       record_catch_up(evidence, sample.sent, answer.at, caught_up);
       if (!caught_up) {
         evidence.behind_phrase =
-            fmt::format("still {} bytes behind the master's replication offset",
-                        *sample.offset - answer.role->offset);
+            util::format("still {} bytes behind the master's replication offset",
+                         *sample.offset - answer.role->offset);
       }
     }
     if (again > 0) {
-      nstep.asked += fmt::format(" (ROLE polled {} times)", 1 + again);
+      nstep.asked += util::format(" (ROLE polled {} times)", 1 + again);
     }
   }
   finish_node_step(nstep, answer.role, t0, peers->now());

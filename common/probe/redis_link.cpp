@@ -4,7 +4,7 @@
 #include "name_resolver.hpp"
 #include "wait_fd.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 #include <hiredis/hiredis.h>
 #include <netinet/in.h>
@@ -22,14 +22,14 @@ namespace {
 
 core::ProbeError timeout_error(const char* during) {
   return {core::Failure::timeout,
-          fmt::format("timeout: no answer before the deadline ({})", during), ""};
+          util::format("timeout: no answer before the deadline ({})", during), ""};
 }
 
 core::ProbeError io_error(const redisContext* c, const char* during) {
   const std::string what = c->errstr[0] != '\0' ? c->errstr : "connection error";
   const core::Failure kind =
       c->err == REDIS_ERR_PROTOCOL ? core::Failure::protocol : core::Failure::network;
-  return {kind, fmt::format("{} ({})", what, during), ""};
+  return {kind, util::format("{} ({})", what, during), ""};
 }
 
 // Queues `commands` and writes them all within `deadline` (one write for a pipeline).
@@ -76,7 +76,7 @@ tl::expected<util::HostPort, core::ProbeError> literal_address(const util::HostP
     const std::string why = found ? "the name has no address" : found.error();
     return tl::make_unexpected(core::ProbeError{
         deadline.expired() ? core::Failure::timeout : core::Failure::network,
-        fmt::format("{} did not resolve: {} (connecting)", address.host, why), ""});
+        util::format("{} did not resolve: {} (connecting)", address.host, why), ""});
   }
   const auto v4 = std::find_if(found->begin(), found->end(), [](const std::string& a) {
     return a.find(':') == std::string::npos;
@@ -186,7 +186,7 @@ tl::expected<RedisLink, core::ProbeError> RedisLink::connect(const util::HostPor
       so_error != 0) {
     return tl::make_unexpected(core::ProbeError{
         core::Failure::network,
-        fmt::format("{} (connecting)", std::strerror(so_error != 0 ? so_error : errno)), ""});
+        util::format("{} (connecting)", std::strerror(so_error != 0 ? so_error : errno)), ""});
   }
   return link;
 }
@@ -245,11 +245,11 @@ RedisLink::next(const Deadline& deadline) {
       continue;
     }
     if (n <= 0) {
-      return tl::make_unexpected(core::ProbeError{
-          core::Failure::network,
-          fmt::format("{} (reading)",
-                      n == 0 ? "Server closed the connection" : std::strerror(errno)),
-          ""});
+      return tl::make_unexpected(
+          core::ProbeError{core::Failure::network,
+                           util::format("{} (reading)", n == 0 ? "Server closed the connection"
+                                                               : std::strerror(errno)),
+                           ""});
     }
     m_reader.feed({buf.data(), static_cast<std::size_t>(n)});
   }
@@ -270,7 +270,7 @@ std::string redacted(const RedisCommand& command) {
   for (std::size_t i = 0; i < command.size(); ++i) {
     const bool secret =
         !command.empty() && command[0] == "AUTH" && i == command.size() - 1 && i > 0;
-    out += fmt::format("{}{}", out.empty() ? "" : " ", secret ? "***" : command[i]);
+    out += util::format("{}{}", out.empty() ? "" : " ", secret ? "***" : command[i]);
   }
   return out;
 }

@@ -6,7 +6,7 @@
 #include "pg_check.hpp"
 #include "redis_check.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 #include <algorithm>
 #include <exception>
@@ -41,14 +41,14 @@ core::Report run_check(const config::Cluster& cluster, const config::Backend& ba
       report = work.get();
     } else {
       report.verdict = {core::State::down, core::Failure::timeout,
-                        fmt::format("timeout: the check did not finish within {}",
-                                    util::format_duration(backend.timeout))};
+                        util::format("timeout: the check did not finish within {}",
+                                     util::format_duration(backend.timeout))};
     }
   } catch (const std::exception& e) {
     // No thread to be had (RLIMIT_NPROC, memory): fail closed, and say why.
     report = core::Report{};
     report.verdict = {core::State::down, core::Failure::internal,
-                      fmt::format("internal error: {}", e.what())};
+                      util::format("internal error: {}", e.what())};
   }
   if (report.own.empty()) {
     // The check ended before the node's answer was summarised (timeout, no thread).

@@ -3,7 +3,7 @@
 #include "async.hpp"
 #include "opinion_wait.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 namespace dbcheck::probe {
 namespace {
@@ -26,17 +26,17 @@ SentinelResult ask_sentinel(Peers& peers, const config::RedisCluster& cluster,
   core::Step step;
   step.opinion = "manager";
   step.peer = util::to_string(sentinel);
-  step.asked =
-      fmt::format("SENTINEL GET-MASTER-ADDR-BY-NAME {0}; SENTINEL MASTER {0}", cluster.master_name);
+  step.asked = util::format("SENTINEL GET-MASTER-ADDR-BY-NAME {0}; SENTINEL MASTER {0}",
+                            cluster.master_name);
   const auto t0 = peers.now();
   // Every path ends here, with the view or why there is none.
   const auto finish = [&](tl::expected<core::SentinelView, ProbeError> view) {
     step.latency_ms = elapsed_ms(t0, peers.now());
     if (view) {
       step.answer =
-          fmt::format("master {}, flags {}, config-epoch {}",
-                      view->master ? util::to_string(*view->master) : std::string{"unknown (nil)"},
-                      view->flags, view->config_epoch ? std::to_string(*view->config_epoch) : "?");
+          util::format("master {}, flags {}, config-epoch {}",
+                       view->master ? util::to_string(*view->master) : std::string{"unknown (nil)"},
+                       view->flags, view->config_epoch ? std::to_string(*view->config_epoch) : "?");
     } else {
       step.answer = view.error().detail;
     }
@@ -195,7 +195,7 @@ void resolve_masters(NameBook& book, std::vector<core::SentinelAnswer>& answers,
     if (const std::string why = book.unresolved(master); !why.empty()) {
       a.view = tl::make_unexpected(core::ProbeError{
           core::Failure::network,
-          fmt::format("names master {}, and {}", util::to_string(master), why), ""});
+          util::format("names master {}, and {}", util::to_string(master), why), ""});
     } else {
       a.view->master = book.canonical(master);
     }

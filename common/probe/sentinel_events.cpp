@@ -3,8 +3,7 @@
 #include "redis_link.hpp"
 
 #include <core/sentinel_event.hpp>
-
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 #include <chrono>
 
@@ -108,9 +107,9 @@ void SentinelWatcher::watch(const util::HostPort& sentinel) {
         }
         if (replies == setup_replies && !refused.empty()) {
           m_on_event(who, "error",
-                     fmt::format("channels refused (update the Sentinel ACL: dbcheck setup-sql "
-                                 "sentinel): {}",
-                                 refused));
+                     util::format("channels refused (update the Sentinel ACL: dbcheck setup-sql "
+                                  "sentinel): {}",
+                                  refused));
         }
         if (replies == setup_replies && subscribed == 0) {
           ok = false; // nothing to listen to: retry later

@@ -1,17 +1,16 @@
 #include "shared_views.hpp"
 
 #include <core/shared_view.hpp>
+#include <util/format.hpp>
 #include <util/write_all.hpp>
-
-#include <fmt/format.h>
-
-#include <cerrno>
-#include <charconv>
-#include <string_view>
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <string_view>
 
 namespace dbcheck::probe {
 namespace {
@@ -80,7 +79,7 @@ std::optional<std::int64_t> field(std::string_view text, std::size_t& pos, std::
 } // namespace
 
 std::string shared_view_dir(const ShareSettings& settings) {
-  return settings.dir.empty() ? fmt::format("/tmp/dbcheck-shared-{}", ::geteuid()) : settings.dir;
+  return settings.dir.empty() ? util::format("/tmp/dbcheck-shared-{}", ::geteuid()) : settings.dir;
 }
 
 std::optional<SharedView> read_shared_view(const std::string& dir, const std::string& key,
@@ -149,17 +148,17 @@ void write_shared_view(const std::string& dir, const std::string& key, const Sha
   }
   const auto steady_now = ns_since_epoch(std::chrono::steady_clock::now());
   // A name no other writer uses (pids repeat across pid namespaces sharing the directory).
-  const std::string tmp = fmt::format(".{}.{}.{:x}.tmp", key, ::getpid(), steady_now);
+  const std::string tmp = util::format(".{}.{}.{:x}.tmp", key, ::getpid(), steady_now);
   Fd f{::openat(d.fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)};
   if (f.fd < 0) {
     return;
   }
   const auto before = view.asked_before.count() > 0 ? view.asked_before.count() : 0;
   std::string text{k_magic};
-  text += fmt::format("steady_ns {}\nreal_ns {}\npid {}\nagreeing {}\nconfigured {}\nbody {}\n",
-                      steady_now - before,
-                      ns_since_epoch(std::chrono::system_clock::now()) - before, ::getpid(),
-                      view.agreeing, view.configured, view.body.size());
+  text +=
+      util::format("steady_ns {}\nreal_ns {}\npid {}\nagreeing {}\nconfigured {}\nbody {}\n",
+                   steady_now - before, ns_since_epoch(std::chrono::system_clock::now()) - before,
+                   ::getpid(), view.agreeing, view.configured, view.body.size());
   text += view.body;
   if (!util::write_all(f.fd, text)) {
     ::unlinkat(d.fd, tmp.c_str(), 0);

@@ -2,8 +2,7 @@
 
 #include <config/password_file.hpp>
 #include <probe/run_check.hpp>
-
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 #include <algorithm>
 
@@ -52,10 +51,10 @@ std::string not_an_ip(const util::HostPort& addr, const std::string& what) {
   if (util::is_ip_literal(addr.host)) {
     return {};
   }
-  return fmt::format("{} {} is a host name: dbcheck switchover needs IP literals there (the "
-                     "Sentinel asked to fail over must be the one counted a moment before, and "
-                     "a name may resolve elsewhere in between)",
-                     what, util::to_string(addr));
+  return util::format("{} {} is a host name: dbcheck switchover needs IP literals there (the "
+                      "Sentinel asked to fail over must be the one counted a moment before, and "
+                      "a name may resolve elsewhere in between)",
+                      what, util::to_string(addr));
 }
 
 } // namespace dbcheck::switchover

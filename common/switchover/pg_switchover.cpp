@@ -5,8 +5,8 @@
 #include <probe/http_client.hpp>
 #include <probe/patroni_client.hpp>
 #include <probe/pg_check.hpp>
+#include <util/format.hpp>
 
-#include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
@@ -41,9 +41,9 @@ std::string patroni_state(const config::PostgresCluster& c, const std::string& o
   if (now == nullptr) {
     return "Patroni names no leader right now (the switchover may be under way)";
   }
-  return fmt::format("Patroni {} {} ({}) as leader",
-                     now->name == old_name ? "still names" : "now names", now->name,
-                     util::to_string(now->address));
+  return util::format("Patroni {} {} ({}) as leader",
+                      now->name == old_name ? "still names" : "now names", now->name,
+                      util::to_string(now->address));
 }
 
 } // namespace
@@ -69,37 +69,37 @@ SwitchoverResult pg_switchover(const config::PostgresCluster& c, const config::C
   const std::string old_name = leader->name;
   d.result.old_primary = util::to_string(leader->address);
   if (const auto r = writer_check(cluster, leader->address, d.step()); !core::passes(r.verdict)) {
-    return d.fail(fmt::format("the current leader {} does not pass the writer check: {}",
-                              d.result.old_primary, r.verdict.reason));
+    return d.fail(util::format("the current leader {} does not pass the writer check: {}",
+                               d.result.old_primary, r.verdict.reason));
   }
   std::vector<std::string> eligible;
   for (const auto& m : view->members) {
     if (can_take_over(m)) {
-      eligible.push_back(fmt::format("{} ({})", m.name, util::to_string(m.address)));
+      eligible.push_back(util::format("{} ({})", m.name, util::to_string(m.address)));
     }
   }
   std::optional<std::string> candidate;
   if (options.to) {
     const core::PatroniMember* m = core::find_member(*view, *options.to);
     if (m == nullptr) {
-      return d.fail(
-          fmt::format("--to {}: no Patroni member has that address", util::to_string(*options.to)));
+      return d.fail(util::format("--to {}: no Patroni member has that address",
+                                 util::to_string(*options.to)));
     }
     if (!can_take_over(*m)) {
-      return d.fail(fmt::format("--to {}: member {} is {} and {}, not a running replica",
-                                util::to_string(*options.to), m->name, m->role, m->state));
+      return d.fail(util::format("--to {}: member {} is {} and {}, not a running replica",
+                                 util::to_string(*options.to), m->name, m->role, m->state));
     }
     candidate = m->name;
   } else if (eligible.empty()) {
     return d.fail("no running replica to switch over to");
   }
   d.result.plan = {
-      fmt::format("POST /switchover to Patroni: leader {}{}", old_name,
-                  candidate ? ", candidate " + *candidate : " (Patroni picks the candidate)"),
+      util::format("POST /switchover to Patroni: leader {}{}", old_name,
+                   candidate ? ", candidate " + *candidate : " (Patroni picks the candidate)"),
       "wait until Patroni names the new leader and it passes the writer check (not in "
       "recovery, read-write)"};
-  d.end(fmt::format("leader {} ({}) passes the writer check; replicas that can take over: {}",
-                    old_name, d.result.old_primary, fmt::join(eligible, ", ")));
+  d.end(util::format("leader {} ({}) passes the writer check; replicas that can take over: {}",
+                     old_name, d.result.old_primary, fmt::join(eligible, ", ")));
   if (options.dry_run) {
     return d.finish();
   }
@@ -111,12 +111,12 @@ SwitchoverResult pg_switchover(const config::PostgresCluster& c, const config::C
   // Patroni runs the switchover by itself, and undoing it would be a second switchover.
   const auto interrupted_after_request = [&] {
     const std::string state = patroni_state(c, old_name, d.step());
-    d.result.advice = fmt::format("see where the switchover went (`patronictl list`, or `dbcheck "
-                                  "switchover --dry-run`) before acting: {}",
-                                  state);
-    return d.fail(fmt::format("{} after the switchover request was sent; Patroni carries it "
-                              "out (or not) by itself and it is not undone: {}",
-                              d.stop_reason(""), state));
+    d.result.advice = util::format("see where the switchover went (`patronictl list`, or `dbcheck "
+                                   "switchover --dry-run`) before acting: {}",
+                                   state);
+    return d.fail(util::format("{} after the switchover request was sent; Patroni carries it "
+                               "out (or not) by itself and it is not undone: {}",
+                               d.stop_reason(""), state));
   };
 
   d.begin(SwitchoverPhase::request, "Patroni accepting POST /switchover");
@@ -149,9 +149,10 @@ SwitchoverResult pg_switchover(const config::PostgresCluster& c, const config::C
     }
     std::string text = r.body.substr(0, 200);
     text.erase(std::remove(text.begin(), text.end(), '\n'), text.end());
-    errors += fmt::format("{}{}: {}", errors.empty() ? "" : "; ", r.attempt.url,
-                          r.attempt.status != 0 ? fmt::format("HTTP {} {}", r.attempt.status, text)
-                                                : r.attempt.error);
+    errors +=
+        util::format("{}{}: {}", errors.empty() ? "" : "; ", r.attempt.url,
+                     r.attempt.status != 0 ? util::format("HTTP {} {}", r.attempt.status, text)
+                                           : r.attempt.error);
     if (r.attempt.status != 0) {
       break; // Patroni answered and refused: asking another member would not change that
     }

@@ -8,8 +8,9 @@
 #include <probe/async.hpp>
 #include <probe/redis_check.hpp>
 #include <probe/redis_link.hpp>
+#include <util/format.hpp>
 
-#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <future>
@@ -52,7 +53,7 @@ tl::expected<core::RespValue, std::string> redis_call(const util::HostPort& addr
   const core::RespValue& last = replies->back();
   if (last.type == core::RespValue::Type::error) {
     const std::string name = command.size() > 1 ? command[0] + " " + command[1] : command.at(0);
-    return tl::make_unexpected(fmt::format("{}: {}", name, last.str));
+    return tl::make_unexpected(util::format("{}: {}", name, last.str));
   }
   return last;
 }
@@ -141,15 +142,15 @@ public:
     }
 
     m_d.begin(SwitchoverPhase::pause,
-              fmt::format("CLIENT PAUSE {} WRITE on {}", m_pause_ms, m_d.result.old_primary));
+              util::format("CLIENT PAUSE {} WRITE on {}", m_pause_ms, m_d.result.old_primary));
     m_paused_at = Clock::now();
     if (auto r = redis_call(m_old, m_op, {"CLIENT", "PAUSE", std::to_string(m_pause_ms), "WRITE"},
                             m_d.step());
         !r) {
       return abort(r.error()); // the reply may be what was lost: release it anyway
     }
-    m_d.end(fmt::format("writes held on {} for up to {}", m_d.result.old_primary,
-                        util::format_duration(util::Duration{m_pause_ms})));
+    m_d.end(util::format("writes held on {} for up to {}", m_d.result.old_primary,
+                         util::format_duration(util::Duration{m_pause_ms})));
 
     if (auto failed = request()) {
       return *failed;
@@ -169,8 +170,8 @@ public:
       const auto r = writer_check(m_cluster, *t.majority, m_d.step());
       seen = m_d.deadline().expired() && !seen.empty()
                  ? seen
-                 : fmt::format("{} named by the majority: {}", util::to_string(*t.majority),
-                               r.verdict.reason);
+                 : util::format("{} named by the majority: {}", util::to_string(*t.majority),
+                                r.verdict.reason);
       fresh = *t.majority;
       return core::passes(r.verdict);
     });
@@ -186,8 +187,8 @@ public:
     // WRITE holds, so it would only happen when the pause runs out -- and the writes held
     // until then would meet a master, be acknowledged, and be lost with its resync.
     m_d.begin(SwitchoverPhase::demote,
-              fmt::format("{} answering ROLE as a replica of {} (REPLICAOF {} {})",
-                          m_d.result.old_primary, m_d.result.new_primary, fresh.host, fresh.port));
+              util::format("{} answering ROLE as a replica of {} (REPLICAOF {} {})",
+                           m_d.result.old_primary, m_d.result.new_primary, fresh.host, fresh.port));
     if (auto r = make_replica(fresh, m_d.deadline(), &m_d); !r) {
       return abort(m_d.stop_reason(r.error()));
     }
@@ -197,9 +198,9 @@ public:
     m_d.begin(SwitchoverPhase::unpause, "CLIENT UNPAUSE on " + m_d.result.old_primary);
     if (auto r = unpause(); !r) {
       m_d.result.advice =
-          fmt::format("CLIENT UNPAUSE on {} (a replica of {} now: safe); its "
-                      "pause ends by itself in about {} s anyway",
-                      m_d.result.old_primary, m_d.result.new_primary, pause_left_s());
+          util::format("CLIENT UNPAUSE on {} (a replica of {} now: safe); its "
+                       "pause ends by itself in about {} s anyway",
+                       m_d.result.old_primary, m_d.result.new_primary, pause_left_s());
       return m_d.fail(r.error());
     }
     m_d.end("held writes released (they now meet a replica and are refused: clients retry them)");
@@ -212,7 +213,7 @@ private:
     m_d.begin(SwitchoverPhase::preflight, "asking the Sentinels which master they name");
     for (const auto& s : m_c.sentinels) {
       if (auto why = not_an_ip(s, "sentinel"); !why.empty()) {
-        return m_d.fail(fmt::format("[cluster.{}]: {}", m_c.name, why));
+        return m_d.fail(util::format("[cluster.{}]: {}", m_c.name, why));
       }
     }
     if (m_options.to) {
@@ -242,8 +243,8 @@ private:
     m_old = *tally.majority;
     m_d.result.old_primary = util::to_string(m_old);
     if (const auto r = writer_check(m_cluster, m_old, m_d.step()); !core::passes(r.verdict)) {
-      return m_d.fail(fmt::format("the current master {} does not pass the writer check: {}",
-                                  m_d.result.old_primary, r.verdict.reason));
+      return m_d.fail(util::format("the current master {} does not pass the writer check: {}",
+                                   m_d.result.old_primary, r.verdict.reason));
     }
     std::vector<core::SentinelReplica> replicas;
     std::string why_none;
@@ -255,7 +256,7 @@ private:
         break;
       }
       why_none +=
-          fmt::format("{}{}: {}", why_none.empty() ? "" : "; ", util::to_string(s), reply.error());
+          util::format("{}{}: {}", why_none.empty() ? "" : "; ", util::to_string(s), reply.error());
     }
     if (!why_none.empty()) {
       return m_d.fail("no Sentinel listed the replicas: " + why_none);
@@ -276,10 +277,10 @@ private:
     }
     m_pause_ms = plan->pause_ms;
     m_d.result.plan = std::move(plan->steps);
-    m_d.end(fmt::format("master {} (named by {} of {} Sentinels, passes the writer check); "
-                        "healthy replicas: {}",
-                        m_d.result.old_primary, tally.majority_votes, tally.configured,
-                        fmt::join(plan->eligible, ", ")));
+    m_d.end(util::format("master {} (named by {} of {} Sentinels, passes the writer check); "
+                         "healthy replicas: {}",
+                         m_d.result.old_primary, tally.majority_votes, tally.configured,
+                         fmt::join(plan->eligible, ", ")));
     return std::nullopt;
   }
 
@@ -287,22 +288,22 @@ private:
   // failure (after releasing the old master) as the result, else nullopt.
   std::optional<SwitchoverResult> request() {
     m_d.begin(SwitchoverPhase::request,
-              fmt::format("a Sentinel of the majority naming {} accepting SENTINEL FAILOVER {}",
-                          m_d.result.old_primary, m_c.master_name));
+              util::format("a Sentinel of the majority naming {} accepting SENTINEL FAILOVER {}",
+                           m_d.result.old_primary, m_c.master_name));
     const Deadline request_by{std::min(m_d.deadline().at(), Clock::now() + k_request)};
     std::string last_error;
     std::string accepted;
     const WaitEnd requested = wait_for(request_by, &m_d, [&] {
       const auto t = sentinel_majority(m_c, m_d.step());
       if (!t.majority || !util::same_endpoint(*t.majority, m_old)) {
-        last_error =
-            fmt::format("no Sentinel majority names {} now ({})", m_d.result.old_primary, t.detail);
+        last_error = util::format("no Sentinel majority names {} now ({})", m_d.result.old_primary,
+                                  t.detail);
         return false;
       }
       const auto voters = sentinels_naming(m_c, m_old, m_d.step());
       if (voters.size() < t.needed) {
-        last_error = fmt::format("asked one by one, {} of the Sentinels name {} (need {})",
-                                 voters.size(), m_d.result.old_primary, t.needed);
+        last_error = util::format("asked one by one, {} of the Sentinels name {} (need {})",
+                                  voters.size(), m_d.result.old_primary, t.needed);
         return false;
       }
       for (const auto& s : voters) {
@@ -318,8 +319,8 @@ private:
         if (r.sent == FailoverSent::unknown) {
           // Another Sentinel could start a second failover: go on as if it was accepted.
           m_failover_sent = true;
-          accepted = fmt::format("sent to {}, no reply ({}): taken as accepted", util::to_string(s),
-                                 r.text);
+          accepted = util::format("sent to {}, no reply ({}): taken as accepted",
+                                  util::to_string(s), r.text);
           return true;
         }
         last_error = util::to_string(s) + ": " + r.text;
@@ -341,7 +342,7 @@ private:
                             step_within(by));
         !r) {
       return tl::make_unexpected(
-          fmt::format("REPLICAOF on {} failed: {}", m_d.result.old_primary, r.error()));
+          util::format("REPLICAOF on {} failed: {}", m_d.result.old_primary, r.error()));
     }
     std::string seen;
     const WaitEnd demoted = wait_for(by, driver, [&] {
@@ -359,9 +360,9 @@ private:
       return !role->master && util::same_endpoint(role->master_addr, master);
     });
     if (demoted != WaitEnd::done) {
-      return tl::make_unexpected(fmt::format("{} did not become a replica of {} in time (last: {})",
-                                             m_d.result.old_primary, util::to_string(master),
-                                             seen));
+      return tl::make_unexpected(
+          util::format("{} did not become a replica of {} in time (last: {})",
+                       m_d.result.old_primary, util::to_string(master), seen));
     }
     return {};
   }
@@ -422,21 +423,21 @@ private:
   // Unpauses the old master (`state`: what it is now, which makes that safe) and fails.
   SwitchoverResult fail_unpaused(const std::string& error, const std::string& state) {
     if (auto r = unpause(); !r) {
-      m_d.result.advice = fmt::format("CLIENT UNPAUSE on {} ({}: safe); its pause ends by itself "
-                                      "in about {} s anyway",
-                                      m_d.result.old_primary, state, pause_left_s());
-      return m_d.fail(fmt::format("{}; {} is {}, but CLIENT UNPAUSE failed ({})", error,
-                                  m_d.result.old_primary, state, r.error()));
+      m_d.result.advice = util::format("CLIENT UNPAUSE on {} ({}: safe); its pause ends by itself "
+                                       "in about {} s anyway",
+                                       m_d.result.old_primary, state, pause_left_s());
+      return m_d.fail(util::format("{}; {} is {}, but CLIENT UNPAUSE failed ({})", error,
+                                   m_d.result.old_primary, state, r.error()));
     }
     return m_d.fail(
-        fmt::format("{}; {} is {}; writes on it unpaused", error, m_d.result.old_primary, state));
+        util::format("{}; {} is {}; writes on it unpaused", error, m_d.result.old_primary, state));
   }
 
   // Fails leaving the old master paused on purpose (`why`), with what the operator must do.
   SwitchoverResult leave_paused(const std::string& error, const std::string& why) {
     const std::string& old = m_d.result.old_primary;
     m_d.result.left_paused = true;
-    m_d.result.advice = fmt::format(
+    m_d.result.advice = util::format(
         "{0} is still paused and must not simply be unpaused: {1}, and unpausing a node that "
         "answers ROLE master could make two writable masters. Its pause ends by itself in "
         "about {2} s; before then: once a majority of the Sentinels names a new master "
@@ -448,7 +449,7 @@ private:
         m_failover_sent ? "SENTINEL FAILOVER was accepted (or may have been)"
                         : "the Sentinel majority names another master",
         pause_left_s(), m_c.master_name);
-    return m_d.fail(fmt::format("{}; {} LEFT PAUSED: {}", error, old, why));
+    return m_d.fail(util::format("{}; {} LEFT PAUSED: {}", error, old, why));
   }
 
   const config::RedisCluster& m_c;

@@ -4,7 +4,7 @@
 #include "pg_switchover.hpp"
 #include "redis_switchover.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 namespace dbcheck::switchover {
 
@@ -35,11 +35,11 @@ std::optional<std::string> pause_refused(util::Duration pause, util::Duration ti
   if (pause >= least) {
     return std::nullopt;
   }
-  return fmt::format("--pause {} is shorter than --timeout {} plus the {} margin for releasing "
-                     "the old master: the pause must outlive the switchover (give --pause {} or "
-                     "more, or leave it out)",
-                     util::format_duration(pause), util::format_duration(timeout),
-                     util::format_duration(least - timeout), util::format_duration(least));
+  return util::format("--pause {} is shorter than --timeout {} plus the {} margin for releasing "
+                      "the old master: the pause must outlive the switchover (give --pause {} or "
+                      "more, or leave it out)",
+                      util::format_duration(pause), util::format_duration(timeout),
+                      util::format_duration(least - timeout), util::format_duration(least));
 }
 
 SwitchoverResult run_switchover(const config::Cluster& cluster, const SwitchoverOptions& options,

@@ -1,6 +1,6 @@
 #include "cidr.hpp"
 
-#include <fmt/format.h>
+#include "format.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -37,7 +37,7 @@ tl::expected<Cidr, std::string> parse_cidr(std::string_view text) {
   } else if (inet_pton(AF_INET6, addr.c_str(), c.bytes.data()) == 1) {
     c.v6 = true;
   } else {
-    return tl::make_unexpected(fmt::format(
+    return tl::make_unexpected(util::format(
         "\"{}\": expected an IP address or ADDRESS/BITS (e.g. \"10.0.0.0/24\")", text));
   }
   const int max = c.v6 ? 128 : 32;
@@ -48,7 +48,7 @@ tl::expected<Cidr, std::string> parse_cidr(std::string_view text) {
     const auto [end, ec] = std::from_chars(bits.data(), bits.data() + bits.size(), n);
     if (ec != std::errc{} || end != bits.data() + bits.size() || n < 0 || n > max) {
       return tl::make_unexpected(
-          fmt::format("\"{}\": the prefix length must be a number from 0 to {}", text, max));
+          util::format("\"{}\": the prefix length must be a number from 0 to {}", text, max));
     }
     c.prefix = n;
   }
@@ -58,8 +58,9 @@ tl::expected<Cidr, std::string> parse_cidr(std::string_view text) {
     network.bytes[static_cast<std::size_t>(bit / 8)] &= static_cast<std::uint8_t>(~(0x80 >> (bit % 8)));
   }
   if (network.bytes != c.bytes) {
-    return tl::make_unexpected(fmt::format("\"{}\": host bits are set below /{} (did you mean {}?)",
-                                           text, c.prefix, to_string(network)));
+    return tl::make_unexpected(
+        util::format("\"{}\": host bits are set below /{} (did you mean {}?)", text, c.prefix,
+                     to_string(network)));
   }
   return c;
 }
@@ -67,7 +68,7 @@ tl::expected<Cidr, std::string> parse_cidr(std::string_view text) {
 std::string to_string(const Cidr& c) {
   char buf[INET6_ADDRSTRLEN] = {};
   inet_ntop(c.v6 ? AF_INET6 : AF_INET, c.bytes.data(), buf, sizeof buf);
-  return fmt::format("{}/{}", buf, c.prefix);
+  return util::format("{}/{}", buf, c.prefix);
 }
 
 bool address_allowed(const std::vector<Cidr>& allow, const sockaddr* addr) {

@@ -1,6 +1,6 @@
 #include "duration.hpp"
 
-#include <fmt/format.h>
+#include "format.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -15,9 +15,9 @@ constexpr std::int64_t k_day_ms = 86'400'000;
 
 tl::expected<Duration, std::string> parse_duration(std::string_view text) {
   const auto expected_form = [&] {
-    return fmt::format("\"{}\" is not a duration (expected a number with a unit: ms, s or m, "
-                       "e.g. \"800ms\" or \"1.5s\")",
-                       text);
+    return util::format("\"{}\" is not a duration (expected a number with a unit: ms, s or m, "
+                        "e.g. \"800ms\" or \"1.5s\")",
+                        text);
   };
   std::size_t unit_pos = 0;
   while (unit_pos < text.size() &&
@@ -69,11 +69,11 @@ tl::expected<Duration, std::string> parse_duration(std::string_view text) {
   }
   const std::int64_t ms = whole_ms + fraction_ms;
   if (ms > k_day_ms || (ms == k_day_ms && !fraction.empty())) {
-    return tl::make_unexpected(fmt::format("\"{}\" is longer than a day", text));
+    return tl::make_unexpected(util::format("\"{}\" is longer than a day", text));
   }
   if (!exact) {
     return tl::make_unexpected(
-        fmt::format("\"{}\" is finer than the supported resolution of 1ms", text));
+        util::format("\"{}\" is finer than the supported resolution of 1ms", text));
   }
   return Duration{static_cast<Duration::rep>(ms)};
 }
@@ -81,13 +81,14 @@ tl::expected<Duration, std::string> parse_duration(std::string_view text) {
 std::string format_duration(Duration d) {
   const auto ms = d.count();
   if (ms % 1000 != 0 || ms == 0) {
-    return ms < 1000 ? fmt::format("{}ms", ms) : fmt::format("{}s", static_cast<double>(ms) / 1000);
+    return ms < 1000 ? util::format("{}ms", ms)
+                     : util::format("{}s", static_cast<double>(ms) / 1000);
   }
-  return fmt::format("{}s", ms / 1000);
+  return util::format("{}s", ms / 1000);
 }
 
 std::string format_seconds(double seconds) {
-  return fmt::format("{:.3f}s", seconds);
+  return util::format("{:.3f}s", seconds);
 }
 
 } // namespace dbcheck::util

@@ -1,6 +1,6 @@
 #include "host_port.hpp"
 
-#include <fmt/format.h>
+#include "format.hpp"
 
 #include <arpa/inet.h>
 
@@ -16,7 +16,7 @@ tl::expected<std::uint16_t, std::string> parse_port(std::string_view text) {
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || value == 0 ||
       value > 65535) {
-    return tl::make_unexpected(fmt::format("\"{}\" is not a port number (1-65535)", text));
+    return tl::make_unexpected(util::format("\"{}\" is not a port number (1-65535)", text));
   }
   return static_cast<std::uint16_t>(value);
 }
@@ -24,7 +24,7 @@ tl::expected<std::uint16_t, std::string> parse_port(std::string_view text) {
 tl::expected<HostPort, std::string> parse_host_port(std::string_view text) {
   const auto bad = [&] {
     return tl::make_unexpected(
-        fmt::format("\"{}\" is not HOST:PORT (e.g. 10.0.0.1:5432 or [::1]:5432)", text));
+        util::format("\"{}\" is not HOST:PORT (e.g. 10.0.0.1:5432 or [::1]:5432)", text));
   };
   std::string_view host;
   std::string_view port;
@@ -55,9 +55,9 @@ tl::expected<HostPort, std::string> parse_host_port(std::string_view text) {
 
 std::string to_string(const HostPort& hp) {
   if (hp.host.find(':') != std::string::npos) {
-    return fmt::format("[{}]:{}", hp.host, hp.port);
+    return util::format("[{}]:{}", hp.host, hp.port);
   }
-  return fmt::format("{}:{}", hp.host, hp.port);
+  return util::format("{}:{}", hp.host, hp.port);
 }
 
 bool is_ip_literal(std::string_view host) {

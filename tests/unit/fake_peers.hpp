@@ -4,8 +4,8 @@
 // only when a check sleeps or a scripted answer says it took a while).
 
 #include <probe/peers.hpp>
+#include <util/format.hpp>
 
-#include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <condition_variable>
@@ -182,7 +182,7 @@ private:
     pipeline(const std::vector<probe::RedisCommand>& cmds, const Deadline& d) override {
       std::string text;
       for (const auto& c : cmds) {
-        text += (text.empty() ? "" : "; ") + fmt::format("{}", fmt::join(c, " "));
+        text += (text.empty() ? "" : "; ") + util::format("{}", fmt::join(c, " "));
       }
       m_f.note("redis " + m_key + " " + text, d);
       return m_f.redis_answers.at(m_key)(cmds);

@@ -2,7 +2,7 @@
 // docs/agent.md lists: nothing written by hand beside the list, nothing listed and missing.
 #include "dbcheck_catch.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 #include <fstream>
 #include <metrics_list.hpp>
@@ -68,7 +68,7 @@ TEST_CASE("every declared metric is exported with its HELP and TYPE, and nothing
   std::set<std::string> declared;
   for (const auto& m : k_metrics) {
     CHECK(declared.insert(std::string{m.name}).second); // declared once
-    CHECK(text.find(fmt::format("# HELP {} {}\n", m.name, m.help)) != std::string::npos);
+    CHECK(text.find(util::format("# HELP {} {}\n", m.name, m.help)) != std::string::npos);
   }
   CHECK(typed == declared);
   CHECK(sampled == declared); // each has a sample here, and every sample is declared

@@ -3,8 +3,7 @@
 
 #include <core/health_tracker.hpp>
 #include <core/pg_verdict.hpp>
-
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 #include <map>
 
@@ -22,7 +21,7 @@ PatroniMember member(const char* name, const char* role, const char* host, bool 
   m.state = "running";
   m.address = HostPort{host, 5432};
   m.noloadbalance = nlb;
-  m.api_url = fmt::format("http://{}:8008/patroni", host);
+  m.api_url = dbcheck::util::format("http://{}:8008/patroni", host);
   return m;
 }
 
@@ -449,7 +448,8 @@ TEST_CASE("reader: readers = synchronous takes sync and quorum standbys only",
         evaluate_replica({k_replica, replica_view(false, role), streaming(), lag(0), 3}, 1.0,
                          ReaderChoice::synchronous);
     CHECK(v.state == State::up);
-    CHECK_THAT(v.reason, dbcheck_test::StartsWith(fmt::format("streaming {} pg2, lag <= ", role)));
+    CHECK_THAT(v.reason,
+               dbcheck_test::StartsWith(dbcheck::util::format("streaming {} pg2, lag <= ", role)));
     // The default takes them too.
     CHECK(evaluate_replica({k_replica, replica_view(false, role), streaming(), lag(0), 3}, 1.0)
               .state == State::up);

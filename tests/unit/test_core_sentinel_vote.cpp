@@ -1,8 +1,7 @@
 #include "dbcheck_catch.hpp"
 
 #include <core/sentinel_vote.hpp>
-
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 #include <random>
 
@@ -148,7 +147,7 @@ TEST_CASE("the tally's invariants hold for any answers", "[core][redis][vote][pr
     std::vector<SentinelAnswer> answers;
     const int n = static_cast<int>(rng() % 8);
     for (int i = 0; i < n; ++i) {
-      const HostPort who{fmt::format("s{}", rng() % 5), 26379};
+      const HostPort who{dbcheck::util::format("s{}", rng() % 5), 26379};
       if (rng() % 5 == 0) {
         answers.push_back({who, tl::make_unexpected(ProbeError{Failure::timeout, "t", ""})});
       } else {
