@@ -138,7 +138,7 @@ TEST_CASE("what hiredis 1.x would read without bound is refused here", "[core][r
       const auto r = b.scan(bytes);
       CAPTURE(bytes);
       REQUIRE_FALSE(r);
-      CHECK_THAT(r.error().reason, Catch::StartsWith("reply has RESP3 type '"));
+      CHECK_THAT(r.error().reason, dbcheck_test::StartsWith("reply has RESP3 type '"));
       CHECK(r.error().accepted == bytes.find_first_of("%~>|=!,_#("));
     }
   }
