@@ -231,15 +231,19 @@ def _bulk_writer(pg_cluster, leader, stop):
 def test_L5_replica_without_wal_receiver_is_not_ready(pg_cluster, dbcheck_bin, lag_config, figures):
     pg_cluster.wait_healthy()
     replica = pg_cluster.replicas()[0]
-    pg_cluster.pause()
+    # Patroni, even paused, puts primary_conninfo back within a loop (it strips recovery settings
+    # from postgresql.auto.conf): with the replica's Patroni stopped, its PostgreSQL keeps running
+    # without a WAL receiver for as long as the test needs. The other members still list it.
+    pg_cluster.kill_patroni(replica)
     su = pg_cluster.superuser_conn(replica)
+    receivers = "SELECT count(*) FROM pg_stat_wal_receiver"
     try:
         with su.cursor() as cur:
             cur.execute("ALTER SYSTEM SET primary_conninfo = ''")
             cur.execute("SELECT pg_reload_conf()")
-        wait_until(lambda: scalar(su, "SELECT count(*) FROM pg_stat_wal_receiver") == 0, 20,
-                   "WAL receiver gone")
+        wait_until(lambda: scalar(su, receivers) == 0, 20, "WAL receiver gone")
         run = explain(dbcheck_bin, lag_config, "pg_read", replica.pg_addr)
+        assert scalar(su, receivers) == 0, "the premise broke: a WAL receiver came back during the check"
         assert run.rc == 1, run
         assert run.failure == "not_ready", run
         assert "no WAL receiver" in run.reason, run
@@ -248,7 +252,7 @@ def test_L5_replica_without_wal_receiver_is_not_ready(pg_cluster, dbcheck_bin, l
             cur.execute("ALTER SYSTEM RESET primary_conninfo")
             cur.execute("SELECT pg_reload_conf()")
         su.close()
-        pg_cluster.resume()
+        pg_cluster.start_patroni(replica)
     pg_cluster.wait_healthy()
     wait_passes(dbcheck_bin, lag_config, replica, 30, "replica passes again once streaming")
     figures("L5 no WAL receiver", f"check fails: {run.reason}")
