@@ -177,6 +177,9 @@ def main():
               f"lab directory: {workdir}", flush=True)
         try:
             lab.start()
+            if lab.net.swept:
+                print("removed network namespaces an earlier run left behind when it died: "
+                      + " ".join(lab.net.swept), flush=True)
             right = watch_partition(lab) and right
         finally:
             lab.stop()
