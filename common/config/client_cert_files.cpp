@@ -2,7 +2,7 @@
 
 #include "password_file.hpp"
 
-#include <util/format.hpp>
+#include <fmt/format.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -25,20 +25,21 @@ std::optional<std::string> not_absolute(const std::string& file, std::string_vie
 
 } // namespace
 
-std::optional<std::string> certificate_file_problem(const std::string& file) {
-  if (auto bad = not_absolute(file, "client certificate")) {
+std::optional<std::string> certificate_file_problem(const std::string& file,
+                                                    std::string_view what) {
+  if (auto bad = not_absolute(file, what)) {
     return bad;
   }
   // Opened, not merely stat()ed: readable by this user is what libpq will need.
   const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) {
-    return util::format("cannot read client certificate {}: {}", file, std::strerror(errno));
+    return util::format("cannot read {} {}: {}", what, file, std::strerror(errno));
   }
   struct stat st {};
   const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
   ::close(fd);
   if (!regular) {
-    return util::format("client certificate {} is not a regular file", file);
+    return util::format("{} {} is not a regular file", what, file);
   }
   return std::nullopt;
 }
@@ -56,15 +57,14 @@ std::optional<std::string> key_file_problem(const std::string& file) {
   // connection with a less telling OpenSSL error.
   if (text.find("PRIVATE KEY-----") == std::string_view::npos) {
     return util::format("client key file {} is not a PEM private key (\"-----BEGIN ... PRIVATE "
-                        "KEY-----\"); is it the certificate?",
-                        file);
+                       "KEY-----\"); is it the certificate?",
+                       file);
   }
   if (text.find("ENCRYPTED") != std::string_view::npos) {
-    return util::format(
-        "client key file {} is encrypted; dbcheck gives libpq no passphrase: "
-        "store it decrypted, as the key's owner (sudo -u OWNER openssl pkey -in KEY "
-        "-out NEW; then chmod 600 NEW), so the checks can still read it",
-        file);
+    return util::format("client key file {} is encrypted; dbcheck gives libpq no passphrase: "
+                       "store it decrypted, as the key's owner (sudo -u OWNER openssl pkey -in KEY "
+                       "-out NEW; then chmod 600 NEW), so the checks can still read it",
+                       file);
   }
   return std::nullopt;
 }

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace dbcheck::config {
 
@@ -14,10 +15,12 @@ namespace dbcheck::config {
 // The largest client key file accepted (a PEM RSA 8192 key is under 7 KiB).
 inline constexpr std::size_t k_max_key_file = 64 * 1024;
 
-// Why libpq could not use `file` as the client certificate (not an absolute path, missing,
-// unreadable, not a regular file), or nullopt when it can. libpq would silently send no
-// certificate for a missing one; the server would then answer with a vaguer refusal.
-std::optional<std::string> certificate_file_problem(const std::string& file);
+// Why libpq could not use `file` as the client certificate (`what`: or as a CA bundle; not an
+// absolute path, missing, unreadable, not a regular file), or nullopt when it can. libpq would
+// silently send no certificate for a missing one; the server would then answer with a vaguer
+// refusal.
+std::optional<std::string> certificate_file_problem(const std::string& file,
+                                                    std::string_view what = "client certificate");
 
 // Why `file` is not a usable client key, or nullopt: an absolute path, read_private_file's
 // rules (the same as a password file's: no symlink, owned by this user or root, no group or

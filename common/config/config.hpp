@@ -6,8 +6,8 @@
 #include <core/pass_log.hpp>
 #include <core/patroni_cluster.hpp>
 #include <core/writer_opinions.hpp>
-#include <util/duration.hpp>
 #include <util/cidr.hpp>
+#include <util/duration.hpp>
 #include <util/host_port.hpp>
 
 #include <map>
@@ -50,6 +50,16 @@ struct PostgresCluster {
   std::optional<std::string> operator_password_file;
 };
 
+// TLS on the links to a Redis cluster's data nodes (tls = true) or to its Sentinels
+// (sentinel_tls = true); the files were checked at load, the probe opens them on each connect.
+struct RedisTls {
+  bool enabled = false;
+  std::optional<std::string> ca_cert_file; // none: the system's CA store
+  std::optional<std::string> cert_file;    // a client certificate (tls-auth-clients), with key_file
+  std::optional<std::string> key_file;
+  std::optional<std::string> server_name; // the name the certificate must carry; none: the address
+};
+
 // Redis/Valkey data nodes watched by Sentinels ([cluster.NAME] with engine = "redis").
 struct RedisCluster {
   std::string name;
@@ -59,6 +69,9 @@ struct RedisCluster {
   Secret password;
   std::optional<std::string> sentinel_user;
   Secret sentinel_password;
+  RedisTls tls;             // the data nodes
+  RedisTls sentinel_tls;    // the Sentinels
+  bool require_tls = false; // a plain-text link to a data node or a Sentinel: an error at load
   // `dbcheck switchover` only: the ACL user with pause and failover rights on the data nodes
   // and Sentinels, and the path of its password file (read only when a switchover runs).
   std::optional<std::string> operator_user;
@@ -87,21 +100,21 @@ struct Backend {
 struct AgentSettings {
   // Both ports must be stated (no wildcard default): the agent's answers can take a host's
   // servers down, so where it listens is the operator's explicit choice.
-  util::HostPort listen;                       // agent-check port
-  util::HostPort http_listen;                  // HTTP endpoints and /metrics
-  std::vector<util::Cidr> allow;               // clients admitted on both ports (required)
-  bool expose_reasons = true;                  // reasons and /health detail for allowed clients
-  std::optional<std::string> http_certfile;    // with http_keyfile: serve HTTPS instead
+  util::HostPort listen;                    // agent-check port
+  util::HostPort http_listen;               // HTTP endpoints and /metrics
+  std::vector<util::Cidr> allow;            // clients admitted on both ports (required)
+  bool expose_reasons = true;               // reasons and /health detail for allowed clients
+  std::optional<std::string> http_certfile; // with http_keyfile: serve HTTPS instead
   std::optional<std::string> http_keyfile;
-  util::Duration interval{1000};               // one probe round per cluster per interval
-  util::Duration fastinter{250};               // rounds this often while failing towards down
-  int fall = 2;                                // consecutive failures to go down
-  int rise = 3;                                // consecutive successes to come back
-  util::Duration lag_window{5000};             // max_lag exceeded this long before a replica leaves
-  util::Duration stale_after{3000};            // a verdict older than this is not trusted
-  util::Duration shutdown_grace{10000};        // answer "drain" this long after SIGTERM
-  util::Duration ready_window{10000};          // send "ready" this long after our own drain ends
-  std::optional<std::string> drain_file;       // while it exists, every backend answers drain
+  util::Duration interval{1000};         // one probe round per cluster per interval
+  util::Duration fastinter{250};         // rounds this often while failing towards down
+  int fall = 2;                          // consecutive failures to go down
+  int rise = 3;                          // consecutive successes to come back
+  util::Duration lag_window{5000};       // max_lag exceeded this long before a replica leaves
+  util::Duration stale_after{3000};      // a verdict older than this is not trusted
+  util::Duration shutdown_grace{10000};  // answer "drain" this long after SIGTERM
+  util::Duration ready_window{10000};    // send "ready" this long after our own drain ends
+  std::optional<std::string> drain_file; // while it exists, every backend answers drain
   std::string state_dir = "/var/lib/dbcheck-agent"; // our own drain, across restarts
   std::optional<std::string> default_backend;       // for pollers that send no agent-send line
   std::size_t max_connections = 20000;              // agent port: open connections at most

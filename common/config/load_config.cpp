@@ -20,10 +20,12 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 namespace dbcheck::config {
 namespace {
@@ -383,7 +385,8 @@ const std::vector<KeySpec<PostgresCluster>>& postgres_keys() {
            if (*v > util::Duration{2000}) {
              e.add(n.source(), key,
                    "at most 2s: the checks would keep naming a writer the members may no "
-                   "longer name (at most HAProxy's inter; leave it out to ask the members on every check)");
+                   "longer name (at most HAProxy's inter; leave it out to ask the members on every "
+                   "check)");
              return;
            }
            c.shared_view_max_age = *v;
@@ -412,8 +415,10 @@ const std::vector<KeySpec<PostgresCluster>>& postgres_keys() {
        [](PostgresCluster& c, const toml::node& n, Errors& e, const std::string& key) {
          c.patroni_certfile = want_string(n, e, key);
        }},
-      {"patroni_keyfile", [](PostgresCluster& c, const toml::node& n, Errors& e,
-                             const std::string& key) { c.patroni_keyfile = want_string(n, e, key); }},
+      {"patroni_keyfile",
+       [](PostgresCluster& c, const toml::node& n, Errors& e, const std::string& key) {
+         c.patroni_keyfile = want_string(n, e, key);
+       }},
   };
   return k;
 }
@@ -431,6 +436,9 @@ std::optional<util::HostPort> want_host_port(const toml::node& n, Errors& e,
   }
   return *hp;
 }
+
+std::vector<KeySpec<RedisCluster>> redis_tls_keys(const std::string& prefix,
+                                                  RedisTls RedisCluster::*which);
 
 const std::vector<KeySpec<RedisCluster>>& redis_keys() {
   static const std::vector<KeySpec<RedisCluster>> k = {
@@ -492,8 +500,77 @@ const std::vector<KeySpec<RedisCluster>>& redis_keys() {
        [](RedisCluster& c, const toml::node& n, Errors& e, const std::string& key) {
          c.operator_password_file = want_string(n, e, key);
        }},
+      {"require_tls",
+       [](RedisCluster& c, const toml::node& n, Errors& e, const std::string& key) {
+         if (auto v = want_bool(n, e, key)) {
+           c.require_tls = *v;
+         }
+       }},
   };
-  return k;
+  static const std::vector<KeySpec<RedisCluster>> all = [] {
+    std::vector<KeySpec<RedisCluster>> v = k;
+    for (auto& spec : redis_tls_keys("", &RedisCluster::tls)) {
+      v.push_back(std::move(spec));
+    }
+    for (auto& spec : redis_tls_keys("sentinel_", &RedisCluster::sentinel_tls)) {
+      v.push_back(std::move(spec));
+    }
+    return v;
+  }();
+  return all;
+}
+
+// Why a file a TLS key names is unusable, with its key: a CA bundle or certificate (`what`)
+// must be readable, a key (`what` null) meets the password-file rules (client_cert_files.hpp). Only
+// this cluster is then unusable, as with an unreadable password file.
+void want_tls_file(RedisCluster& c, std::optional<std::string>& field, const char* what,
+                   const toml::node& n, Errors& e, const std::string& key) {
+  field = want_string(n, e, key);
+  if (field) {
+    if (auto bad =
+            what == nullptr ? key_file_problem(*field) : certificate_file_problem(*field, what)) {
+      e.unreadable(c.name, n.source(), key, *bad);
+    }
+  }
+}
+
+// The TLS keys of one kind of link (`prefix` "": the data nodes, "sentinel_": the Sentinels),
+// named after Redis's own tls-* settings.
+std::vector<KeySpec<RedisCluster>> redis_tls_keys(const std::string& prefix,
+                                                  RedisTls RedisCluster::*which) {
+  static std::deque<std::string> names; // KeySpec holds views: the names must outlive it
+  const auto name = [&](const char* base) -> std::string_view {
+    return names.emplace_back(prefix + base);
+  };
+  return {
+      {name("tls"),
+       [which](RedisCluster& c, const toml::node& n, Errors& e, const std::string& key) {
+         if (auto v = want_bool(n, e, key)) {
+           (c.*which).enabled = *v;
+         }
+       }},
+      {name("tls_ca_cert_file"),
+       [which](RedisCluster& c, const toml::node& n, Errors& e, const std::string& key) {
+         want_tls_file(c, (c.*which).ca_cert_file, "CA bundle", n, e, key);
+       }},
+      {name("tls_cert_file"),
+       [which](RedisCluster& c, const toml::node& n, Errors& e, const std::string& key) {
+         want_tls_file(c, (c.*which).cert_file, "client certificate", n, e, key);
+       }},
+      {name("tls_key_file"),
+       [which](RedisCluster& c, const toml::node& n, Errors& e, const std::string& key) {
+         want_tls_file(c, (c.*which).key_file, nullptr, n, e, key);
+       }},
+      {name("tls_server_name"),
+       [which](RedisCluster& c, const toml::node& n, Errors& e, const std::string& key) {
+         auto v = want_string(n, e, key);
+         if (v && v->empty()) {
+           e.add(n.source(), key, "expected a host name or an IP address, not \"\"");
+           return;
+         }
+         (c.*which).server_name = v;
+       }},
+  };
 }
 
 template <class Target>
@@ -501,19 +578,18 @@ void apply_keys(const toml::table& table, const std::vector<KeySpec<Target>>& sp
                 const std::string& section, Target& target, Errors& e,
                 std::string_view (*refused)(std::string_view) = nullptr);
 
-// Why a Redis cluster cannot take `key` (empty: it is merely unknown). TLS to Redis and the
-// Sentinels needs hiredis >= 1.0 (its hiredis_ssl library); Debian 12 ships hiredis 0.14, so a
-// TLS setting is refused by name rather than ignored or reported as a typo.
+// Why a Redis cluster cannot take `key` (empty: it is merely unknown): PostgreSQL's and other
+// clients' TLS spellings are named with the key Redis clusters use, rather than reported as a
+// typo.
 std::string_view redis_refused(std::string_view key) {
-  static constexpr std::array<std::string_view, 10> k_tls = {
-      "tls",           "ssl",          "sslmode",      "sslrootcert", "tls_cafile",
-      "tls_ca_cert_file", "tls_cert_file", "tls_key_file", "sentinel_tls", "require_tls"};
-  if (std::find(k_tls.begin(), k_tls.end(), key) == k_tls.end()) {
+  static constexpr std::array<std::string_view, 5> k_other = {"ssl", "sslmode", "sslrootcert",
+                                                              "tls_cafile", "sentinel_tls_cafile"};
+  if (std::find(k_other.begin(), k_other.end(), key) == k_other.end()) {
     return {};
   }
-  return "Redis and Sentinel over TLS are not supported: it needs hiredis 1.0 or later "
-         "(hiredis_ssl) and Debian 12 ships 0.14. Reach them over a private network, or "
-         "through a local TLS tunnel (stunnel) whose plain end dbcheck connects to";
+  return "not a Redis key: TLS to the data nodes is tls = true with tls_ca_cert_file (and "
+         "tls_cert_file, tls_key_file, tls_server_name), to the Sentinels the same keys "
+         "prefixed sentinel_";
 }
 
 std::optional<int> want_count(const toml::node& n, Errors& e, const std::string& key) {
@@ -797,6 +873,42 @@ void require_keys(const toml::table& table, std::initializer_list<const char*> k
   }
 }
 
+// The TLS settings of a Redis cluster taken together: files only with tls = true, a client
+// certificate with its key, and no plain-text link under require_tls.
+void check_redis_tls(const toml::table& t, const RedisCluster& c, const std::string& sec,
+                     const toml::source_region& where, Errors& e) {
+  // Where `key` is written, else the section's header.
+  const auto at = [&](const std::string& key) {
+    const toml::node* n = t.get(key);
+    return n != nullptr ? n->source() : where;
+  };
+  for (const auto& [prefix, tls, whom] :
+       {std::tuple{std::string{}, &c.tls, "the data nodes"},
+        std::tuple{std::string{"sentinel_"}, &c.sentinel_tls, "the Sentinels"}}) {
+    for (const char* base :
+         {"tls_ca_cert_file", "tls_cert_file", "tls_key_file", "tls_server_name"}) {
+      if (!tls->enabled && t.contains(prefix + base)) {
+        e.add(at(prefix + base), sec + "." + prefix + base,
+              fmt::format("needs {}tls = true", prefix));
+      }
+    }
+    const std::string cert = prefix + "tls_cert_file";
+    const std::string key = prefix + "tls_key_file";
+    if (tls->enabled && t.contains(cert) != t.contains(key)) {
+      const std::string& given = t.contains(cert) ? cert : key;
+      e.add(
+          at(given), sec + "." + given,
+          fmt::format("needs {} and {} together (the client certificate and its key)", cert, key));
+    }
+    if (c.require_tls && !tls->enabled) {
+      e.add(at("require_tls"), sec + "." + prefix + "tls",
+            fmt::format("the links to {} are plain text: anyone on the path can pose as them "
+                        "and read the check's password; set {}tls = true (require_tls = true)",
+                        whom, prefix));
+    }
+  }
+}
+
 // One [cluster.NAME]: its engine chooses which keys are allowed and required.
 void parse_cluster(const std::string& name, const toml::table& t, const toml::source_region& where,
                    Config& cfg, Errors& e) {
@@ -867,6 +979,7 @@ void parse_cluster(const std::string& name, const toml::table& t, const toml::so
   if (c.sentinel_user && !t.contains("sentinel_password_file")) {
     e.add(where, sec + ".sentinel_user", "needs sentinel_password_file as well");
   }
+  check_redis_tls(t, c, sec, where, e);
   cfg.clusters.emplace(name, std::move(c));
 }
 
@@ -952,8 +1065,9 @@ tl::expected<Config, ConfigError> parse_config(std::string_view text, const std:
     if (d.has_role && d.readers_where && b.role == Role::primary) {
       e.add(*d.readers_where, sec + ".readers", "applies only to role = \"replica\"");
     }
-    if (const auto c = cfg.clusters.find(b.cluster); d.readers_where && c != cfg.clusters.end() &&
-                                                     !std::holds_alternative<PostgresCluster>(c->second)) {
+    if (const auto c = cfg.clusters.find(b.cluster);
+        d.readers_where && c != cfg.clusters.end() &&
+        !std::holds_alternative<PostgresCluster>(c->second)) {
       e.add(*d.readers_where, sec + ".readers",
             "applies only to PostgreSQL clusters (Redis replication is asynchronous)");
     }

@@ -112,7 +112,8 @@ TEST_CASE("errors name the file, line and key, and what was expected", "[config]
   }
   SECTION("readers: synchronous replicas only, on a PostgreSQL reader") {
     std::string text = base;
-    text.replace(text.find("role = \"replica\""), 16, "role = \"replica\"\nreaders = \"synchronous\"");
+    text.replace(text.find("role = \"replica\""), 16,
+                 "role = \"replica\"\nreaders = \"synchronous\"");
     const auto r = parse_config(text, "dbcheck.toml");
     REQUIRE(r);
     CHECK(r->backends.at("pg_read").readers == dbcheck::core::ReaderChoice::synchronous);
@@ -120,7 +121,8 @@ TEST_CASE("errors name the file, line and key, and what was expected", "[config]
   }
   SECTION("readers on a writer, and a value that is not a choice") {
     std::string text = base;
-    text.replace(text.find("role = \"primary\""), 16, "role = \"primary\"\nreaders = \"synchronous\"");
+    text.replace(text.find("role = \"primary\""), 16,
+                 "role = \"primary\"\nreaders = \"synchronous\"");
     text.replace(text.find("role = \"replica\""), 16, "role = \"replica\"\nreaders = \"sync\"");
     const auto r = parse_config(text, "dbcheck.toml");
     REQUIRE_FALSE(r);
@@ -354,10 +356,13 @@ max_lag = "2s"
           "10.0.0.1:5432 or [::1]:5432)\n"
           "dbcheck.toml:4: cluster.cache.dbname: unknown key \"dbname\" in [cluster.cache] "
           "(expected one of: engine, sentinels, master_name, user, password_file, sentinel_user, "
-          "sentinel_password_file, operator_user, operator_password_file)\n");
+          "sentinel_password_file, operator_user, operator_password_file, require_tls, tls, "
+          "tls_ca_cert_file, tls_cert_file, tls_key_file, tls_server_name, sentinel_tls, "
+          "sentinel_tls_ca_cert_file, sentinel_tls_cert_file, sentinel_tls_key_file, "
+          "sentinel_tls_server_name)\n");
   }
-  SECTION("TLS for Redis is refused by name, with why, not reported as a typo") {
-    for (const char* key : {"tls = true", "sslmode = \"require\"", "tls_cafile = \"/ca.pem\""}) {
+  SECTION("PostgreSQL's TLS keys are refused by name, pointing at Redis's own") {
+    for (const char* key : {"sslmode = \"require\"", "tls_cafile = \"/ca.pem\""}) {
       std::string bad = text;
       bad.replace(bad.find("master_name = \"mymaster\""), 24,
                   std::string("master_name = \"mymaster\"\n") + key);
@@ -366,9 +371,9 @@ max_lag = "2s"
       const std::string name = std::string(key).substr(0, std::string(key).find(' '));
       CHECK(errors_of(r) ==
             "dbcheck.toml:5: cluster.cache." + name + ": \"" + name +
-                "\": Redis and Sentinel over TLS are not supported: it needs hiredis 1.0 or later "
-                "(hiredis_ssl) and Debian 12 ships 0.14. Reach them over a private network, or "
-                "through a local TLS tunnel (stunnel) whose plain end dbcheck connects to\n");
+                "\": not a Redis key: TLS to the data nodes is tls = true with tls_ca_cert_file "
+                "(and tls_cert_file, tls_key_file, tls_server_name), to the Sentinels the same "
+                "keys prefixed sentinel_\n");
     }
   }
   SECTION("a Sentinel listed twice, however spelled, is refused: it would vote twice") {
