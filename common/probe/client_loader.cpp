@@ -1,15 +1,16 @@
 // The executables' side of the client modules (client_modules.hpp): the probe's libpq,
-// libcurl and libevent wrappers, defined here as calls into dbcheck-pq.so, dbcheck-curl.so and
-// dbcheck-event.so, each loaded on its first use. A Redis check, --help and config-check thus
-// never load libpq or libcurl (nor OpenSSL, GSSAPI, LDAP... behind them): process start is
-// most of an external check's cost, and it grows with every library loaded and relocated. A
-// Redis agent never maps them: 4 MiB less resident, most of it OpenSSL.
+// libcurl, libevent and OpenSSL wrappers, defined here as calls into dbcheck-pq.so,
+// dbcheck-curl.so, dbcheck-event.so and dbcheck-tls.so, each loaded on its first use. A plain
+// Redis check, --help and config-check thus never load libpq or libcurl (nor OpenSSL, GSSAPI,
+// LDAP... behind them): process start is most of an external check's cost, and it grows with
+// every library loaded and relocated. A plain Redis agent never maps them: 4 MiB less
+// resident, most of it OpenSSL.
 //
-// These definitions replace pg_session.cpp, http_client.cpp and plain_http.cpp in dbcheck and
-// dbcheck-agent: the linker takes them from this object first, so it never pulls those
-// members out of dbcheck_probe's archive (every symbol they define must be defined here too,
-// or the link fails on duplicates), and --as-needed drops libpq, libcurl and libevent (checked
-// after the link).
+// These definitions replace pg_session.cpp, http_client.cpp, plain_http.cpp and tls_stream.cpp
+// in dbcheck and dbcheck-agent: the linker takes them from this object first, so it never
+// pulls those members out of dbcheck_probe's archive (every symbol they define must be defined
+// here too, or the link fails on duplicates), and --as-needed drops libpq, libcurl, libevent
+// and libssl (checked after the link).
 #include <probe/client_modules.hpp>
 #include <util/format.hpp>
 #include <util/url.hpp>
@@ -28,7 +29,8 @@ namespace dbcheck::probe {
 namespace {
 
 // A module's table, or why it could not be loaded.
-template <class Table> struct Loaded {
+template <class Table>
+struct Loaded {
   const Table* table = nullptr;
   std::string error;
 };
@@ -47,7 +49,8 @@ std::string module_path(const char* file) {
   return self.substr(0, self.rfind('/')) + "/../lib/dbcheck/" + file;
 }
 
-template <class Table> Loaded<Table> load(const char* file, const char* entry) {
+template <class Table>
+Loaded<Table> load(const char* file, const char* entry) {
   Loaded<Table> l;
   const std::string path = module_path(file);
   // RTLD_LAZY, as any program linked with libpq gets: the libraries built with BIND_NOW (most of
@@ -77,7 +80,8 @@ template <class Table> Loaded<Table> load(const char* file, const char* entry) {
 // The module's table, loaded by whichever thread asks first. Only a success is kept: a failed
 // load (EMFILE, ENOMEM, a package upgrade half done) is tried again by the next check, so an
 // agent that runs for months does not fail its checks closed until someone restarts it.
-template <class Table> Loaded<Table> cached(const char* file, const char* entry) {
+template <class Table>
+Loaded<Table> cached(const char* file, const char* entry) {
   static std::atomic<const Table*> table{nullptr};
   static std::mutex loading;
   if (const Table* t = table.load(std::memory_order_acquire)) {
@@ -102,6 +106,10 @@ Loaded<HttpModule> curl() {
 
 Loaded<PlainHttpModule> event() {
   return cached<PlainHttpModule>("dbcheck-event.so", "dbcheck_event_module");
+}
+
+Loaded<TlsModule> tls() {
+  return cached<TlsModule>("dbcheck-tls.so", "dbcheck_tls_module");
 }
 
 // Each URL's reply when a module cannot be loaded: why, handed to `enough` as get_all would.
@@ -191,6 +199,36 @@ std::vector<HttpReply> plain_get_all(const std::vector<std::string>& urls,
 std::string libevent_version() {
   const auto m = event();
   return m.table != nullptr ? m.table->libevent_version() : "? (" + m.error + ")";
+}
+
+// --- tls_stream.cpp ---
+
+// A session exists only once the module is loaded: it made it.
+void TlsStream::Closer::operator()(ssl_st* s) const {
+  tls().table->free(s);
+}
+
+TlsStream::TlsStream(ssl_st* ssl) : m_ssl(ssl) {}
+TlsStream::~TlsStream() = default;
+
+tl::expected<TlsStream, core::ProbeError> TlsStream::connect(int fd, const std::string& peer_host,
+                                                             const config::RedisTls& settings,
+                                                             const Deadline& deadline) {
+  const auto m = tls();
+  if (m.table == nullptr) {
+    return tl::unexpected(core::ProbeError{core::Failure::internal, m.error, {}});
+  }
+  return m.table->connect(fd, peer_host, settings, deadline);
+}
+
+tl::expected<void, core::ProbeError> TlsStream::write(std::string_view bytes,
+                                                      const Deadline& deadline) {
+  return tls().table->write(*this, bytes, deadline);
+}
+
+tl::expected<std::size_t, core::ProbeError> TlsStream::read(char* buf, std::size_t size,
+                                                            const Deadline& deadline) {
+  return tls().table->read(*this, buf, size, deadline);
 }
 
 } // namespace dbcheck::probe

@@ -9,12 +9,13 @@
 #include "http_client.hpp"
 #include "pg_session.hpp"
 #include "plain_http.hpp"
+#include "tls_stream.hpp"
 
 namespace dbcheck::probe {
 
 // A module and the binary loading it must come from the same build: the tables pass C++
 // objects (std::string, tl::expected) by reference.
-inline constexpr const char* k_module_abi = "dbcheck " DBCHECK_VERSION " modules 2";
+inline constexpr const char* k_module_abi = "dbcheck " DBCHECK_VERSION " modules 3";
 
 // dbcheck-pq.so: PgSession (pg_session.cpp).
 struct PgModule {
@@ -46,9 +47,21 @@ struct PlainHttpModule {
   std::string (*libevent_version)();
 };
 
+// dbcheck-tls.so: TlsStream (tls_stream.cpp), OpenSSL for Redis and Sentinel links.
+struct TlsModule {
+  const char* abi;
+  tl::expected<TlsStream, core::ProbeError> (*connect)(int, const std::string&,
+                                                       const config::RedisTls&, const Deadline&);
+  tl::expected<void, core::ProbeError> (*write)(TlsStream&, std::string_view, const Deadline&);
+  tl::expected<std::size_t, core::ProbeError> (*read)(TlsStream&, char*, std::size_t,
+                                                      const Deadline&);
+  void (*free)(ssl_st*);
+};
+
 } // namespace dbcheck::probe
 
 // The one symbol each module exports.
 extern "C" const dbcheck::probe::PgModule* dbcheck_pq_module();
 extern "C" const dbcheck::probe::HttpModule* dbcheck_curl_module();
 extern "C" const dbcheck::probe::PlainHttpModule* dbcheck_event_module();
+extern "C" const dbcheck::probe::TlsModule* dbcheck_tls_module();

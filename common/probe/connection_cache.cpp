@@ -79,9 +79,22 @@ PgLease::query(const std::string& sql, const std::vector<std::string>& params,
   return ask(deadline, [&](PgSession& s) { return s.query(sql, params, deadline); });
 }
 
-RedisLease::RedisLease(ConnectionCache* cache, util::HostPort address)
-    : Lease(cache, util::to_string(address),
-            [address](const Deadline& d) { return RedisLink::connect(address, d); }) {}
+namespace {
+
+// What tells apart kept links to one address: the TLS settings they were opened with.
+std::string tls_identity(const config::RedisTls& tls) {
+  if (!tls.enabled) {
+    return {};
+  }
+  return "/tls\n" + tls.ca_cert_file.value_or("") + "\n" + tls.cert_file.value_or("") + "\n" +
+         tls.key_file.value_or("") + "\n" + tls.server_name.value_or("");
+}
+
+} // namespace
+
+RedisLease::RedisLease(ConnectionCache* cache, util::HostPort address, config::RedisTls tls)
+    : Lease(cache, util::to_string(address) + tls_identity(tls),
+            [address, tls](const Deadline& d) { return RedisLink::connect(address, d, &tls); }) {}
 
 tl::expected<std::vector<core::RespValue>, core::ProbeError>
 RedisLease::pipeline(const std::vector<RedisCommand>& commands, const Deadline& deadline) {

@@ -218,8 +218,10 @@ class RedisLease : public Lease<RedisLink> {
 public:
   // --- Interface ---
 
-  // A lease of a link to `address`; nothing is opened yet.
-  RedisLease(ConnectionCache* cache, util::HostPort address);
+  // A lease of a link to `address` (over `tls` when enabled); nothing is opened yet. Kept
+  // links are told apart by address and TLS settings: a plain link is never handed to a TLS
+  // check, nor one verified against another CA or name.
+  RedisLease(ConnectionCache* cache, util::HostPort address, config::RedisTls tls);
 
   // Reuses a kept link, or connects within `deadline`.
   tl::expected<void, core::ProbeError> open(const Deadline& deadline) {

@@ -1,8 +1,7 @@
 // The real peers behind the checks' seam (peers.hpp): leases from a ConnectionCache, libcurl,
 // glibc's resolver, steady_clock.
-#include "peers.hpp"
-
 #include "name_resolver.hpp"
+#include "peers.hpp"
 
 #include <thread>
 
@@ -26,8 +25,8 @@ private:
 
 class LeasedRedis final : public RedisPeer {
 public:
-  LeasedRedis(ConnectionCache* cache, util::HostPort address)
-      : m_lease(cache, std::move(address)) {}
+  LeasedRedis(ConnectionCache* cache, util::HostPort address, config::RedisTls tls)
+      : m_lease(cache, std::move(address), std::move(tls)) {}
   tl::expected<void, core::ProbeError> open(const Deadline& deadline) override {
     return m_lease.open(deadline);
   }
@@ -46,8 +45,9 @@ public:
   std::unique_ptr<PgPeer> pg(const PgTarget& target) override {
     return std::make_unique<LeasedPg>(m_cache.get(), target);
   }
-  std::unique_ptr<RedisPeer> redis(const util::HostPort& address) override {
-    return std::make_unique<LeasedRedis>(m_cache.get(), address);
+  std::unique_ptr<RedisPeer> redis(const util::HostPort& address,
+                                   const config::RedisTls& tls) override {
+    return std::make_unique<LeasedRedis>(m_cache.get(), address, tls);
   }
   std::vector<HttpReply> get_all(const std::vector<std::string>& urls, const HttpOptions& options,
                                  const Deadline& deadline, const EnoughFn& enough) override {

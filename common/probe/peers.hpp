@@ -53,8 +53,9 @@ public:
   virtual ~Peers() = default;
   // A PostgreSQL node; nothing is opened yet.
   virtual std::unique_ptr<PgPeer> pg(const PgTarget& target) = 0;
-  // A Redis node or Sentinel; nothing is opened yet.
-  virtual std::unique_ptr<RedisPeer> redis(const util::HostPort& address) = 0;
+  // A Redis node or Sentinel, reached over `tls` when enabled; nothing is opened yet.
+  virtual std::unique_ptr<RedisPeer> redis(const util::HostPort& address,
+                                           const config::RedisTls& tls) = 0;
   // GETs every URL at once, as probe::get_all() does (http_client.hpp).
   virtual std::vector<HttpReply> get_all(const std::vector<std::string>& urls,
                                          const HttpOptions& options, const Deadline& deadline,

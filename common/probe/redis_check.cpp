@@ -49,10 +49,11 @@ NodeAnswer ask_node(Peers& peers, RedisPeer& link, const std::vector<RedisComman
   return {std::move(*role), at};
 }
 
-core::Step node_step(const util::HostPort& node, const std::vector<RedisCommand>& cmds) {
+core::Step node_step(const util::HostPort& node, const config::RedisTls& tls,
+                     const std::vector<RedisCommand>& cmds) {
   core::Step s;
   s.opinion = "node";
-  s.peer = util::to_string(node);
+  s.peer = util::to_string(node) + (tls.enabled ? " (TLS)" : "");
   for (const auto& c : cmds) {
     s.asked += (s.asked.empty() ? "" : "; ") + redacted(c);
   }
@@ -77,10 +78,10 @@ OffsetSample sample_master(Peers& peers, const config::RedisCluster& cluster,
                            core::Report& report) {
   OffsetSample s;
   const auto cmds = node_commands(cluster);
-  core::Step step = node_step(master, cmds);
+  core::Step step = node_step(master, cluster.tls, cmds);
   step.opinion = "primary_sample";
   const auto t0 = peers.now();
-  const auto link = peers.redis(master);
+  const auto link = peers.redis(master, cluster.tls);
   const auto opened = link->open(deadline);
   if (opened) {
     s.sent = peers.now();
@@ -106,9 +107,9 @@ core::Report check_writer(const config::RedisCluster& cluster, const config::Bac
                           const std::shared_ptr<Peers>& peers) {
   auto sentinels = ask_all_sentinels(peers, cluster, deadline);
   const auto cmds = node_commands(cluster);
-  core::Step nstep = node_step(node, cmds);
+  core::Step nstep = node_step(node, cluster.tls, cmds);
   const auto t0 = peers->now();
-  const auto link = peers->redis(node);
+  const auto link = peers->redis(node, cluster.tls);
   const auto opened = link->open(deadline);
   auto role = opened
                   ? ask_node(*peers, *link, cmds, deadline).role
@@ -120,14 +121,14 @@ core::Report check_writer(const config::RedisCluster& cluster, const config::Bac
       collect_sentinels(sentinels, cluster, deadline, report);
   NameBook book{*peers, node};
   resolve_masters(book, answers, deadline, report);
-  const core::RedisObservation obs{node, std::move(answers), cluster.sentinels.size(),
-                                   std::move(role), {}};
+  const core::RedisObservation obs{
+      node, std::move(answers), cluster.sentinels.size(), std::move(role), {}};
   report.steps.push_back(std::move(nstep));
   report.own = core::own_words(obs.node_answer);
   report.verdict = core::evaluate_redis_writer(obs, backend.on_saturation);
-  report.manager_votes = core::ManagerVotes{cluster.sentinels.size(),
-                                            core::votes_for(obs.sentinels, node),
-                                            core::dissenters(obs.sentinels, node)};
+  report.manager_votes =
+      core::ManagerVotes{cluster.sentinels.size(), core::votes_for(obs.sentinels, node),
+                         core::dissenters(obs.sentinels, node)};
   return report;
 }
 
@@ -138,9 +139,9 @@ core::Report check_replica(const config::RedisCluster& cluster, const config::Ba
                            const std::shared_ptr<Peers>& peers) {
   auto sentinels = ask_all_sentinels(peers, cluster, deadline);
   const auto cmds = node_commands(cluster);
-  core::Step nstep = node_step(node, cmds);
+  core::Step nstep = node_step(node, cluster.tls, cmds);
   const auto t0 = peers->now();
-  const auto link = peers->redis(node);
+  const auto link = peers->redis(node, cluster.tls);
   const auto opened = link->open(deadline); // meanwhile the Sentinels answer
 
   core::Report report;
@@ -204,8 +205,8 @@ core::Report check_replica(const config::RedisCluster& cluster, const config::Ba
   report.steps.push_back(std::move(nstep));
   if (answer.role && !answer.role->master) {
     // Sentinel's REPLICAOF carries the announced name: compare it as the Sentinels' is.
-    if (auto step = book.look_up({answer.role->master_addr}, "the replica's master_host",
-                                 deadline)) {
+    if (auto step =
+            book.look_up({answer.role->master_addr}, "the replica's master_host", deadline)) {
       report.steps.push_back(std::move(*step));
     }
     answer.role->master_addr = book.canonical(answer.role->master_addr);

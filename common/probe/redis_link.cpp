@@ -32,10 +32,12 @@ core::ProbeError io_error(const redisContext* c, const char* during) {
   return {kind, util::format("{} ({})", what, during), ""};
 }
 
-// Queues `commands` and writes them all within `deadline` (one write for a pipeline).
-tl::expected<void, core::ProbeError> write_commands(redisContext* c,
+// Queues `commands` and writes them all within `deadline` (one write for a pipeline); over
+// `tls` when given, hiredis formatting the commands and OpenSSL sending them.
+tl::expected<void, core::ProbeError> write_commands(redisContext* c, TlsStream* tls,
                                                     const std::vector<RedisCommand>& commands,
                                                     const Deadline& deadline) {
+  std::string formatted;
   for (const RedisCommand& cmd : commands) {
     std::vector<const char*> argv;
     std::vector<std::size_t> lens;
@@ -43,10 +45,23 @@ tl::expected<void, core::ProbeError> write_commands(redisContext* c,
       argv.push_back(a.data());
       lens.push_back(a.size());
     }
-    if (redisAppendCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data()) !=
-        REDIS_OK) {
+    if (tls != nullptr) {
+      char* out = nullptr;
+      const int n =
+          redisFormatCommandArgv(&out, static_cast<int>(argv.size()), argv.data(), lens.data());
+      if (n < 0 || out == nullptr) {
+        return tl::make_unexpected(core::ProbeError{
+            core::Failure::internal, "cannot format a Redis command (queueing a command)", ""});
+      }
+      formatted.append(out, static_cast<std::size_t>(n));
+      redisFreeCommand(out);
+    } else if (redisAppendCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data()) !=
+               REDIS_OK) {
       return tl::make_unexpected(io_error(c, "queueing a command"));
     }
+  }
+  if (tls != nullptr) {
+    return tls->write(formatted, deadline);
   }
   int done = 0;
   while (done == 0) {
@@ -162,7 +177,8 @@ RedisLink::RedisLink(redisContext* ctx) : m_ctx(ctx) {}
 RedisLink::~RedisLink() = default;
 
 tl::expected<RedisLink, core::ProbeError> RedisLink::connect(const util::HostPort& address,
-                                                             const Deadline& deadline) {
+                                                             const Deadline& deadline,
+                                                             const config::RedisTls* tls) {
   const auto literal = literal_address(address, deadline);
   if (!literal) {
     return tl::make_unexpected(literal.error());
@@ -188,13 +204,22 @@ tl::expected<RedisLink, core::ProbeError> RedisLink::connect(const util::HostPor
         core::Failure::network,
         util::format("{} (connecting)", std::strerror(so_error != 0 ? so_error : errno)), ""});
   }
+  if (tls != nullptr && tls->enabled) {
+    // The name the certificate must carry defaults to the address as configured or handed
+    // out by a Sentinel, not what a name resolved to.
+    auto session = TlsStream::connect(raw->fd, address.host, *tls, deadline);
+    if (!session) {
+      return tl::make_unexpected(session.error());
+    }
+    link.m_tls = std::move(*session);
+  }
   return link;
 }
 
 tl::expected<std::vector<core::RespValue>, core::ProbeError>
 RedisLink::pipeline(const std::vector<RedisCommand>& commands, const Deadline& deadline) {
   redisContext* c = m_ctx.get();
-  if (auto written = write_commands(c, commands, deadline); !written) {
+  if (auto written = write_commands(c, m_tls ? &*m_tls : nullptr, commands, deadline); !written) {
     return tl::make_unexpected(written.error());
   }
   std::vector<core::RespValue> replies;
@@ -214,7 +239,7 @@ RedisLink::pipeline(const std::vector<RedisCommand>& commands, const Deadline& d
 
 tl::expected<void, core::ProbeError> RedisLink::send(const RedisCommand& command,
                                                      const Deadline& deadline) {
-  return write_commands(m_ctx.get(), {command}, deadline);
+  return write_commands(m_ctx.get(), m_tls ? &*m_tls : nullptr, {command}, deadline);
 }
 
 tl::expected<std::optional<core::RespValue>, core::ProbeError>
@@ -230,6 +255,18 @@ RedisLink::next(const Deadline& deadline) {
     if (*reply) {
       return reply;
     }
+    std::array<char, 16 * 1024> buf{};
+    if (m_tls) {
+      auto n = m_tls->read(buf.data(), buf.size(), deadline);
+      if (!n) {
+        return tl::make_unexpected(n.error());
+      }
+      if (*n == 0) {
+        return std::optional<core::RespValue>{};
+      }
+      m_reader.feed({buf.data(), *n});
+      continue;
+    }
     const Wait w = wait_fd(c->fd, POLLIN, deadline);
     if (w == Wait::timeout) {
       return std::optional<core::RespValue>{};
@@ -239,7 +276,6 @@ RedisLink::next(const Deadline& deadline) {
     }
     // Read here rather than by redisBufferRead, so every byte passes ReplyBounds before
     // hiredis's reader allocates for it. Same outcomes and texts as redisBufferRead.
-    std::array<char, 16 * 1024> buf{};
     const ssize_t n = ::read(c->fd, buf.data(), buf.size());
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
       continue;
@@ -247,8 +283,8 @@ RedisLink::next(const Deadline& deadline) {
     if (n <= 0) {
       return tl::make_unexpected(
           core::ProbeError{core::Failure::network,
-                           util::format("{} (reading)", n == 0 ? "Server closed the connection"
-                                                               : std::strerror(errno)),
+                           fmt::format("{} (reading)", n == 0 ? "Server closed the connection"
+                                                              : std::strerror(errno)),
                            ""});
     }
     m_reader.feed({buf.data(), static_cast<std::size_t>(n)});

@@ -6,6 +6,7 @@
 // here with poll() against one absolute deadline.
 
 #include "deadline.hpp"
+#include "tls_stream.hpp"
 
 #include <core/probe_error.hpp>
 #include <core/reply_bounds.hpp>
@@ -61,8 +62,10 @@ class RedisLink {
 public:
   // Connects within `deadline`. A host name is resolved first, within `deadline` too
   // (name_resolver.hpp), and hiredis is handed the address: its own resolver has no timeout.
+  // With `tls` enabled the link is a TLS session (tls_stream.hpp), verified within `deadline`.
   static tl::expected<RedisLink, core::ProbeError> connect(const util::HostPort& address,
-                                                           const Deadline& deadline);
+                                                           const Deadline& deadline,
+                                                           const config::RedisTls* tls = nullptr);
 
   // Sends `commands` in one write (pipelined) and returns one reply per command, in order.
   // Error replies are replies (RespValue::Type::error), not failures; failures are I/O,
@@ -86,7 +89,8 @@ private:
   struct Closer {
     void operator()(redisContext* c) const;
   };
-  std::unique_ptr<redisContext, Closer> m_ctx; // connects and writes; never reads
+  std::unique_ptr<redisContext, Closer> m_ctx; // connects, formats and writes; never reads
+  std::optional<TlsStream> m_tls; // with TLS: reads and writes instead (freed before m_ctx)
   ReplyReader m_reader;
 };
 

@@ -25,9 +25,9 @@ SentinelResult ask_sentinel(Peers& peers, const config::RedisCluster& cluster,
                             const util::HostPort& sentinel, const Deadline& deadline) {
   core::Step step;
   step.opinion = "manager";
-  step.peer = util::to_string(sentinel);
-  step.asked = util::format("SENTINEL GET-MASTER-ADDR-BY-NAME {0}; SENTINEL MASTER {0}",
-                            cluster.master_name);
+  step.peer = util::to_string(sentinel) + (cluster.sentinel_tls.enabled ? " (TLS)" : "");
+  step.asked =
+      fmt::format("SENTINEL GET-MASTER-ADDR-BY-NAME {0}; SENTINEL MASTER {0}", cluster.master_name);
   const auto t0 = peers.now();
   // Every path ends here, with the view or why there is none.
   const auto finish = [&](tl::expected<core::SentinelView, ProbeError> view) {
@@ -43,7 +43,7 @@ SentinelResult ask_sentinel(Peers& peers, const config::RedisCluster& cluster,
     return SentinelResult{{sentinel, std::move(view)}, std::move(step)};
   };
 
-  const auto link = peers.redis(sentinel);
+  const auto link = peers.redis(sentinel, cluster.sentinel_tls);
   if (auto opened = link->open(deadline); !opened) {
     return finish(tl::make_unexpected(opened.error()));
   }
@@ -94,7 +94,7 @@ core::ReplicaListing ask_replicas(Peers& peers, const config::RedisCluster& clus
   const auto fail = [&](ProbeError e, bool refused = false) {
     return core::ReplicaListing{sentinel, tl::make_unexpected(std::move(e)), refused};
   };
-  const auto link = peers.redis(sentinel);
+  const auto link = peers.redis(sentinel, cluster.sentinel_tls);
   if (auto opened = link->open(deadline); !opened) {
     return fail(opened.error());
   }

@@ -57,7 +57,8 @@ void SentinelWatcher::stop() {
 void SentinelWatcher::watch(const util::HostPort& sentinel) {
   const std::string who = util::to_string(sentinel);
   while (!m_stop) {
-    auto link = RedisLink::connect(sentinel, Deadline::in(util::Duration{500}));
+    auto link =
+        RedisLink::connect(sentinel, Deadline::in(util::Duration{500}), &m_cluster.sentinel_tls);
     bool ok = link.has_value();
     // AUTH, then one PSUBSCRIBE per channel: an ACL written for an older dbcheck that lacks
     // a channel refuses that channel only, not the whole subscription.

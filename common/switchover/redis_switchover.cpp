@@ -30,11 +30,10 @@ using probe::RedisLink;
 using probe::sentinel_majority;
 using probe::spawn;
 
-tl::expected<core::RespValue, std::string> redis_call(const util::HostPort& addr,
-                                                      const Operator& op,
-                                                      const RedisCommand& command,
-                                                      const Deadline& deadline) {
-  auto link = RedisLink::connect(addr, deadline);
+tl::expected<core::RespValue, std::string>
+redis_call(const util::HostPort& addr, const config::RedisTls& tls, const Operator& op,
+           const RedisCommand& command, const Deadline& deadline) {
+  auto link = RedisLink::connect(addr, deadline, &tls);
   if (!link) {
     return tl::make_unexpected(link.error().detail);
   }
@@ -72,9 +71,10 @@ struct FailoverReply {
 
 // SENTINEL FAILOVER `master_name` on `sentinel`, AUTH first in its own round trip so that a
 // lost reply can only mean a FAILOVER that may have been accepted.
-FailoverReply ask_failover(const util::HostPort& sentinel, const Operator& op,
-                           const std::string& master_name, const Deadline& deadline) {
-  auto link = RedisLink::connect(sentinel, deadline);
+FailoverReply ask_failover(const util::HostPort& sentinel, const config::RedisTls& tls,
+                           const Operator& op, const std::string& master_name,
+                           const Deadline& deadline) {
+  auto link = RedisLink::connect(sentinel, deadline, &tls);
   if (!link) {
     return {FailoverSent::refused, link.error().detail};
   }
@@ -144,8 +144,8 @@ public:
     m_d.begin(SwitchoverPhase::pause,
               util::format("CLIENT PAUSE {} WRITE on {}", m_pause_ms, m_d.result.old_primary));
     m_paused_at = Clock::now();
-    if (auto r = redis_call(m_old, m_op, {"CLIENT", "PAUSE", std::to_string(m_pause_ms), "WRITE"},
-                            m_d.step());
+    if (auto r = redis_call(m_old, m_c.tls, m_op,
+                            {"CLIENT", "PAUSE", std::to_string(m_pause_ms), "WRITE"}, m_d.step());
         !r) {
       return abort(r.error()); // the reply may be what was lost: release it anyway
     }
@@ -249,7 +249,8 @@ private:
     std::vector<core::SentinelReplica> replicas;
     std::string why_none;
     for (const auto& s : m_c.sentinels) {
-      auto reply = redis_call(s, m_op, {"SENTINEL", "REPLICAS", m_c.master_name}, m_d.step());
+      auto reply = redis_call(s, m_c.sentinel_tls, m_op, {"SENTINEL", "REPLICAS", m_c.master_name},
+                              m_d.step());
       if (reply) {
         replicas = core::parse_sentinel_replicas(*reply);
         why_none.clear();
@@ -310,7 +311,8 @@ private:
         if (m_d.interrupted()) {
           return false;
         }
-        const FailoverReply r = ask_failover(s, m_op, m_c.master_name, m_d.step());
+        const FailoverReply r =
+            ask_failover(s, m_c.sentinel_tls, m_op, m_c.master_name, m_d.step());
         if (r.sent == FailoverSent::accepted) {
           m_failover_sent = true;
           accepted = "accepted by " + util::to_string(s);
@@ -338,15 +340,16 @@ private:
   // driver, an interruption stops the wait).
   tl::expected<void, std::string> make_replica(const util::HostPort& master, const Deadline& by,
                                                Driver* driver) {
-    if (auto r = redis_call(m_old, m_op, {"REPLICAOF", master.host, std::to_string(master.port)},
-                            step_within(by));
+    if (auto r =
+            redis_call(m_old, m_c.tls, m_op,
+                       {"REPLICAOF", master.host, std::to_string(master.port)}, step_within(by));
         !r) {
       return tl::make_unexpected(
           util::format("REPLICAOF on {} failed: {}", m_d.result.old_primary, r.error()));
     }
     std::string seen;
     const WaitEnd demoted = wait_for(by, driver, [&] {
-      auto r = redis_call(m_old, m_op, {"ROLE"}, step_within(by));
+      auto r = redis_call(m_old, m_c.tls, m_op, {"ROLE"}, step_within(by));
       if (!r) {
         seen = r.error();
         return false;
@@ -368,7 +371,7 @@ private:
   }
 
   tl::expected<void, std::string> unpause() {
-    if (auto r = redis_call(m_old, m_op, {"CLIENT", "UNPAUSE"},
+    if (auto r = redis_call(m_old, m_c.tls, m_op, {"CLIENT", "UNPAUSE"},
                             Deadline{Clock::now() + k_unpause_budget});
         !r) {
       return tl::make_unexpected(r.error());

@@ -86,7 +86,8 @@ public:
     }
     return std::make_unique<Pg>(*this, util::to_string(target.address));
   }
-  std::unique_ptr<probe::RedisPeer> redis(const util::HostPort& address) override {
+  std::unique_ptr<probe::RedisPeer> redis(const util::HostPort& address,
+                                          const config::RedisTls&) override {
     return std::make_unique<Redis>(*this, util::to_string(address));
   }
   std::vector<probe::HttpReply> get_all(const std::vector<std::string>& urls,

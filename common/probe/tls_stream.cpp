@@ -1,0 +1,228 @@
+// The only file that includes OpenSSL's headers; built into dbcheck-tls.so.
+#include "tls_stream.hpp"
+
+#include "wait_fd.hpp"
+
+#include <util/host_port.hpp>
+
+#include <fmt/format.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <poll.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace dbcheck::probe {
+namespace {
+
+struct CtxFree {
+  void operator()(SSL_CTX* c) const { SSL_CTX_free(c); }
+};
+using Ctx = std::unique_ptr<SSL_CTX, CtxFree>;
+
+// The reason of OpenSSL's last queued error (the queue is emptied), or `fallback`.
+std::string ssl_reason(const char* fallback) {
+  unsigned long last = 0;
+  while (const unsigned long code = ERR_get_error()) {
+    last = code;
+  }
+  const char* reason = last != 0 ? ERR_reason_error_string(last) : nullptr;
+  return reason != nullptr ? reason : fallback;
+}
+
+core::ProbeError error(core::Failure kind, const std::string& what, const char* during) {
+  return {kind, fmt::format("TLS: {} ({})", what, during), ""};
+}
+
+// A context for one connection: built per connect, so a rotated CA, certificate or key is
+// used from the next connection on. The files were checked at load; what fails here is their
+// content.
+tl::expected<Ctx, core::ProbeError> make_context(const config::RedisTls& tls) {
+  Ctx ctx(SSL_CTX_new(TLS_client_method()));
+  if (!ctx) {
+    return tl::make_unexpected(
+        error(core::Failure::internal, ssl_reason("cannot allocate a context"), "connecting"));
+  }
+  SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
+  SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
+  const int ca_ok =
+      tls.ca_cert_file
+          ? SSL_CTX_load_verify_locations(ctx.get(), tls.ca_cert_file->c_str(), nullptr)
+          : SSL_CTX_set_default_verify_paths(ctx.get());
+  if (ca_ok != 1) {
+    return tl::make_unexpected(error(core::Failure::config,
+                                     fmt::format("cannot use {} as the CA bundle: {}",
+                                                 tls.ca_cert_file.value_or("the system's CA store"),
+                                                 ssl_reason("unreadable")),
+                                     "connecting"));
+  }
+  if (tls.cert_file && tls.key_file) {
+    if (SSL_CTX_use_certificate_chain_file(ctx.get(), tls.cert_file->c_str()) != 1) {
+      return tl::make_unexpected(error(core::Failure::config,
+                                       fmt::format("cannot use {} as the client certificate: {}",
+                                                   *tls.cert_file, ssl_reason("unreadable")),
+                                       "connecting"));
+    }
+    if (SSL_CTX_use_PrivateKey_file(ctx.get(), tls.key_file->c_str(), SSL_FILETYPE_PEM) != 1 ||
+        SSL_CTX_check_private_key(ctx.get()) != 1) {
+      return tl::make_unexpected(error(core::Failure::config,
+                                       fmt::format("cannot use {} as the client key: {}",
+                                                   *tls.key_file, ssl_reason("unreadable")),
+                                       "connecting"));
+    }
+  }
+  return ctx;
+}
+
+// Waits for what OpenSSL asked for (SSL_ERROR_WANT_READ or _WRITE) on `fd`.
+Wait wait_for(int fd, int ssl_error, const Deadline& deadline) {
+  return wait_fd(fd, ssl_error == SSL_ERROR_WANT_WRITE ? POLLOUT : POLLIN, deadline);
+}
+
+// A failed SSL_* call on a session, after SSL_get_error gave `ssl_error`.
+core::ProbeError io_failure(int ssl_error, const char* during) {
+  if (ssl_error == SSL_ERROR_ZERO_RETURN) {
+    return {core::Failure::network, fmt::format("Server closed the connection ({})", during), ""};
+  }
+  if (ssl_error == SSL_ERROR_SYSCALL) {
+    const int saved = errno;
+    const std::string reason = ssl_reason("");
+    return {core::Failure::network,
+            fmt::format("{} ({})",
+                        !reason.empty() ? "TLS: " + reason
+                        : saved != 0    ? std::string(std::strerror(saved))
+                                        : std::string("Server closed the connection"),
+                        during),
+            ""};
+  }
+  return error(core::Failure::network, ssl_reason("session failed"), during);
+}
+
+} // namespace
+
+void TlsStream::Closer::operator()(ssl_st* s) const {
+  SSL_free(s);
+}
+
+TlsStream::TlsStream(ssl_st* ssl) : m_ssl(ssl) {}
+TlsStream::~TlsStream() = default;
+
+tl::expected<TlsStream, core::ProbeError> TlsStream::connect(int fd, const std::string& peer_host,
+                                                             const config::RedisTls& tls,
+                                                             const Deadline& deadline) {
+  ERR_clear_error();
+  auto ctx = make_context(tls);
+  if (!ctx) {
+    return tl::make_unexpected(ctx.error());
+  }
+  SSL* ssl = SSL_new(ctx->get()); // holds its own reference to the context
+  if (ssl == nullptr) {
+    return tl::make_unexpected(
+        error(core::Failure::internal, ssl_reason("cannot allocate a session"), "connecting"));
+  }
+  TlsStream stream(ssl);
+  // Partial writes: write() goes on from where a non-blocking SSL_write stopped.
+  SSL_set_mode(ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  const std::string& name = tls.server_name ? *tls.server_name : peer_host;
+  bool named = SSL_set_fd(ssl, fd) == 1;
+  if (util::is_ip_literal(name)) {
+    named = named && X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name.c_str()) == 1;
+  } else {
+    // SSL_set_tlsext_host_name, without its macro's C cast.
+    named = named &&
+            SSL_ctrl(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+                     const_cast<char*>(name.c_str())) == 1 &&
+            SSL_set1_host(ssl, name.c_str()) == 1;
+  }
+  if (!named) {
+    return tl::make_unexpected(error(
+        core::Failure::config,
+        fmt::format("cannot verify the name \"{}\": {}", name, ssl_reason("not a valid name")),
+        "connecting"));
+  }
+  for (;;) {
+    const int r = SSL_connect(ssl);
+    if (r == 1) {
+      return stream;
+    }
+    const int e = SSL_get_error(ssl, r);
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+      const Wait w = wait_for(fd, e, deadline);
+      if (w == Wait::timeout) {
+        return tl::make_unexpected(core::ProbeError{
+            core::Failure::timeout, "timeout: no answer before the deadline (TLS handshake)", ""});
+      }
+      if (w == Wait::error) {
+        return tl::make_unexpected(
+            error(core::Failure::network, std::strerror(errno), "TLS handshake"));
+      }
+      continue;
+    }
+    if (const long v = SSL_get_verify_result(ssl); v != X509_V_OK) {
+      ERR_clear_error();
+      return tl::make_unexpected(
+          error(core::Failure::auth,
+                fmt::format("the server's certificate does not verify for \"{}\": {}", name,
+                            X509_verify_cert_error_string(v)),
+                "TLS handshake"));
+    }
+    return tl::make_unexpected(io_failure(e, "TLS handshake"));
+  }
+}
+
+tl::expected<void, core::ProbeError> TlsStream::write(std::string_view bytes,
+                                                      const Deadline& deadline) {
+  SSL* ssl = m_ssl.get();
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    ERR_clear_error();
+    std::size_t n = 0;
+    const int r = SSL_write_ex(ssl, bytes.data() + done, bytes.size() - done, &n);
+    if (r == 1) {
+      done += n;
+      continue;
+    }
+    const int e = SSL_get_error(ssl, r);
+    if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
+      return tl::make_unexpected(io_failure(e, "sending"));
+    }
+    if (const Wait w = wait_for(SSL_get_fd(ssl), e, deadline); w != Wait::ready) {
+      return tl::make_unexpected(
+          w == Wait::timeout
+              ? core::ProbeError{core::Failure::timeout,
+                                 "timeout: no answer before the deadline (sending)", ""}
+              : error(core::Failure::network, std::strerror(errno), "sending"));
+    }
+  }
+  return {};
+}
+
+tl::expected<std::size_t, core::ProbeError> TlsStream::read(char* buf, std::size_t size,
+                                                            const Deadline& deadline) {
+  SSL* ssl = m_ssl.get();
+  for (;;) {
+    // Read before polling: plaintext OpenSSL already holds never wakes poll().
+    ERR_clear_error();
+    std::size_t n = 0;
+    const int r = SSL_read_ex(ssl, buf, size, &n);
+    if (r == 1) {
+      return n;
+    }
+    const int e = SSL_get_error(ssl, r);
+    if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
+      return tl::make_unexpected(io_failure(e, "reading"));
+    }
+    const Wait w = wait_for(SSL_get_fd(ssl), e, deadline);
+    if (w == Wait::timeout) {
+      return 0;
+    }
+    if (w == Wait::error) {
+      return tl::make_unexpected(error(core::Failure::network, std::strerror(errno), "reading"));
+    }
+  }
+}
+
+} // namespace dbcheck::probe
