@@ -1,0 +1,123 @@
+"""Redis and Sentinel over TLS only: data nodes and Sentinels with `port 0` and a `tls-port`,
+client certificates required (tls-auth-clients yes), replication and Sentinel links over TLS
+too. dbcheck verifies each peer against the test CA and presents its own certificate: the
+writer and the reader route through a real HAProxy; another CA fails closed with failure auth;
+a missing file is a configuration error; a plain-text Sentinel under require_tls is refused at
+load. The plain ports are off, so a passing check really ran over TLS."""
+
+import shutil
+from types import SimpleNamespace
+
+import pytest
+
+from conftest import started_cluster
+from fixtures.dbcheck import explain, run_dbcheck, write_check_wrapper, write_redis_config
+from fixtures.haproxy import render_redis_example_for
+from fixtures.procs import wait_until
+from fixtures.redis import RedisSentinelCluster, TlsFiles
+from fixtures.test_ca import issue, make_ca
+
+ROUTING_TIMEOUT = 30  # rise x inter plus ample slack for a loaded machine
+
+
+@pytest.fixture(scope="module")
+def tls_redis(request):
+    """Namespace(cluster, good, other, client): the cluster serving a certificate for
+    127.0.0.1 from the good CA, which it also requires of its clients; `client` is dbcheck's
+    certificate from the good CA, its key 0600 owned by haproxy (the check runs as haproxy)."""
+    made = {}
+
+    def make(path):
+        certs = path / "certs"
+        good, other = make_ca(certs, "good"), make_ca(certs, "other")
+        server = issue(good, certs, "redis", ["IP:127.0.0.1", "DNS:localhost"], client="both")
+        (certs / "client").mkdir(mode=0o755)
+        client = issue(good, certs / "client", "healthcheck", ["DNS:localhost"], client=True)
+        certs.chmod(0o755)
+        for f in (server.cert, server.key):
+            shutil.chown(f, "redis", "redis")
+        shutil.chown(client.key, "haproxy", "haproxy")
+        made.update(good=good, other=other, client=client)
+        return RedisSentinelCluster(path, tls=TlsFiles(good.cert, server.cert, server.key))
+
+    for cluster in started_cluster(request, make, "dbcheck-it-redis-tls.", "Redis cluster (TLS)"):
+        yield SimpleNamespace(cluster=cluster, **made)
+
+
+def tls_lines(t, prefix, ca=None):
+    """The [cluster] lines of TLS to the data nodes (prefix "") or Sentinels ("sentinel_")."""
+    return (f'{prefix}tls = true\n{prefix}tls_ca_cert_file = "{ca or t.good.cert}"\n'
+            f'{prefix}tls_cert_file = "{t.client.cert}"\n{prefix}tls_key_file = "{t.client.key}"')
+
+
+def _config(workdir, t, name, node_ca=None, sentinel_ca=None, extra="require_tls = true"):
+    lines = "\n".join(x for x in (tls_lines(t, "", node_ca), tls_lines(t, "sentinel_", sentinel_ca),
+                                  extra) if x)
+    return write_redis_config(workdir / name, t.cluster, cluster_extra=lines)
+
+
+def test_writer_and_reader_over_tls(workdir, tls_redis, dbcheck_bin, figures):
+    master = tls_redis.cluster.wait_stable()
+    replica = next(n for n in tls_redis.cluster.nodes() if n != master)
+    cfg = _config(workdir, tls_redis, "good")
+    run = explain(dbcheck_bin, cfg, "redis_write", master.addr)
+    assert run.rc == 0, run
+    peers = [s["peer"] for s in run.report["steps"]]
+    assert f"{master.addr} (TLS)" in peers, peers  # explain says the link is TLS
+    assert sum(p.endswith("(TLS)") for p in peers) == len(peers), peers
+    read = explain(dbcheck_bin, cfg, "redis_read", replica.addr)
+    assert read.rc == 0, read
+    wrong = explain(dbcheck_bin, cfg, "redis_write", replica.addr)
+    assert wrong.rc == 1 and wrong.failure == "role", wrong
+    figures("Redis over TLS (explain)", f"writer UP in {run.report['elapsed_ms']:.0f} ms, "
+            f"reader UP in {read.report['elapsed_ms']:.0f} ms")
+
+
+def test_haproxy_routes_writer_and_reader(workdir, tls_redis, dbcheck_bin, haproxy_factory):
+    master = tls_redis.cluster.wait_stable()
+    replica = next(n for n in tls_redis.cluster.nodes() if n != master)
+    cfg = _config(workdir, tls_redis, "haproxy-check")
+    wrapper = write_check_wrapper(workdir / "haproxy-check" / "dbcheck-wrapper", dbcheck_bin, cfg)
+    text, _ = render_redis_example_for(tls_redis.cluster, wrapper, workdir / "haproxy" / "admin.sock")
+    hap = haproxy_factory(text)
+    wait_until(lambda: hap.servers_up("redis_write") == [master.name], ROUTING_TIMEOUT,
+               f"redis_write has exactly {master.name} UP")
+    wait_until(lambda: hap.servers_up("redis_read") == [replica.name], ROUTING_TIMEOUT,
+               f"redis_read has exactly {replica.name} UP")
+
+
+def test_another_ca_fails_closed_with_auth(workdir, tls_redis, dbcheck_bin):
+    master = tls_redis.cluster.wait_stable()
+    cfg = _config(workdir, tls_redis, "other-node-ca", node_ca=tls_redis.other.cert)
+    run = explain(dbcheck_bin, cfg, "redis_write", master.addr)
+    assert run.rc == 1, run
+    assert run.failure == "auth", run
+    node = next(s for s in run.report["steps"] if s["opinion"] == "node")
+    assert "certificate does not verify" in node["answer"], node
+    assert "self-signed certificate in certificate chain" in node["answer"], node  # OpenSSL's why
+
+    cfg = _config(workdir, tls_redis, "other-sentinel-ca", sentinel_ca=tls_redis.other.cert)
+    run = explain(dbcheck_bin, cfg, "redis_write", master.addr)
+    assert run.rc == 1, run
+    assert run.failure == "auth", run
+
+
+def test_a_missing_file_is_a_configuration_error(workdir, tls_redis, dbcheck_bin):
+    master = tls_redis.cluster.wait_stable()
+    cfg = _config(workdir, tls_redis, "noca", node_ca=f"{workdir}/no-such-ca.pem")
+    run = explain(dbcheck_bin, cfg, "redis_write", master.addr)
+    assert run.rc == 2, run  # dbcheck's exit code for a configuration error: no check ran
+    assert "cluster.cache.tls_ca_cert_file: cannot read CA bundle" in run.stderr, run
+    assert "no-such-ca.pem: No such file or directory" in run.stderr, run
+
+
+def test_a_plain_sentinel_under_require_tls_is_refused(workdir, tls_redis, dbcheck_bin):
+    master = tls_redis.cluster.wait_stable()
+    cfg = write_redis_config(workdir / "plain-sentinel", tls_redis.cluster,
+                             cluster_extra=tls_lines(tls_redis, "") + "\nrequire_tls = true")
+    run = run_dbcheck(dbcheck_bin, cfg, "config-check")
+    assert run.rc != 0, run
+    assert "cluster.cache.sentinel_tls: the links to the Sentinels are plain text" in \
+        run.stdout + run.stderr, run
+    check = explain(dbcheck_bin, cfg, "redis_write", master.addr)
+    assert check.rc == 2, check  # a configuration error: no check ran
