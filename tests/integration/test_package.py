@@ -44,7 +44,7 @@ FILES = [Path("/usr/bin/dbcheck"), Path("/usr/sbin/dbcheck-agent"), UNIT,
          Path("/usr/share/dbcheck/monitoring/dbcheck-dashboard.json")]
 # The external check's client modules, loaded on demand (common/probe/client_modules.hpp).
 MODULES = [Path("/usr/lib/dbcheck/dbcheck-pq.so"), Path("/usr/lib/dbcheck/dbcheck-curl.so"),
-           Path("/usr/lib/dbcheck/dbcheck-event.so")]
+           Path("/usr/lib/dbcheck/dbcheck-event.so"), Path("/usr/lib/dbcheck/dbcheck-tls.so")]
 FILES += MODULES
 
 

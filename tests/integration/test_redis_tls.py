@@ -5,12 +5,14 @@ writer and the reader route through a real HAProxy; another CA fails closed with
 a missing file is a configuration error; a plain-text Sentinel under require_tls is refused at
 load. The plain ports are off, so a passing check really ran over TLS."""
 
+import functools
 import shutil
 from types import SimpleNamespace
 
 import pytest
 
 from conftest import started_cluster
+from fixtures.agent import AgentProcess, http_get
 from fixtures.dbcheck import explain, run_dbcheck, write_check_wrapper, write_redis_config
 from fixtures.haproxy import render_redis_example_for
 from fixtures.procs import wait_until
@@ -84,6 +86,30 @@ def test_haproxy_routes_writer_and_reader(workdir, tls_redis, dbcheck_bin, hapro
                f"redis_write has exactly {master.name} UP")
     wait_until(lambda: hap.servers_up("redis_read") == [replica.name], ROUTING_TIMEOUT,
                f"redis_read has exactly {replica.name} UP")
+
+
+def _subscriptions(agent):
+    """dbcheck_sentinel_subscriptions_total of the cluster "cache" from the agent's /metrics."""
+    for line in http_get(agent.http_port, "/metrics")[1].splitlines():
+        if line.startswith('dbcheck_sentinel_subscriptions_total{cluster="cache"}'):
+            return int(float(line.split()[-1]))
+    return 0
+
+
+def test_the_agent_probes_and_subscribes_over_tls(workdir, tls_redis, agent_bin):
+    """dbcheck-agent's kept links and its Sentinel subscriptions (PSUBSCRIBE) run over TLS."""
+    master = tls_redis.cluster.wait_stable()
+    lines = "\n".join((tls_lines(tls_redis, ""), tls_lines(tls_redis, "sentinel_"), "require_tls = true"))
+    writer = functools.partial(write_redis_config, cluster=tls_redis.cluster, owner=None,
+                               cluster_extra=lines)
+    agent = AgentProcess(workdir, "agent-tls", agent_bin, writer, "cache", master.addr, interval="1s")
+    try:
+        agent.start()
+        wait_until(lambda: agent.ask("redis_write").startswith("up"), 15, "the agent says up")
+        wait_until(lambda: _subscriptions(agent) >= 3, 15, "every Sentinel subscribed")
+        assert agent.ask("redis_read").startswith("down"), agent.ask("redis_read")
+    finally:
+        agent.stop()
 
 
 def test_another_ca_fails_closed_with_auth(workdir, tls_redis, dbcheck_bin):
