@@ -7,13 +7,15 @@ load. The plain ports are off, so a passing check really ran over TLS."""
 
 import functools
 import shutil
+import subprocess
 from types import SimpleNamespace
 
 import pytest
 
 from conftest import started_cluster
 from fixtures.agent import AgentProcess, http_get
-from fixtures.dbcheck import explain, run_dbcheck, write_check_wrapper, write_redis_config
+from fixtures import redis as redis_fx
+from fixtures.dbcheck import explain, operator_lines, run_dbcheck, write_check_wrapper, write_redis_config
 from fixtures.haproxy import render_redis_example_for
 from fixtures.procs import wait_until
 from fixtures.redis import RedisSentinelCluster, TlsFiles
@@ -147,3 +149,18 @@ def test_a_plain_sentinel_under_require_tls_is_refused(workdir, tls_redis, dbche
         run.stdout + run.stderr, run
     check = explain(dbcheck_bin, cfg, "redis_write", master.addr)
     assert check.rc == 2, check  # a configuration error: no check ran
+
+
+def test_switchover_over_tls(workdir, tls_redis, dbcheck_bin):
+    """`dbcheck switchover`: CLIENT PAUSE, SENTINEL FAILOVER and the checks it waits on, all
+    over TLS. Last: it moves the master."""
+    old = tls_redis.cluster.wait_settled()
+    extra = operator_lines(workdir / "operator", redis_fx.OPERATOR_USER, redis_fx.OPERATOR_PASSWORD)
+    lines = "\n".join((tls_lines(tls_redis, ""), tls_lines(tls_redis, "sentinel_"), "require_tls = true",
+                       extra))
+    cfg = write_redis_config(workdir / "operator-cfg", tls_redis.cluster, owner=None, cluster_extra=lines)
+    res = subprocess.run([str(dbcheck_bin), "--config", str(cfg), "switchover", "cache"],
+                         capture_output=True, text=True, timeout=90, env={"PATH": "/usr/bin:/bin"})
+    assert res.returncode == 0, res.stdout + res.stderr
+    new = tls_redis.cluster.wait_stable(not_master=old)
+    assert new != old
