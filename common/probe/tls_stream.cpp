@@ -23,14 +23,36 @@ struct CtxFree {
 };
 using Ctx = std::unique_ptr<SSL_CTX, CtxFree>;
 
-// The reason of OpenSSL's last queued error (the queue is emptied), or `fallback`.
-std::string ssl_reason(const char* fallback) {
+// The reason of OpenSSL's last queued error (the queue is emptied), or `fallback`; `code`
+// receives its reason code (0: none).
+std::string ssl_reason(const char* fallback, int* code = nullptr) {
   unsigned long last = 0;
-  while (const unsigned long code = ERR_get_error()) {
-    last = code;
+  while (const unsigned long e = ERR_get_error()) {
+    last = e;
+  }
+  if (code != nullptr) {
+    *code = last != 0 ? ERR_GET_REASON(last) : 0;
   }
   const char* reason = last != 0 ? ERR_reason_error_string(last) : nullptr;
   return reason != nullptr ? reason : fallback;
+}
+
+// True for the alerts a server sends when it refuses our certificate (none, another CA,
+// expired...): a trust problem between the two ends, as a failed verification is.
+bool refused_our_certificate(int reason) {
+  switch (reason) {
+  case SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED:
+  case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
+  case SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE:
+  case SSL_R_SSLV3_ALERT_CERTIFICATE_REVOKED:
+  case SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED:
+  case SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN:
+  case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
+  case SSL_R_TLSV1_ALERT_ACCESS_DENIED:
+    return true;
+  default:
+    return false;
+  }
 }
 
 core::ProbeError error(core::Failure kind, const std::string& what, const char* during) {
@@ -98,7 +120,12 @@ core::ProbeError io_failure(int ssl_error, const char* during) {
                         during),
             ""};
   }
-  return error(core::Failure::network, ssl_reason("session failed"), during);
+  int code = 0;
+  const std::string reason = ssl_reason("session failed", &code);
+  if (refused_our_certificate(code)) {
+    return error(core::Failure::auth, "the server refused our certificate: " + reason, during);
+  }
+  return error(core::Failure::network, reason, during);
 }
 
 } // namespace

@@ -130,6 +130,19 @@ def test_another_ca_fails_closed_with_auth(workdir, tls_redis, dbcheck_bin):
     assert run.failure == "auth", run
 
 
+def test_no_client_certificate_fails_with_auth(workdir, tls_redis, dbcheck_bin):
+    """tls-auth-clients yes: without a certificate the server ends the session (TLS 1.3: at the
+    first read, with an alert), a trust problem like a wrong CA."""
+    master = tls_redis.cluster.wait_stable()
+    cfg = write_redis_config(workdir / "no-cert", tls_redis.cluster, cluster_extra="\n".join((
+        f'tls = true\ntls_ca_cert_file = "{tls_redis.good.cert}"', tls_lines(tls_redis, "sentinel_"))))
+    run = explain(dbcheck_bin, cfg, "redis_write", master.addr)
+    assert run.rc == 1, run
+    assert run.failure == "auth", run
+    node = next(s for s in run.report["steps"] if s["opinion"] == "node")
+    assert "the server refused our certificate" in node["answer"], node
+
+
 def test_a_missing_file_is_a_configuration_error(workdir, tls_redis, dbcheck_bin):
     master = tls_redis.cluster.wait_stable()
     cfg = _config(workdir, tls_redis, "noca", node_ca=f"{workdir}/no-such-ca.pem")
