@@ -47,7 +47,8 @@ tl::expected<void, core::ProbeError> write_commands(redisContext* c, TlsStream* 
     }
     if (tls != nullptr) {
       char* out = nullptr;
-      const int n =
+      // int in hiredis 0.14, long long in 1.x.
+      const auto n =
           redisFormatCommandArgv(&out, static_cast<int>(argv.size()), argv.data(), lens.data());
       if (n < 0 || out == nullptr) {
         return tl::make_unexpected(core::ProbeError{
