@@ -11,9 +11,12 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <poll.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 namespace dbcheck::probe {
 namespace {
@@ -59,9 +62,16 @@ core::ProbeError error(core::Failure kind, const std::string& what, const char* 
   return {kind, fmt::format("TLS: {} ({})", what, during), ""};
 }
 
-// A context for one connection: built per connect, so a rotated CA, certificate or key is
-// used from the next connection on. The files were checked at load; what fails here is their
-// content.
+// Marks a session whose server asked for a client certificate when none is configured
+// (OpenSSL's client certificate callback, answering "none"). Redis may take the session
+// anyway (tls-auth-clients optional) or end it at the first command: only that end says.
+const char k_no_certificate_asked = 0;
+int no_certificate(SSL* ssl, X509** /*cert*/, EVP_PKEY** /*key*/) {
+  SSL_set_ex_data(ssl, 0, const_cast<char*>(&k_no_certificate_asked));
+  return 0;
+}
+
+// A context for `tls`. The files were checked at load; what fails here is their content.
 tl::expected<Ctx, core::ProbeError> make_context(const config::RedisTls& tls) {
   Ctx ctx(SSL_CTX_new(TLS_client_method()));
   if (!ctx) {
@@ -81,7 +91,9 @@ tl::expected<Ctx, core::ProbeError> make_context(const config::RedisTls& tls) {
                                                  ssl_reason("unreadable")),
                                      "connecting"));
   }
-  if (tls.cert_file && tls.key_file) {
+  if (!tls.cert_file || !tls.key_file) {
+    SSL_CTX_set_client_cert_cb(ctx.get(), &no_certificate);
+  } else {
     if (SSL_CTX_use_certificate_chain_file(ctx.get(), tls.cert_file->c_str()) != 1) {
       return tl::make_unexpected(error(core::Failure::config,
                                        fmt::format("cannot use {} as the client certificate: {}",
@@ -99,13 +111,52 @@ tl::expected<Ctx, core::ProbeError> make_context(const config::RedisTls& tls) {
   return ctx;
 }
 
+// What identifies a context: its files, each with its inode, size and modification time, so
+// that a replaced (rotated) file gets a new context from the next connection on.
+std::string context_key(const config::RedisTls& tls) {
+  std::string key;
+  for (const auto& file : {tls.ca_cert_file, tls.cert_file, tls.key_file}) {
+    key += file.value_or("-");
+    struct stat st {};
+    if (file && ::stat(file->c_str(), &st) == 0) {
+      key +=
+          fmt::format(" {} {} {}.{}", st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+    }
+    key += '\n';
+  }
+  return key;
+}
+
+// The context for `tls`, built once per process and key rather than per connection: in
+// OpenSSL 3 a new context fetches every algorithm again, most of a TLS check's CPU. The
+// caller owns one reference.
+tl::expected<Ctx, core::ProbeError> shared_context(const config::RedisTls& tls) {
+  static std::mutex guard;
+  static std::map<std::string, Ctx> contexts;
+  const std::string key = context_key(tls);
+  const std::lock_guard lock(guard); // the other links of a check wait, then share it
+  auto it = contexts.find(key);
+  if (it == contexts.end()) {
+    auto made = make_context(tls);
+    if (!made) {
+      return made;
+    }
+    if (contexts.size() >= 16) {
+      contexts.clear(); // keys left behind by rotated files
+    }
+    it = contexts.emplace(key, std::move(*made)).first;
+  }
+  SSL_CTX_up_ref(it->second.get());
+  return Ctx(it->second.get());
+}
+
 // Waits for what OpenSSL asked for (SSL_ERROR_WANT_READ or _WRITE) on `fd`.
 Wait wait_for(int fd, int ssl_error, const Deadline& deadline) {
   return wait_fd(fd, ssl_error == SSL_ERROR_WANT_WRITE ? POLLOUT : POLLIN, deadline);
 }
 
 // A failed SSL_* call on a session, after SSL_get_error gave `ssl_error`.
-core::ProbeError io_failure(int ssl_error, const char* during) {
+core::ProbeError io_failure_of(int ssl_error, const char* during) {
   if (ssl_error == SSL_ERROR_ZERO_RETURN) {
     return {core::Failure::network, fmt::format("Server closed the connection ({})", during), ""};
   }
@@ -128,6 +179,19 @@ core::ProbeError io_failure(int ssl_error, const char* during) {
   return error(core::Failure::network, reason, during);
 }
 
+// A failed SSL_* call on `ssl`, after SSL_get_error gave `ssl_error`.
+core::ProbeError io_failure(SSL* ssl, int ssl_error, const char* during) {
+  core::ProbeError e = io_failure_of(ssl_error, during);
+  if (e.kind == core::Failure::network && SSL_get_ex_data(ssl, 0) == &k_no_certificate_asked) {
+    // The server's alert may not be read before its reset: name the likely cause.
+    e.kind = core::Failure::auth;
+    e.detail = fmt::format("TLS: the server asked for a client certificate and none is "
+                           "configured (tls_cert_file, tls_key_file): {}",
+                           e.detail);
+  }
+  return e;
+}
+
 } // namespace
 
 void TlsStream::Closer::operator()(ssl_st* s) const {
@@ -141,7 +205,7 @@ tl::expected<TlsStream, core::ProbeError> TlsStream::connect(int fd, const std::
                                                              const config::RedisTls& tls,
                                                              const Deadline& deadline) {
   ERR_clear_error();
-  auto ctx = make_context(tls);
+  auto ctx = shared_context(tls);
   if (!ctx) {
     return tl::make_unexpected(ctx.error());
   }
@@ -196,7 +260,7 @@ tl::expected<TlsStream, core::ProbeError> TlsStream::connect(int fd, const std::
                             X509_verify_cert_error_string(v)),
                 "TLS handshake"));
     }
-    return tl::make_unexpected(io_failure(e, "TLS handshake"));
+    return tl::make_unexpected(io_failure(ssl, e, "TLS handshake"));
   }
 }
 
@@ -214,7 +278,7 @@ tl::expected<void, core::ProbeError> TlsStream::write(std::string_view bytes,
     }
     const int e = SSL_get_error(ssl, r);
     if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
-      return tl::make_unexpected(io_failure(e, "sending"));
+      return tl::make_unexpected(io_failure(ssl, e, "sending"));
     }
     if (const Wait w = wait_for(SSL_get_fd(ssl), e, deadline); w != Wait::ready) {
       return tl::make_unexpected(
@@ -240,7 +304,7 @@ tl::expected<std::size_t, core::ProbeError> TlsStream::read(char* buf, std::size
     }
     const int e = SSL_get_error(ssl, r);
     if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
-      return tl::make_unexpected(io_failure(e, "reading"));
+      return tl::make_unexpected(io_failure(ssl, e, "reading"));
     }
     const Wait w = wait_for(SSL_get_fd(ssl), e, deadline);
     if (w == Wait::timeout) {
