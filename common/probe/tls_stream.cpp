@@ -132,7 +132,8 @@ std::string context_key(const config::RedisTls& tls) {
 // caller owns one reference.
 tl::expected<Ctx, core::ProbeError> shared_context(const config::RedisTls& tls) {
   static std::mutex guard;
-  static std::map<std::string, Ctx> contexts;
+  // Never freed: at exit an abandoned check step may still be in a handshake.
+  static auto& contexts = *new std::map<std::string, Ctx>;
   const std::string key = context_key(tls);
   const std::lock_guard lock(guard); // the other links of a check wait, then share it
   auto it = contexts.find(key);
