@@ -2,7 +2,7 @@
 
 #include "password_file.hpp"
 
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -889,7 +889,7 @@ void check_redis_tls(const toml::table& t, const RedisCluster& c, const std::str
          {"tls_ca_cert_file", "tls_cert_file", "tls_key_file", "tls_server_name"}) {
       if (!tls->enabled && t.contains(prefix + base)) {
         e.add(at(prefix + base), sec + "." + prefix + base,
-              fmt::format("needs {}tls = true", prefix));
+              util::format("needs {}tls = true", prefix));
       }
     }
     const std::string cert = prefix + "tls_cert_file";
@@ -898,11 +898,11 @@ void check_redis_tls(const toml::table& t, const RedisCluster& c, const std::str
       const std::string& given = t.contains(cert) ? cert : key;
       e.add(
           at(given), sec + "." + given,
-          fmt::format("needs {} and {} together (the client certificate and its key)", cert, key));
+          util::format("needs {} and {} together (the client certificate and its key)", cert, key));
     }
     if (c.require_tls && !tls->enabled) {
       e.add(at("require_tls"), sec + "." + prefix + "tls",
-            fmt::format("the links to {} are plain text: anyone on the path can pose as them "
+            util::format("the links to {} are plain text: anyone on the path can pose as them "
                         "and read the check's password; set {}tls = true (require_tls = true)",
                         whom, prefix));
     }

@@ -284,7 +284,7 @@ RedisLink::next(const Deadline& deadline) {
     if (n <= 0) {
       return tl::make_unexpected(
           core::ProbeError{core::Failure::network,
-                           fmt::format("{} (reading)", n == 0 ? "Server closed the connection"
+                           util::format("{} (reading)", n == 0 ? "Server closed the connection"
                                                               : std::strerror(errno)),
                            ""});
     }

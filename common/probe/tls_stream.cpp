@@ -5,7 +5,7 @@
 
 #include <util/host_port.hpp>
 
-#include <fmt/format.h>
+#include <util/format.hpp>
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -59,7 +59,7 @@ bool refused_our_certificate(int reason) {
 }
 
 core::ProbeError error(core::Failure kind, const std::string& what, const char* during) {
-  return {kind, fmt::format("TLS: {} ({})", what, during), ""};
+  return {kind, util::format("TLS: {} ({})", what, during), ""};
 }
 
 // Marks a session whose server asked for a client certificate when none is configured
@@ -86,7 +86,7 @@ tl::expected<Ctx, core::ProbeError> make_context(const config::RedisTls& tls) {
           : SSL_CTX_set_default_verify_paths(ctx.get());
   if (ca_ok != 1) {
     return tl::make_unexpected(error(core::Failure::config,
-                                     fmt::format("cannot use {} as the CA bundle: {}",
+                                     util::format("cannot use {} as the CA bundle: {}",
                                                  tls.ca_cert_file.value_or("the system's CA store"),
                                                  ssl_reason("unreadable")),
                                      "connecting"));
@@ -96,14 +96,14 @@ tl::expected<Ctx, core::ProbeError> make_context(const config::RedisTls& tls) {
   } else {
     if (SSL_CTX_use_certificate_chain_file(ctx.get(), tls.cert_file->c_str()) != 1) {
       return tl::make_unexpected(error(core::Failure::config,
-                                       fmt::format("cannot use {} as the client certificate: {}",
+                                       util::format("cannot use {} as the client certificate: {}",
                                                    *tls.cert_file, ssl_reason("unreadable")),
                                        "connecting"));
     }
     if (SSL_CTX_use_PrivateKey_file(ctx.get(), tls.key_file->c_str(), SSL_FILETYPE_PEM) != 1 ||
         SSL_CTX_check_private_key(ctx.get()) != 1) {
       return tl::make_unexpected(error(core::Failure::config,
-                                       fmt::format("cannot use {} as the client key: {}",
+                                       util::format("cannot use {} as the client key: {}",
                                                    *tls.key_file, ssl_reason("unreadable")),
                                        "connecting"));
     }
@@ -120,7 +120,7 @@ std::string context_key(const config::RedisTls& tls) {
     struct stat st {};
     if (file && ::stat(file->c_str(), &st) == 0) {
       key +=
-          fmt::format(" {} {} {}.{}", st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+          util::format(" {} {} {}.{}", st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
     }
     key += '\n';
   }
@@ -159,13 +159,13 @@ Wait wait_for(int fd, int ssl_error, const Deadline& deadline) {
 // A failed SSL_* call on a session, after SSL_get_error gave `ssl_error`.
 core::ProbeError io_failure_of(int ssl_error, const char* during) {
   if (ssl_error == SSL_ERROR_ZERO_RETURN) {
-    return {core::Failure::network, fmt::format("Server closed the connection ({})", during), ""};
+    return {core::Failure::network, util::format("Server closed the connection ({})", during), ""};
   }
   if (ssl_error == SSL_ERROR_SYSCALL) {
     const int saved = errno;
     const std::string reason = ssl_reason("");
     return {core::Failure::network,
-            fmt::format("{} ({})",
+            util::format("{} ({})",
                         !reason.empty() ? "TLS: " + reason
                         : saved != 0    ? std::string(std::strerror(saved))
                                         : std::string("Server closed the connection"),
@@ -186,7 +186,7 @@ core::ProbeError io_failure(SSL* ssl, int ssl_error, const char* during) {
   if (e.kind == core::Failure::network && SSL_get_ex_data(ssl, 0) == &k_no_certificate_asked) {
     // The server's alert may not be read before its reset: name the likely cause.
     e.kind = core::Failure::auth;
-    e.detail = fmt::format("TLS: the server asked for a client certificate and none is "
+    e.detail = util::format("TLS: the server asked for a client certificate and none is "
                            "configured (tls_cert_file, tls_key_file): {}",
                            e.detail);
   }
@@ -232,7 +232,7 @@ tl::expected<TlsStream, core::ProbeError> TlsStream::connect(int fd, const std::
   if (!named) {
     return tl::make_unexpected(error(
         core::Failure::config,
-        fmt::format("cannot verify the name \"{}\": {}", name, ssl_reason("not a valid name")),
+        util::format("cannot verify the name \"{}\": {}", name, ssl_reason("not a valid name")),
         "connecting"));
   }
   for (;;) {
@@ -257,7 +257,7 @@ tl::expected<TlsStream, core::ProbeError> TlsStream::connect(int fd, const std::
       ERR_clear_error();
       return tl::make_unexpected(
           error(core::Failure::auth,
-                fmt::format("the server's certificate does not verify for \"{}\": {}", name,
+                util::format("the server's certificate does not verify for \"{}\": {}", name,
                             X509_verify_cert_error_string(v)),
                 "TLS handshake"));
     }

@@ -1,9 +1,8 @@
 // The TLS keys of a Redis cluster: tls_* for the data nodes, sentinel_tls_* for the Sentinels.
+#include "dbcheck_catch.hpp"
 #include "temp_dir.hpp"
 
 #include <config/load_config.hpp>
-
-#include <catch2/catch.hpp>
 
 #include <string>
 
@@ -101,9 +100,9 @@ TEST_CASE("Redis TLS: files only with tls = true, a certificate with its key",
   SECTION("not a boolean, an empty server name") {
     const auto r = with("tls = \"yes\"\nsentinel_tls = true\nsentinel_tls_server_name = \"\"\n");
     REQUIRE_FALSE(r);
-    CHECK_THAT(errors_of(r), Catch::Contains("dbcheck.toml:5: cluster.cache.tls:"));
+    CHECK_THAT(errors_of(r), dbcheck_test::Contains("dbcheck.toml:5: cluster.cache.tls:"));
     CHECK_THAT(errors_of(r),
-               Catch::Contains("dbcheck.toml:7: cluster.cache.sentinel_tls_server_name: expected "
+               dbcheck_test::Contains("dbcheck.toml:7: cluster.cache.sentinel_tls_server_name: expected "
                                "a host name or an IP address"));
   }
 }
@@ -120,8 +119,8 @@ TEST_CASE("Redis TLS: a missing file or a loose key makes only this cluster unus
   REQUIRE(r->unreadable.count("cache") == 1);
   const auto& why = r->unreadable.at("cache");
   REQUIRE(why.size() == 2);
-  CHECK_THAT(why[0], Catch::StartsWith("dbcheck.toml:6: cluster.cache.tls_ca_cert_file: "));
-  CHECK_THAT(why[0], Catch::Contains("cannot read CA bundle " + dir.path + "/none.pem"));
-  CHECK_THAT(why[1], Catch::StartsWith("dbcheck.toml:8: cluster.cache.tls_key_file: "));
+  CHECK_THAT(why[0], dbcheck_test::StartsWith("dbcheck.toml:6: cluster.cache.tls_ca_cert_file: "));
+  CHECK_THAT(why[0], dbcheck_test::Contains("cannot read CA bundle " + dir.path + "/none.pem"));
+  CHECK_THAT(why[1], dbcheck_test::StartsWith("dbcheck.toml:8: cluster.cache.tls_key_file: "));
   CHECK(why[1].find("key-material") == std::string::npos);
 }
