@@ -25,48 +25,89 @@ std::optional<std::string> not_absolute(const std::string& file, std::string_vie
 
 } // namespace
 
-std::optional<std::string> certificate_file_problem(const std::string& file,
-                                                    std::string_view what) {
+tl::expected<std::string, std::string> read_certificate_file(const std::string& file,
+                                                             std::string_view what) {
   if (auto bad = not_absolute(file, what)) {
-    return bad;
+    return tl::make_unexpected(*bad);
   }
-  // Opened, not merely stat()ed: readable by this user is what libpq will need.
+  // Non-blocking: a FIFO put in the file's place is refused, never waited on.
   const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) {
-    return util::format("cannot read {} {}: {}", what, file, std::strerror(errno));
+    return tl::make_unexpected(
+        util::format("cannot read {} {}: {}", what, file, std::strerror(errno)));
   }
+  std::string text;
   struct stat st {};
-  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-  ::close(fd);
-  if (!regular) {
-    return util::format("{} {} is not a regular file", what, file);
+  std::optional<std::string> bad;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    bad = util::format("{} {} is not a regular file", what, file);
+  } else if (st.st_size > static_cast<off_t>(k_max_certificate_file)) {
+    bad = util::format("{} {} is larger than {} bytes", what, file, k_max_certificate_file);
+  } else {
+    text.resize(static_cast<std::size_t>(st.st_size));
+    std::size_t done = 0;
+    while (done < text.size()) {
+      const ssize_t n = ::read(fd, text.data() + done, text.size() - done);
+      if (n < 0 && errno == EINTR) {
+        continue;
+      }
+      if (n <= 0) {
+        bad = util::format("cannot read {} {}: {}", what, file,
+                           n < 0 ? std::strerror(errno) : "it shrank while being read");
+        break;
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    // A certificate file that also holds a key others may read leaks the key.
+    if (!bad && (st.st_mode & 077) != 0 && text.find("PRIVATE KEY-----") != std::string::npos) {
+      bad = util::format("{} {} holds a private key and other accounts may read it: keep the "
+                         "key in its own file, mode 600 (tls_key_file)",
+                         what, file);
+    }
   }
-  return std::nullopt;
+  ::close(fd);
+  if (bad) {
+    return tl::make_unexpected(*bad);
+  }
+  return text;
+}
+
+std::optional<std::string> certificate_file_problem(const std::string& file,
+                                                    std::string_view what) {
+  auto text = read_certificate_file(file, what);
+  return text ? std::nullopt : std::optional<std::string>(text.error());
+}
+
+tl::expected<Secret, std::string> read_key_file(const std::string& file) {
+  if (auto bad = not_absolute(file, "client key file")) {
+    return tl::make_unexpected(*bad);
+  }
+  auto key = read_private_file(file, "client key file", k_max_key_file);
+  if (!key) {
+    return key;
+  }
+  const std::string_view text = key->reveal();
+  // PEM only, and no passphrase is given: an encrypted key would fail on every connection
+  // with a less telling OpenSSL error (or a prompt on a terminal).
+  if (text.find("PRIVATE KEY-----") == std::string_view::npos) {
+    return tl::make_unexpected(
+        util::format("client key file {} is not a PEM private key (\"-----BEGIN ... PRIVATE "
+                     "KEY-----\"); is it the certificate?",
+                     file));
+  }
+  if (text.find("ENCRYPTED") != std::string_view::npos) {
+    return tl::make_unexpected(util::format(
+        "client key file {} is encrypted; dbcheck gives the TLS library no passphrase: "
+        "store it decrypted, as the key's owner (sudo -u OWNER openssl pkey -in KEY "
+        "-out NEW; then chmod 600 NEW), so the checks can still read it",
+        file));
+  }
+  return key;
 }
 
 std::optional<std::string> key_file_problem(const std::string& file) {
-  if (auto bad = not_absolute(file, "client key file")) {
-    return bad;
-  }
-  const auto key = read_private_file(file, "client key file", k_max_key_file);
-  if (!key) {
-    return key.error();
-  }
-  const std::string_view text = key->reveal();
-  // libpq loads PEM only, and is given no passphrase: an encrypted key would fail on every
-  // connection with a less telling OpenSSL error.
-  if (text.find("PRIVATE KEY-----") == std::string_view::npos) {
-    return util::format("client key file {} is not a PEM private key (\"-----BEGIN ... PRIVATE "
-                       "KEY-----\"); is it the certificate?",
-                       file);
-  }
-  if (text.find("ENCRYPTED") != std::string_view::npos) {
-    return util::format("client key file {} is encrypted; dbcheck gives libpq no passphrase: "
-                       "store it decrypted, as the key's owner (sudo -u OWNER openssl pkey -in KEY "
-                       "-out NEW; then chmod 600 NEW), so the checks can still read it",
-                       file);
-  }
-  return std::nullopt;
+  auto key = read_key_file(file);
+  return key ? std::nullopt : std::optional<std::string>(key.error());
 }
 
 } // namespace dbcheck::config

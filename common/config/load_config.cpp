@@ -10,6 +10,7 @@
 #include "toml_guard.hpp"
 
 #include <util/format.hpp>
+#include <util/host_port.hpp>
 #include <util/url.hpp>
 
 #include <toml++/toml.h>
@@ -564,8 +565,11 @@ std::vector<KeySpec<RedisCluster>> redis_tls_keys(const std::string& prefix,
       {name("tls_server_name"),
        [which](RedisCluster& c, const toml::node& n, Errors& e, const std::string& key) {
          auto v = want_string(n, e, key);
-         if (v && v->empty()) {
-           e.add(n.source(), key, "expected a host name or an IP address, not \"\"");
+         if (!v) {
+           return;
+         }
+         if (const std::string bad = util::server_name_problem(*v); !bad.empty()) {
+           e.add(n.source(), key, "expected a host name or an IP address: " + bad);
            return;
          }
          (c.*which).server_name = v;

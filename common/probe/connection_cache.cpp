@@ -1,5 +1,7 @@
 #include "connection_cache.hpp"
 
+#include <util/format.hpp>
+
 namespace dbcheck::probe {
 
 template <class Conn>
@@ -81,19 +83,24 @@ PgLease::query(const std::string& sql, const std::vector<std::string>& params,
 
 namespace {
 
-// What tells apart kept links to one address: the TLS settings they were opened with.
-std::string tls_identity(const config::RedisTls& tls) {
-  if (!tls.enabled) {
-    return {};
+// The cache key of a link: a plain/TLS tag first, then every field length-prefixed, so no
+// two (address, TLS identity) pairs can spell the same key, whatever a Sentinel hands out.
+std::string link_key(const util::HostPort& address, const config::RedisTls& tls) {
+  std::string key = tls.enabled ? "tls" : "plain";
+  const auto field = [&key](const std::string& f) { key += util::format("|{}:{}", f.size(), f); };
+  field(util::to_string(address));
+  if (tls.enabled) {
+    for (const auto& f : {tls.ca_cert_file, tls.cert_file, tls.key_file, tls.server_name}) {
+      field(f ? "=" + *f : "-");
+    }
   }
-  return "/tls\n" + tls.ca_cert_file.value_or("") + "\n" + tls.cert_file.value_or("") + "\n" +
-         tls.key_file.value_or("") + "\n" + tls.server_name.value_or("");
+  return key;
 }
 
 } // namespace
 
 RedisLease::RedisLease(ConnectionCache* cache, util::HostPort address, config::RedisTls tls)
-    : Lease(cache, util::to_string(address) + tls_identity(tls),
+    : Lease(cache, link_key(address, tls),
             [address, tls](const Deadline& d) { return RedisLink::connect(address, d, &tls); }) {}
 
 tl::expected<std::vector<core::RespValue>, core::ProbeError>

@@ -166,6 +166,13 @@ protected:
     if (!answer && breaks_connection(answer.error())) {
       m_healthy = false;
     }
+    if constexpr (requires(const Conn& c) { c.usable(); }) {
+      // A TLS session that failed fatally, whatever the failure's kind (a refused certificate
+      // is auth), cannot be used again.
+      if (m_conn && !m_conn->usable()) {
+        m_healthy = false;
+      }
+    }
     return answer;
   }
 

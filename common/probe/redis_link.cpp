@@ -16,6 +16,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <string.h> // explicit_bzero
 
 namespace dbcheck::probe {
 namespace {
@@ -55,6 +56,7 @@ tl::expected<void, core::ProbeError> write_commands(redisContext* c, TlsStream* 
             core::Failure::internal, "cannot format a Redis command (queueing a command)", ""});
       }
       formatted.append(out, static_cast<std::size_t>(n));
+      explicit_bzero(out, static_cast<std::size_t>(n)); // AUTH carries the password
       redisFreeCommand(out);
     } else if (redisAppendCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data()) !=
                REDIS_OK) {
@@ -62,7 +64,9 @@ tl::expected<void, core::ProbeError> write_commands(redisContext* c, TlsStream* 
     }
   }
   if (tls != nullptr) {
-    return tls->write(formatted, deadline);
+    auto written = tls->write(formatted, deadline);
+    explicit_bzero(formatted.data(), formatted.size());
+    return written;
   }
   int done = 0;
   while (done == 0) {

@@ -80,6 +80,10 @@ public:
   // error: a quiet pub/sub channel).
   tl::expected<std::optional<core::RespValue>, core::ProbeError> next(const Deadline& deadline);
 
+  // False once a TLS session failed fatally: the link must not go back to a cache (a plain
+  // link's failures are judged by their kind, lease_retry.hpp).
+  bool usable() const { return !m_tls || m_tls->usable(); }
+
   RedisLink(RedisLink&&) noexcept = default;
   RedisLink& operator=(RedisLink&&) noexcept = default;
   ~RedisLink();

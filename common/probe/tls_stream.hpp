@@ -29,7 +29,8 @@ public:
   // Completes a TLS handshake on `fd` within `deadline`, verifying the peer's certificate
   // against `tls` (its CA file, or the system's store) and the name it must carry
   // (tls.server_name, else `peer_host`, the address connected to; sent as SNI when a name).
-  // A certificate that does not verify is Failure::auth, with OpenSSL's reason.
+  // A certificate that does not verify is Failure::auth, with OpenSSL's reason; a port that
+  // does not speak TLS is Failure::protocol; no version or cipher in common, Failure::config.
   static tl::expected<TlsStream, core::ProbeError> connect(int fd, const std::string& peer_host,
                                                            const config::RedisTls& tls,
                                                            const Deadline& deadline);
@@ -42,6 +43,9 @@ public:
   tl::expected<std::size_t, core::ProbeError> read(char* buf, std::size_t size,
                                                    const Deadline& deadline);
 
+  // False once the session met a fatal error or a deadline mid-record: it must not be reused.
+  bool usable() const { return m_ssl && !m_failed; }
+
   TlsStream(TlsStream&&) noexcept = default;
   TlsStream& operator=(TlsStream&&) noexcept = default;
   ~TlsStream();
@@ -53,7 +57,13 @@ public:
 
 private:
   explicit TlsStream(ssl_st* ssl);
+  // The error for a failed SSL_* call (SSL_get_error gave `ssl_error`); marks the session
+  // unusable.
+  core::ProbeError failure(int ssl_error, bool handshake, const char* during);
+  // Marks the session unusable, and shut so that closing it sends nothing more.
+  void fail();
   std::unique_ptr<ssl_st, Closer> m_ssl;
+  bool m_failed = false;
 };
 
 } // namespace dbcheck::probe

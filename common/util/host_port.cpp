@@ -67,6 +67,41 @@ bool is_ip_literal(std::string_view host) {
          inet_pton(AF_INET6, h.c_str(), buf.data()) == 1;
 }
 
+std::string server_name_problem(std::string_view name) {
+  if (name.find('\0') != std::string_view::npos) {
+    return "a NUL character cannot be part of a name";
+  }
+  if (is_ip_literal(name)) {
+    return "";
+  }
+  if (name.find('*') != std::string_view::npos) {
+    return "a wildcard is what a certificate carries, not what dbcheck checks: give one node's "
+           "name";
+  }
+  if (name.find(':') != std::string_view::npos || name.find('[') != std::string_view::npos) {
+    return "a name or an address alone, without a port or brackets";
+  }
+  if (name.empty() || name.size() > 253 || name.front() == '.' || name.back() == '.') {
+    return "a DNS name of at most 253 characters, not starting or ending with a dot";
+  }
+  std::size_t label = 0;
+  for (const char ch : name) {
+    const bool ldh = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                     (ch >= '0' && ch <= '9') || ch == '-';
+    if (ch == '.') {
+      if (label == 0) {
+        return "an empty label (two dots in a row)";
+      }
+      label = 0;
+    } else if (!ldh) {
+      return "letters, digits, hyphens and dots only";
+    } else if (++label > 63) {
+      return "a label longer than 63 characters";
+    }
+  }
+  return "";
+}
+
 bool same_endpoint(const HostPort& a, const HostPort& b) {
   if (a.port != b.port) {
     return false;

@@ -31,6 +31,11 @@ std::string to_string(const HostPort& hp);
 // True when `host` is a numeric IPv4 or IPv6 address (no DNS needed to reach it).
 bool is_ip_literal(std::string_view host);
 
+// Why `name` cannot be the name a certificate is verified against, or "" when it can: an IP
+// literal, or a DNS name of letters, digits and hyphens in dot-separated labels of 1 to 63
+// characters, at most 253 in all. A wildcard, a port, brackets or a NUL are named as such.
+std::string server_name_problem(std::string_view name);
+
 // True when both denote the same address and port: IP literals compared as addresses (IPv6
 // spellings normalised), names compared whole and case-insensitively.
 bool same_endpoint(const HostPort& a, const HostPort& b);

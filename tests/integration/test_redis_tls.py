@@ -7,7 +7,10 @@ load. The plain ports are off, so a passing check really ran over TLS."""
 
 import functools
 import shutil
+import socket
 import subprocess
+import threading
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -17,6 +20,7 @@ from fixtures.agent import AgentProcess, http_get
 from fixtures import redis as redis_fx
 from fixtures.dbcheck import explain, operator_lines, run_dbcheck, write_check_wrapper, write_redis_config
 from fixtures.haproxy import render_redis_example_for
+from fixtures.ports import free_ports
 from fixtures.procs import wait_until
 from fixtures.redis import RedisSentinelCluster, TlsFiles
 from fixtures.test_ca import issue, make_ca
@@ -121,13 +125,104 @@ def test_another_ca_fails_closed_with_auth(workdir, tls_redis, dbcheck_bin):
     assert run.rc == 1, run
     assert run.failure == "auth", run
     node = next(s for s in run.report["steps"] if s["opinion"] == "node")
-    assert "certificate does not verify" in node["answer"], node
+    assert "cannot trust the server's certificate" in node["answer"], node
     assert "self-signed certificate in certificate chain" in node["answer"], node  # OpenSSL's why
 
     cfg = _config(workdir, tls_redis, "other-sentinel-ca", sentinel_ca=tls_redis.other.cert)
     run = explain(dbcheck_bin, cfg, "redis_write", master.addr)
     assert run.rc == 1, run
     assert run.failure == "auth", run
+
+
+def _node_step(run):
+    return next(s for s in run.report["steps"] if s["opinion"] == "node")
+
+
+def test_the_name_or_address_is_verified(workdir, tls_redis, dbcheck_bin):
+    """The certificate is from the right CA, but it must also carry the name dbcheck checks:
+    127.0.0.1 (the address, by default) or localhost pass; another name or address does not."""
+    master = tls_redis.cluster.wait_stable()
+    by_name = _config(workdir, tls_redis, "name-ok",
+                      extra='require_tls = true\ntls_server_name = "localhost"')
+    run = explain(dbcheck_bin, by_name, "redis_write", master.addr)
+    assert run.rc == 0, run  # a DNS name: SNI and SSL_set1_host
+    wrong = _config(workdir, tls_redis, "name-wrong",
+                    extra='require_tls = true\ntls_server_name = "wrong.example"')
+    run = explain(dbcheck_bin, wrong, "redis_write", master.addr)
+    assert run.rc == 1 and run.failure == "auth", run
+    assert "hostname mismatch" in _node_step(run)["answer"], run
+    assert "set tls_server_name" in _node_step(run)["answer"], run
+    other_ip = _config(workdir, tls_redis, "ip-wrong",
+                       extra='require_tls = true\ntls_server_name = "127.0.0.2"')
+    run = explain(dbcheck_bin, other_ip, "redis_write", master.addr)
+    assert run.rc == 1 and run.failure == "auth", run
+    assert "IP address mismatch" in _node_step(run)["answer"], run
+    sentinels = _config(workdir, tls_redis, "sentinel-name-wrong",
+                        extra='require_tls = true\nsentinel_tls_server_name = "wrong.example"')
+    run = explain(dbcheck_bin, sentinels, "redis_write", master.addr)
+    assert run.rc == 1, run
+    asked = [s for s in run.report["steps"] if s["opinion"] == "manager"]
+    assert asked and all("hostname mismatch" in s["answer"] for s in asked), asked
+
+
+def test_a_plain_port_is_named_as_such(workdir, tls_redis, dbcheck_bin):
+    """tls = true against a port that does not speak TLS (here: a plain listener that closes at
+    once, as a plain Redis does on garbage) is not "cannot reach": it names the port."""
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", free_ports(1)[0]))
+    srv.listen(4)
+
+    def answer_plain():
+        for _ in range(4):
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            conn.recv(4096)
+            conn.sendall(b"-ERR Protocol error: invalid multibulk length\r\n")
+            conn.close()
+    threading.Thread(target=answer_plain, daemon=True).start()
+    try:
+        cfg = _config(workdir, tls_redis, "plain-port")
+        run = explain(dbcheck_bin, cfg, "redis_read", f"127.0.0.1:{srv.getsockname()[1]}")
+    finally:
+        srv.close()
+    assert run.rc == 1 and run.failure == "protocol", run
+    assert "does not speak TLS on this port" in _node_step(run)["answer"], run
+
+
+def test_optional_client_certificates_keep_kept_links_honest(workdir, tls_redis, agent_bin):
+    """tls-auth-clients optional: the server asks for a certificate on every handshake and takes
+    the session without one. The agent's kept link killed by the server is a network failure,
+    retried on a fresh link: the agent stays up and never blames a certificate."""
+    cluster = tls_redis.cluster
+    master = cluster.wait_stable()
+    for n in cluster.nodes():
+        cluster.admin(n, "CONFIG", "SET", "tls-auth-clients", "optional")
+    try:
+        lines = "\n".join((f'tls = true\ntls_ca_cert_file = "{tls_redis.good.cert}"',
+                           tls_lines(tls_redis, "sentinel_"), "require_tls = true"))
+        writer = functools.partial(write_redis_config, cluster=cluster, owner=None, cluster_extra=lines)
+        agent = AgentProcess(workdir, "agent-optional", agent_bin, writer, "cache", master.addr,
+                             interval="1s")
+        try:
+            agent.start()
+            wait_until(lambda: agent.ask("redis_write").startswith("up"), 15, "the agent says up")
+            for _ in range(3):
+                cluster.admin(master, "CLIENT", "KILL", "TYPE", "normal")
+                answers = []
+                for _ in range(15):
+                    answers.append(agent.ask("redis_write"))
+                    time.sleep(0.2)
+                assert all(a.startswith("up") for a in answers), answers
+            status = http_get(agent.http_port, "/health")[1]
+            assert "client certificate" not in status, status
+        finally:
+            agent.stop()
+    finally:
+        for n in cluster.nodes():
+            cluster.admin(n, "CONFIG", "SET", "tls-auth-clients", "yes")
 
 
 def test_no_client_certificate_fails_with_auth(workdir, tls_redis, dbcheck_bin):
