@@ -22,12 +22,12 @@ def roff_text(s):
 
 def documented_keys():
     """[(section heading, key, example value text)] from dbcheck.toml(5): every `.TP` entry
-    whose next line is `.B key = value`."""
+    (or `.TQ`, a second key under one entry) whose next line is `.B key = value`."""
     out, section, lines = [], None, (MAN / "dbcheck.toml.5").read_text().splitlines()
     for i, line in enumerate(lines):
         if line.startswith(".SS "):
             section = roff_text(line[4:])
-        elif line == ".TP" and i + 1 < len(lines) and lines[i + 1].startswith(".B "):
+        elif line in (".TP", ".TQ") and i + 1 < len(lines) and lines[i + 1].startswith(".B "):
             m = re.fullmatch(r"([a-z_]+) = (.+)", roff_text(lines[i + 1][3:]))
             if m and section:
                 out.append((section, m.group(1), m.group(2)))
