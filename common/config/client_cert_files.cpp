@@ -3,6 +3,7 @@
 #include "password_file.hpp"
 
 #include <util/format.hpp>
+#include <util/read_up_to.hpp>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -45,18 +46,10 @@ tl::expected<std::string, std::string> read_certificate_file(const std::string& 
     bad = util::format("{} {} is larger than {} bytes", what, file, k_max_certificate_file);
   } else {
     text.resize(static_cast<std::size_t>(st.st_size));
-    std::size_t done = 0;
-    while (done < text.size()) {
-      const ssize_t n = ::read(fd, text.data() + done, text.size() - done);
-      if (n < 0 && errno == EINTR) {
-        continue;
-      }
-      if (n <= 0) {
-        bad = util::format("cannot read {} {}: {}", what, file,
-                           n < 0 ? std::strerror(errno) : "it shrank while being read");
-        break;
-      }
-      done += static_cast<std::size_t>(n);
+    const auto got = util::read_up_to(fd, text.data(), text.size());
+    if (!got || *got < text.size()) {
+      bad = util::format("cannot read {} {}: {}", what, file,
+                         got ? "it shrank while being read" : std::strerror(errno));
     }
     // A certificate file that also holds a key others may read leaks the key.
     if (!bad && (st.st_mode & 077) != 0 && text.find("PRIVATE KEY-----") != std::string::npos) {

@@ -1,6 +1,7 @@
 #include "password_file.hpp"
 
 #include <util/format.hpp>
+#include <util/read_up_to.hpp>
 
 #include <fcntl.h>
 #include <pwd.h>
@@ -134,21 +135,12 @@ tl::expected<Secret, std::string> read_private_file(const std::string& file, std
   // One byte more than allowed, to notice a file that grew after fstat.
   std::vector<char> buf(max_bytes + 1);
   const WipeOnExit wipe{buf};
-  std::size_t used = 0;
-  while (used < buf.size()) {
-    const ssize_t n = ::read(f.fd, buf.data() + used, buf.size() - used);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n < 0) {
-      return tl::make_unexpected(
-          util::format("cannot read {} {}: {}", what, file, std::strerror(errno)));
-    }
-    if (n == 0) {
-      break;
-    }
-    used += static_cast<std::size_t>(n);
+  const auto got = util::read_up_to(f.fd, buf.data(), buf.size());
+  if (!got) {
+    return tl::make_unexpected(
+        util::format("cannot read {} {}: {}", what, file, std::strerror(errno)));
   }
+  const std::size_t used = *got;
   if (used > max_bytes) {
     return tl::make_unexpected(
         util::format("{} {} is more than the {} bytes allowed", what, file, max_bytes));
