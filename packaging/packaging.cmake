@@ -65,8 +65,21 @@ add_custom_command(OUTPUT ${PROJECT_BINARY_DIR}/packaging/changelog.gz
 add_custom_target(deb_changelog ALL DEPENDS ${PROJECT_BINARY_DIR}/packaging/changelog.gz)
 install(FILES ${PROJECT_BINARY_DIR}/packaging/changelog.gz packaging/copyright
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
-install(FILES packaging/lintian-overrides DESTINATION ${CMAKE_INSTALL_DATADIR}/lintian/overrides
-        RENAME dbcheck)
+# The overrides every release's lintian needs, then those of this release's only (a tag a
+# release's lintian no longer knows is an error there).
+set(lintian_parts ${PROJECT_SOURCE_DIR}/packaging/lintian-overrides)
+if(EXISTS ${PROJECT_SOURCE_DIR}/packaging/lintian-overrides-deb${DBCHECK_DEBIAN_RELEASE})
+  list(APPEND lintian_parts ${PROJECT_SOURCE_DIR}/packaging/lintian-overrides-deb${DBCHECK_DEBIAN_RELEASE})
+endif()
+set(lintian_overrides "")
+foreach(part IN LISTS lintian_parts)
+  file(READ ${part} text)
+  string(APPEND lintian_overrides "${text}")
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${part})
+endforeach()
+file(WRITE ${PROJECT_BINARY_DIR}/packaging/lintian-overrides "${lintian_overrides}")
+install(FILES ${PROJECT_BINARY_DIR}/packaging/lintian-overrides
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/lintian/overrides RENAME dbcheck)
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME dbcheck)
