@@ -4,16 +4,14 @@ passing checks of one server write one line. Its syslog is captured in a mount n
 test's own whose /dev/log leads to the test's socket; the host's /dev is untouched."""
 
 import os
-import re
 import signal
-import socket
 import subprocess
-import threading
 import time
 
 import pytest
 
 from fixtures.dbcheck import write_dbcheck_config
+from fixtures.syslog import Syslog
 
 # Inside a private mount namespace: a tmpfs over /dev holding the few devices a check may
 # open, and /dev/log as a symbolic link to the test's datagram socket (argument 1: its dir).
@@ -40,47 +38,6 @@ while [ "$n" -lt "$N" ]; do
 done
 echo "$passed $failed"
 """
-
-LINE = re.compile(r"^<\d+>\w{3} [ \d]\d \d\d:\d\d:\d\d dbcheck\[\d+\]: (.*)$", re.S)
-
-
-class Syslog:
-    """A datagram socket standing for /dev/log: every line dbcheck sends, in order."""
-
-    def __init__(self, directory):
-        self.dir = directory
-        self.path = directory / "syslog.sock"
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-        self.sock.bind(str(self.path))
-        self.sock.settimeout(0.1)
-        self.lines, self._stop = [], threading.Event()
-        self._thread = threading.Thread(target=self._read, daemon=True)
-        self._thread.start()
-
-    def _read(self):
-        while not self._stop.is_set():
-            try:
-                data = self.sock.recv(65536)
-            except socket.timeout:
-                continue
-            m = LINE.match(data.decode(errors="replace"))
-            assert m, data
-            self.lines.append(m.group(1))
-
-    def drain(self):
-        """Every line so far (the socket read empty once the senders are gone)."""
-        deadline = time.monotonic() + 5
-        count = -1
-        while count != len(self.lines) and time.monotonic() < deadline:
-            count = len(self.lines)
-            time.sleep(0.3)
-        return list(self.lines)
-
-    def close(self):
-        self._stop.set()
-        self._thread.join(5)
-        self.sock.close()
 
 
 @pytest.fixture

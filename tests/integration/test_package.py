@@ -14,7 +14,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -23,11 +22,10 @@ import pytest
 from fixtures import peers
 from fixtures.agent import agent_section, http_get
 from fixtures.dbcheck import write_dbcheck_config
+from fixtures.deb import REPO, build_deb, run
 from fixtures.ports import free_ports
 from fixtures.procs import start_daemon, wait_until
 
-REPO = Path(__file__).resolve().parents[2]
-BUILD = Path(os.environ.get("DBCHECK_BUILD_DIR") or REPO / "build")
 UNIT = Path("/usr/lib/systemd/system/dbcheck-agent.service")
 # Opt-in: shipped where the operator copies it from, never where systemd reads it.
 HAPROXY_DROP_IN = Path("/usr/share/dbcheck/haproxy-dbcheck-state.conf")
@@ -46,24 +44,6 @@ FILES = [Path("/usr/bin/dbcheck"), Path("/usr/sbin/dbcheck-agent"), UNIT,
 MODULES = [Path("/usr/lib/dbcheck/dbcheck-pq.so"), Path("/usr/lib/dbcheck/dbcheck-curl.so"),
            Path("/usr/lib/dbcheck/dbcheck-event.so"), Path("/usr/lib/dbcheck/dbcheck-tls.so")]
 FILES += MODULES
-
-
-def run(argv, timeout=120, check=True, **kw):
-    res = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kw)
-    if check and res.returncode != 0:
-        raise AssertionError(f"{argv} exited {res.returncode}:\n{res.stdout}{res.stderr}")
-    return res
-
-
-def build_deb(out, version=None):
-    """cpack's .deb from the build tree into `out` (another version if given)."""
-    extra = ["-D", f"CPACK_PACKAGE_VERSION={version}", "-D", f"CPACK_DEBIAN_PACKAGE_VERSION={version}"] \
-        if version else []
-    run(["cpack", "-G", "DEB", "--config", str(BUILD / "CPackConfig.cmake"), "-B", str(out), *extra],
-        timeout=300)
-    debs = list(out.glob("dbcheck_*.deb"))
-    assert len(debs) == 1, list(out.iterdir())
-    return debs[0]
 
 
 def dpkg_under_systemd(argv, workdir):
