@@ -189,15 +189,17 @@ def installed(clean_root, figures):
     install = ["sh", "-c", "cd /tmp && exec apt-get install -y --no-install-recommends ./dbcheck_*.deb"]
     env = {"DEBIAN_FRONTEND": "noninteractive"}
     res = root.run(install, env=env, timeout=600, check=False)
-    if res.returncode != 0 and "Failed to fetch" in res.stdout + res.stderr:
+    refreshed = res.returncode != 0 and "Failed to fetch" in res.stdout + res.stderr
+    if refreshed:
         # The tarball's lists name a version the archive has since replaced (a security
-        # update): read the current lists, then the same install again.
+        # update): fetch the current lists whole (this root is thrown away), then install again.
         print(f"apt could not download with the tarball's lists:\n{res.stdout}{res.stderr}")
-        root.run(["apt-get", "update", "-q"], env=env, timeout=300)
+        root.run(["sh", "-c", "rm -rf /var/lib/apt/lists/* && exec apt-get update -q"], env=env, timeout=300)
         res = root.run(install, env=env, timeout=600, check=False)
     new = _new_packages(res.stdout)
     deps = [p for p in new if p != "dbcheck"]
-    summary = f"apt installed {len(deps)} package(s) for its Depends: {' '.join(deps)}"
+    summary = f"apt installed {len(deps)} package(s) for its Depends: {' '.join(deps)}" + \
+        (" (with the archive's current lists: the tarball's were out of date)" if refreshed else "")
     assert res.returncode == 0 and "dbcheck" in new, \
         f"apt-get install ./{clean_root.deb.name} exited {res.returncode}; {summary}\n" \
         f"{res.stdout}{res.stderr}"
