@@ -184,7 +184,8 @@ def _new_packages(apt_output):
 @pytest.fixture(scope="module")
 def installed(clean_root, figures):
     """`apt-get install -y ./dbcheck_*.deb` in the clean root, with apt's package lists as the
-    tarball keeps them; the NEW packages apt installed for the .deb's Depends."""
+    tarball keeps them, and without Recommends (the Depends alone must bring what dbcheck
+    needs); the NEW packages apt installed for the .deb's Depends."""
     root = clean_root.root
     install = ["sh", "-c", "cd /tmp && exec apt-get install -y --no-install-recommends ./dbcheck_*.deb"]
     env = {"DEBIAN_FRONTEND": "noninteractive"}
