@@ -22,7 +22,7 @@ import pytest
 from fixtures import peers
 from fixtures.agent import agent_section, http_get
 from fixtures.dbcheck import write_dbcheck_config
-from fixtures.deb import REPO, build_deb, run
+from fixtures.deb import BUILD, REPO, build_deb, run
 from fixtures.ports import free_ports
 from fixtures.procs import start_daemon, wait_until
 
