@@ -28,7 +28,7 @@ judge); labs.py the clusters with their HAProxies, agents and faults; partitions
 hosts in network namespaces; variants.py the six configurations; watches.py the samplers;
 losses.py the loss classes; gates.py the gate; report.py the Markdown table.
 
-  /usr/bin/python3 bench/failover/failover.py [--reps N] [--engine pg|redis] [--scenario S]
+  /usr/bin/python3 bench/failover/failover.py [--reps N] [--engine pg|redis] [--scenario S] [--tls]
 Results: a JSON line per (run, variant) in build/failover/runs.jsonl and the Markdown table
 in docs/results.md (section "failover").
 """  # noqa: E501 - the --help text, kept as it was
@@ -51,7 +51,7 @@ import losses as L
 import watches as W
 from gates import gate_failures, gate_verdicts
 from labs import AFTER, HOLD, OUT, STEADY_HOLD, WARMUP, PgLab, RedisLab
-from report import brief, table
+from report import TLS_NOTE, brief, table
 from fixtures import peers
 from fixtures.procs import wait_until
 
@@ -300,6 +300,10 @@ def main():
     ap.add_argument("--peer", choices=sorted(PEERS),
                     help="the current peer instead of Debian's: patroni4 (Patroni 4.1.4, PostgreSQL only) or "
                          "valkey8 (Valkey 8.0.1, Redis only); section <section>-<peer>")
+    ap.add_argument("--tls", action="store_true",
+                    help="Redis only: every node and Sentinel takes TLS only, and dbcheck, its agents and "
+                         "HAProxy reach them over TLS (bench/failover/labs.py, LabTls); section "
+                         "<section>[-<peer>]-tls")
     ap.add_argument("--plot", metavar="DIR",
                     help="also draw each scenario's first run as DIR/<engine>-<scenario>.png "
                          "(bench/failover/plot.py: writes per node, each configuration's view, the "
@@ -318,12 +322,16 @@ def main():
         if args.engine and args.engine != [engine]:
             ap.error(f"--peer {args.peer} is a {engine} peer")
         args.engine = [engine]
+    if args.tls:
+        if args.lab != "loopback" or (args.engine and args.engine != ["redis"]):
+            ap.error("--tls is for the Redis lab on loopback only (--engine redis, no --lab net)")
+        args.engine = ["redis"]
     labs = (PgLab, RedisLab)
     if args.lab == "net":
         import partitions  # the partition labs: loaded only for --lab net
         labs = partitions.LABS
-    args.section = args.section or ("partitions" if args.lab == "net" else "failover") + (
-        f"-{args.peer}" if args.peer else "")
+    suffix = (f"-{args.peer}" if args.peer else "") + ("-tls" if args.tls else "")
+    args.section = args.section or ("partitions" if args.lab == "net" else "failover") + suffix
     # SIGTERM (and SIGINT, which a background job ignores) unwind through the finally blocks,
     # so a stopped run still thaws what it froze and stops every process it started.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -337,7 +345,7 @@ def main():
             continue
         workdir = Path(tempfile.mkdtemp(prefix=f"dbcheck-failover-{lab_cls.engine}."))
         workdir.chmod(0o755)
-        lab = lab_cls(workdir)
+        lab = lab_cls(workdir, tls=True) if args.tls else lab_cls(workdir)
         t_lab = time.monotonic()
         try:
             lab.start()
@@ -391,10 +399,13 @@ def main():
     command = " ".join(["bench/failover/run", *sys.argv[1:]])
     title = {"failover": "Failover proof: writes through HAProxy",
              "partitions": "Partition proof: writes through HAProxy, hosts in network namespaces"}.get(
-        args.section.removesuffix(f"-{args.peer}"), "Planned switchover proof: writes through HAProxy")
+        args.section.removesuffix(suffix), "Planned switchover proof: writes through HAProxy")
     if args.peer:
         title += f", on {peers.describe_engine(PEERS[args.peer][2])}"
-    text = table(rows, args.reps, command, variants, failed, title, labs[0].window_field)
+    if args.tls:
+        title += ", over TLS"
+    text = table(rows, args.reps, command, variants, failed, title, labs[0].window_field,
+                 note=TLS_NOTE if args.tls else "")
     print(text)
     if not args.no_results:
         results.write_section(args.section, text)

@@ -4,8 +4,10 @@ each scenario injects and undoes, and the waits for the cluster to settle. The p
 (bench/failover/partitions.py) place the same on hosts in network namespaces."""
 
 import base64
+import functools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import urllib.request
@@ -22,6 +24,7 @@ from fixtures.dbcheck import operator_lines, write_check_wrapper, write_dbcheck_
 from fixtures.haproxy import HAProxy
 from fixtures.patroni import APP_DB, APP_PASSWORD, APP_USER, SUPERUSER, PatroniCluster
 from fixtures.procs import wait_until
+from fixtures.test_ca import issue, make_ca
 from fixtures.writers import PgWriter, RedisWriter
 
 
@@ -234,32 +237,74 @@ class PgLab(Lab):
         raise ValueError(scenario)
 
 
+class LabTls:
+    """TLS everywhere in a Redis lab, from a throwaway CA in `directory`: the certificate every
+    node and Sentinel serves and presents to its peers (`files`, read by redis), dbcheck's
+    client certificate (its key owned by haproxy, the user external checks run as; the agents
+    and the operator run as root), and HAProxy's own, which it presents to the nodes."""
+
+    def __init__(self, directory):
+        directory = Path(directory)
+        ca = make_ca(directory, "lab")
+        server = issue(ca, directory, "redis", ["IP:127.0.0.1", "DNS:localhost"], client="both")
+        client = issue(ca, directory, "dbcheck", ["DNS:localhost"], client=True)
+        proxy = issue(ca, directory, "haproxy", ["DNS:localhost"], client=True)
+        directory.chmod(0o755)
+        for f in (server.cert, server.key):
+            shutil.chown(f, "redis", "redis")
+        shutil.chown(client.key, "haproxy", "haproxy")
+        # HAProxy's `crt` wants the certificate and its key in one file (read as root at start).
+        pem = directory / "haproxy-client.pem"
+        pem.write_text(proxy.cert.read_text() + proxy.key.read_text())
+        pem.chmod(0o600)
+        self.files = redis_fx.TlsFiles(ca.cert, server.cert, server.key)
+        # [cluster] lines of every dbcheck config: TLS to the nodes and to the Sentinels, and
+        # require_tls so that a plain link is a configuration error rather than a quiet fallback.
+        self.dbcheck_lines = "\n".join(
+            f'{prefix}tls = true\n{prefix}tls_ca_cert_file = "{ca.cert}"\n'
+            f'{prefix}tls_cert_file = "{client.cert}"\n{prefix}tls_key_file = "{client.key}"'
+            for prefix in ("", "sentinel_")) + "\nrequire_tls = true"
+        # What every HAProxy server line gets: TLS to the node, its certificate verified
+        # against the lab CA, HAProxy's client certificate presented (tls-auth-clients yes).
+        self.haproxy_server = f"ssl verify required ca-file {ca.cert} crt {pem}"
+
+
 class RedisLab(Lab):
-    """Two Redis nodes and three Sentinels with the four Redis variants in front of them."""
+    """Two Redis nodes and three Sentinels with the four Redis variants in front of them; with
+    `tls`, every node and Sentinel takes TLS only and everything that reaches them speaks it
+    (LabTls), except the writers, which reach HAProxy in plain TCP as before."""
 
     engine = "redis"
     write_backend = "redis_write"
     scenarios = ("failover", "dbcheck-switchover", "freeze", "failover+fencing", "freeze+fencing")
 
-    def __init__(self, workdir):
+    def __init__(self, workdir, tls=False):
         self.workdir = workdir
-        self.cluster = redis_fx.RedisSentinelCluster(workdir / "cluster")
+        self.tls = LabTls(workdir / "certs") if tls else None
+        self.cluster = redis_fx.RedisSentinelCluster(workdir / "cluster", tls=self.tls and self.tls.files)
         self.haproxies, self.agents, self.variants = {}, [], []
         self.repairs = []
 
     def start(self):
         self.cluster.start()
-        self.check_config = write_redis_config(self.workdir / "dbcheck", self.cluster)
+        tls_lines = self.tls.dbcheck_lines if self.tls else ""
+        self.check_config = write_redis_config(self.workdir / "dbcheck", self.cluster,
+                                               cluster_extra=tls_lines)
         wrapper = write_check_wrapper(self.workdir / "dbcheck" / "dbcheck-wrapper", DBCHECK,
                                       self.check_config)
+        operator = operator_lines(self.workdir / "operator", redis_fx.OPERATOR_USER,
+                                  redis_fx.OPERATOR_PASSWORD)
         self.op_config = write_redis_config(self.workdir / "dbcheck-op", self.cluster, owner=None,
-                                            cluster_extra=operator_lines(self.workdir / "operator",
-                                                                         redis_fx.OPERATOR_USER,
-                                                                         redis_fx.OPERATOR_PASSWORD))
-        self.agents = start_redis_agents(self.workdir / "agents", self.cluster, AGENT)
-        self.variants = V.redis_variants(self.cluster, self.workdir, wrapper, self.agents)
+                                            cluster_extra="\n".join(x for x in (tls_lines, operator) if x))
+        self.agents = start_redis_agents(self.workdir / "agents", self.cluster, AGENT,
+                                         cluster_extra=tls_lines)
+        self.variants = V.redis_variants(self.cluster, self.workdir, wrapper, self.agents,
+                                         tls=self.tls and self.tls.haproxy_server)
         self.start_haproxies()
-        self.sentinels = W.SentinelManager(self.cluster, redis_fx.MASTER_NAME, redis_fx.redis_pipeline,
+        # The Sentinels asked as dbcheck asks them: over TLS where they take nothing else.
+        ask = functools.partial(redis_fx.redis_pipeline,
+                                tls=self.cluster.tls and self.cluster.tls.client_context())
+        self.sentinels = W.SentinelManager(self.cluster, redis_fx.MASTER_NAME, ask,
                                            dict(user="default", password=redis_fx.SENTINEL_ADMIN_PASSWORD))
         return self
 
@@ -295,7 +340,8 @@ class RedisLab(Lab):
         self.cluster.admin(self.cluster.wait_primary(), "DEL", f"proof:{v.key}")
 
     def writer(self, v):
-        return RedisWriter(v.key, v.write_port, f"proof:{v.key}", "default", redis_fx.ADMIN_PASSWORD)
+        return RedisWriter(v.key, v.write_port, f"proof:{v.key}", "default", redis_fx.ADMIN_PASSWORD,
+                           port_setting="tls-port" if self.tls else "port")
 
     def stored(self, v, primary):
         return {int(x) for x in self.cluster.admin(primary, "LRANGE", f"proof:{v.key}", 0, -1, timeout=5)}

@@ -22,15 +22,30 @@ SCENARIO_TEXT = {
 }
 
 
+# The --tls lab (bench/failover/labs.py, LabTls), for its section's text.
+TLS_NOTE = (
+    "Over TLS: every data node and Sentinel takes TLS only (`port 0`, `tls-port`, "
+    "`tls-auth-clients yes`, replication and the Sentinels' links over TLS too), with certificates "
+    "from a throwaway CA. dbcheck's external check, dbcheck-agent and `dbcheck switchover` connect "
+    "with `tls = true`, `sentinel_tls = true`, a client certificate and `require_tls = true`; every "
+    "HAProxy reaches the nodes with `ssl verify required ca-file … crt …` (its own client "
+    "certificate), and the tcp-check anchors open their connections to the nodes and the Sentinel "
+    "with `tcp-check connect ssl`. The harness's own samplers ask over TLS as well. The writers' leg "
+    "to HAProxy stays plain TCP (the frontends have no certificate): what is measured is the routing "
+    "over TLS links, not the clients' encryption.")
+
+
 def table(rows, reps, command, variants, failed=(), title="Failover proof: writes through HAProxy",
-          window_field="error_window_s"):
-    """The Markdown section for docs/results.md from all per-variant rows."""
+          window_field="error_window_s", note=""):
+    """The Markdown section for docs/results.md from all per-variant rows; `note`, when given, is
+    a paragraph on what this lab differs in (TLS_NOTE)."""
     out = [
         f"## {title}",
         "",
         f"Command: `{command}` ({reps} run(s) of each scenario; "
         "every run drives the six HAProxy configurations of an engine at once, against one cluster).",
         "",
+        *([note, ""] if note else []),
         "A writer per configuration sends numbered writes back to back (PostgreSQL: autocommit "
         "`INSERT`; Redis: `RPUSH`) through the configuration's write frontend. Acknowledged ids "
         "missing from the final primary are **lost**. Beside the writers the harness samples every "

@@ -21,6 +21,8 @@ primary goes down at its next round):
     B_agent = interval + t + agent-inter
 """
 
+import dataclasses
+import re
 import shutil
 from dataclasses import dataclass
 
@@ -227,13 +229,27 @@ def redis_agent(cluster, workdir, agents):
                    AGENT_BOUND, settings_label(AGENT_SETTINGS), dbcheck=True)
 
 
-def redis_variants(cluster, workdir, wrapper, agents):
-    """Every Redis configuration, each dbcheck one after the anchors of its settings."""
-    return [redis_role_only(cluster, workdir), redis_seed_002(cluster, workdir),
-            redis_dbcheck(cluster, workdir, wrapper),
-            redis_role_only(cluster, workdir, AGENT_SETTINGS),
-            redis_seed_002(cluster, workdir, AGENT_SETTINGS),
-            redis_agent(cluster, workdir, agents)]
+def over_tls(v, server_options):
+    """Variant v for nodes and Sentinels that take TLS only: `server_options` (ssl, the CA to
+    verify against, HAProxy's client certificate) on every server line, and every tcp-check
+    connect rule ciphered: such a rule opens a plain connection unless it says `ssl` (or
+    `default`), whatever the server line or check-ssl says. The checks sent elsewhere stay
+    plain: HAProxy ciphers a check to another port (dbcheck-agent's HTTP health port) only with
+    check-ssl, an agent-check never, and an external check is dbcheck's own connection."""
+    cfg = re.sub(r"^(\s*server \S+ \S+)", lambda m: f"{m.group(1)} {server_options}", v.cfg, flags=re.M)
+    cfg = re.sub(r"^(\s*tcp-check connect)\b", r"\1 ssl", cfg, flags=re.M)
+    return dataclasses.replace(v, cfg=cfg)
+
+
+def redis_variants(cluster, workdir, wrapper, agents, tls=None):
+    """Every Redis configuration, each dbcheck one after the anchors of its settings; with
+    `tls` (HAProxy server options), each over_tls()."""
+    variants = [redis_role_only(cluster, workdir), redis_seed_002(cluster, workdir),
+                redis_dbcheck(cluster, workdir, wrapper),
+                redis_role_only(cluster, workdir, AGENT_SETTINGS),
+                redis_seed_002(cluster, workdir, AGENT_SETTINGS),
+                redis_agent(cluster, workdir, agents)]
+    return [over_tls(v, tls) for v in variants] if tls else variants
 
 
 def anchors_of(variants, v):
