@@ -38,6 +38,7 @@ import json
 import os
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -285,6 +286,19 @@ def judge(lab, v, writer, ctx):
     return row
 
 
+def release_peers(engines):
+    """", on Debian 13 (PostgreSQL 17, Patroni 4.0.7, HAProxy 3.0.11)": the release and the
+    peers a run used, for a section the machine header (Debian 12's peers) does not describe."""
+    names = []
+    for engine in engines:
+        if engine == "pg":
+            names.append(f"PostgreSQL {peers.pg_bin().parent.name}")
+        names.append(peers.describe_engine(engine))
+    out = subprocess.run(["haproxy", "-v"], capture_output=True, text=True, timeout=60).stdout.split()
+    names.append(f"HAProxy {out[2].split('-')[0] if len(out) > 2 else '?'}")  # "HAProxy version 3.0.11-1 ..."
+    return f", on Debian {peers.release()} ({', '.join(names)})"
+
+
 # ------------------------------------------------------------------ main
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -296,7 +310,8 @@ def main():
                     help="do not run `dbcheck check` every second beside HAProxy for the reasons of "
                          "failing checks")
     ap.add_argument("--section", help="docs/results.md section to rewrite (default: failover, or partitions "
-                                      "with --lab net)")
+                                      "with --lab net; on Debian 13 failover-deb13, or "
+                                      "failover-deb13-<engine> with one --engine)")
     ap.add_argument("--peer", choices=sorted(PEERS),
                     help="the current peer instead of Debian's: patroni4 (Patroni 4.1.4, PostgreSQL only) or "
                          "valkey8 (Valkey 8.0.1, Redis only); section <section>-<peer>")
@@ -330,7 +345,12 @@ def main():
     if args.lab == "net":
         import partitions  # the partition labs: loaded only for --lab net
         labs = partitions.LABS
-    suffix = (f"-{args.peer}" if args.peer else "") + ("-tls" if args.tls else "")
+    # Debian 12's peers are the machine header's; a run on another release names the release
+    # (and its engine, when one) in its section, so it never overwrites Debian 12's figures.
+    on_release = f"-deb{peers.release()}" if peers.release() != "12" else ""
+    if on_release and args.engine and len(args.engine) == 1 and not args.peer:
+        on_release += f"-{args.engine[0]}"
+    suffix = on_release + (f"-{args.peer}" if args.peer else "") + ("-tls" if args.tls else "")
     args.section = args.section or ("partitions" if args.lab == "net" else "failover") + suffix
     # SIGTERM (and SIGINT, which a background job ignores) unwind through the finally blocks,
     # so a stopped run still thaws what it froze and stops every process it started.
@@ -400,7 +420,9 @@ def main():
     title = {"failover": "Failover proof: writes through HAProxy",
              "partitions": "Partition proof: writes through HAProxy, hosts in network namespaces"}.get(
         args.section.removesuffix(suffix), "Planned switchover proof: writes through HAProxy")
-    if args.peer:
+    if on_release:
+        title += release_peers([lab.engine for lab in labs if lab.engine in variants])
+    elif args.peer:
         title += f", on {peers.describe_engine(PEERS[args.peer][2])}"
     if args.tls:
         title += ", over TLS"
