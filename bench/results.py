@@ -38,7 +38,9 @@ def _pg_bin():
     return peers.pg_bin()
 
 
-def _version(cmd):
+def version_line(cmd):
+    """The first line `cmd` prints (stdout, else stderr), "?" when none, "not installed" when it
+    cannot run."""
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
         text = (out.stdout or out.stderr).strip().splitlines()
@@ -76,13 +78,13 @@ def machine_header():
     rows = [
         ("machine", f"{os.cpu_count()} CPUs ({_cpu_model()}), {mem_kb // 1024 // 1024} GiB, {os_name}, "
                     f"kernel {platform.release()}"),
-        ("dbcheck", _version([str(dbcheck), "--version"]) if dbcheck.exists() else "not built"),
-        ("HAProxy", _version(["haproxy", "-v"])),
-        ("PostgreSQL", _version([str(_pg_bin() / "postgres"), "--version"])),
-        ("Patroni", _version(["patroni", "--version"])),
-        ("etcd", _version(["etcd", "--version"])),
-        ("Redis", _version(["redis-server", "--version"])),
-        ("compiler", _version(["c++", "--version"])),
+        ("dbcheck", version_line([str(dbcheck), "--version"]) if dbcheck.exists() else "not built"),
+        ("HAProxy", version_line(["haproxy", "-v"])),
+        ("PostgreSQL", version_line([str(_pg_bin() / "postgres"), "--version"])),
+        ("Patroni", version_line(["patroni", "--version"])),
+        ("etcd", version_line(["etcd", "--version"])),
+        ("Redis", version_line(["redis-server", "--version"])),
+        ("compiler", version_line(["c++", "--version"])),
     ]
     lines = ["| | |", "| --- | --- |"] + [f"| {k} | {v} |" for k, v in rows]
     return "\n".join(lines)

@@ -38,7 +38,6 @@ import json
 import os
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -294,8 +293,9 @@ def release_peers(engines):
         if engine == "pg":
             names.append(f"PostgreSQL {peers.pg_bin().parent.name}")
         names.append(peers.describe_engine(engine))
-    out = subprocess.run(["haproxy", "-v"], capture_output=True, text=True, timeout=60).stdout.split()
-    names.append(f"HAProxy {out[2].split('-')[0] if len(out) > 2 else '?'}")  # "HAProxy version 3.0.11-1 ..."
+    line = results.version_line(["haproxy", "-v"])  # "HAProxy version 3.0.11-1 2025/..."
+    words = line.split()
+    names.append(f"HAProxy {words[2].split('-')[0] if len(words) > 2 else line}")
     return f", on Debian {peers.release()} ({', '.join(names)})"
 
 
