@@ -7,6 +7,7 @@ them); they are removed after a passing test and kept (path printed) after a fai
 
 import os
 import shutil
+import signal
 import tempfile
 from pathlib import Path
 from types import SimpleNamespace
@@ -25,6 +26,16 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_CFG = REPO_ROOT / "haproxy-examples" / "postgres-patroni.cfg"
 SERVER_BINARIES = [PG_BIN / "postgres", PG_BIN / "initdb", PATRONI, PATRONICTL, ETCD, HAPROXY, PSQL,
                    "/usr/bin/setpriv", *REDIS_BINARIES]
+
+
+def _terminated(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+# A SIGTERM (scripts/test stopping the other lane when one fails, a CI timeout) unwinds as
+# Ctrl-C does, so pytest tears every fixture down and the servers this session started are
+# stopped by their PIDs; by default the interpreter would die at once and leave them running.
+signal.signal(signal.SIGTERM, _terminated)
 
 
 def require_servers():

@@ -13,6 +13,7 @@ import pytest
 
 from fixtures.dbcheck import write_dbcheck_config
 from fixtures.patroni import APP_DB, HC_PASSWORD, HC_USER
+from fixtures.procs import rerun_until
 
 REPO = Path(__file__).resolve().parents[2]
 PG_ROWS = REPO / "common" / "core" / "pg_rows.hpp"
@@ -135,9 +136,10 @@ def test_least_role_passes_the_check(pg_cluster, dbcheck_bin, workdir):
     m = re.search(r"connections (\d+) of (\d+)", res.stdout)
     assert m and int(m.group(1)) >= 2 and int(m.group(2)) > 0, res.stdout  # not just its own
     for replica in pg_cluster.replicas():
-        res = subprocess.run([str(dbcheck_bin), "--config", str(cfg), "check", "pg_read", replica.pg_addr],
-                             capture_output=True, text=True, timeout=20)
-        assert res.returncode == 0 and "UP" in res.stdout, res.stdout + res.stderr
+        rerun_until(lambda: subprocess.run([str(dbcheck_bin), "--config", str(cfg), "check", "pg_read",
+                                            replica.pg_addr], capture_output=True, text=True, timeout=20),
+                    lambda res: res.returncode == 0 and "UP" in res.stdout, 30,
+                    f"{replica.name} UP as a reader")
 
 
 def test_least_role_cannot_read_other_sessions_queries(pg_cluster):

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from fixtures.haproxy import render_example_for, render_redis_example_for
-from fixtures.procs import wait_until
+from fixtures.procs import rerun_until, wait_until
 from fixtures.redis import HC_USER
 
 
@@ -37,8 +37,16 @@ def test_status_shows_every_node_the_manager_and_each_backend(pg_cluster, dbchec
     leader = pg_cluster.wait_healthy()
     replicas = sorted(m.name for m in pg_cluster.replicas())
     haproxy_cfg = _files(pg_cluster, dbcheck_setup, workdir)
-    r = _status(dbcheck_bin, dbcheck_setup.config, haproxy_cfg, "--json")
-    assert r.returncode == 0, r.stderr
+
+    def replicas_read(r):
+        if r.returncode != 0:
+            return False
+        nodes = {n["name"]: n for n in json.loads(r.stdout)["clusters"][0]["nodes"]}
+        return all(nodes.get(name, {}).get("verdicts", {}).get("pg_read", {}).get("state") == "up"
+                   for name in replicas)
+
+    r = rerun_until(lambda: _status(dbcheck_bin, dbcheck_setup.config, haproxy_cfg, "--json"),
+                    replicas_read, 30, "every replica UP in pg_read")
     (c,) = json.loads(r.stdout)["clusters"]
     assert (c["name"], c["engine"], c["backends"]) == ("pg", "postgres", ["pg_write", "pg_read"]), c
     assert c["manager"] == f"Patroni names {leader.name} leader", c["manager"]
