@@ -49,7 +49,7 @@ from pathlib import Path
 import results
 import losses as L
 import watches as W
-from gates import gate_failures, gate_verdicts
+from gates import MEDIAN_MIN_RUNS, gate_failures, gate_verdicts, timing_not_judged
 from labs import AFTER, HOLD, OUT, STEADY_HOLD, WARMUP, PgLab, RedisLab
 from report import TLS_NOTE, brief, table
 from fixtures import peers
@@ -85,11 +85,12 @@ def start_state(lab, scenario):
     return old
 
 
-def run_scenario(lab, scenario, rep, reasons=True):
+def run_scenario(lab, scenario, rep, reasons=True, judge_timing=True):
     """One scenario run with every variant at once; returns a list of per-variant dicts.
     Every run starts with the first-listed server as primary: with `balance first` that is the
     server HAProxy prefers whenever it is UP, the worst case for a check that keeps the old
-    primary UP (and the usual steady state of a hand-written server list)."""
+    primary UP (and the usual steady state of a hand-written server list). judge_timing: as
+    gates.gate_failures() takes it."""
     old = start_state(lab, scenario)
     run = {"engine": lab.engine, "scenario": scenario, "rep": rep, "old": old}
     repairs_before = len(lab.repairs)
@@ -160,7 +161,8 @@ def run_scenario(lab, scenario, rep, reasons=True):
                  for v in lab.variants}
     rows = [dict(run, **judge(lab, v, writers[v.key], ctx)) for v in lab.variants]
     for r in rows:
-        r["gate"] = gate_failures(rows, lab.variants, r["variant"])
+        r["gate"] = gate_failures(rows, lab.variants, r["variant"], judge_timing=judge_timing)
+        r["timing_not_judged"] = [] if judge_timing else timing_not_judged(rows, lab.variants, r["variant"])
     return rows
 
 
@@ -380,7 +382,8 @@ def main():
                     got = None
                     for attempt in (1, 2):  # a lab hiccup (not a verdict) gets one more try
                         try:
-                            got = run_scenario(lab, scen, rep, reasons=not args.no_reasons)
+                            got = run_scenario(lab, scen, rep, reasons=not args.no_reasons,
+                                               judge_timing=args.reps >= MEDIAN_MIN_RUNS)
                             break
                         except Exception:  # noqa: BLE001 - report, then retry or go on
                             print(f"[failover] {lab.engine} {scen} #{rep} attempt {attempt} FAILED:\n"
@@ -408,7 +411,10 @@ def main():
                         for why in r["gate"]:
                             print(f"[failover] GATE {lab.engine} {scen} #{rep} "
                                   f"({r['variant']}): {why}", flush=True)
-                        if r["gate"]:
+                        for why in r["timing_not_judged"]:
+                            print(f"[failover] NOT JUDGED ({args.reps} run(s), under {MEDIAN_MIN_RUNS}) "
+                                  f"{lab.engine} {scen} #{rep} ({r['variant']}): {why}", flush=True)
+                        if r["gate"] or r["timing_not_judged"]:
                             for line in r.get("new_primary_checks", []) + r.get("new_primary_verdicts", []):
                                 print(f"      {line}", flush=True)
         finally:

@@ -4,7 +4,8 @@ per-variant rows in, the table, the rules it was judged by and the gate's verdic
 import statistics
 
 import variants as V
-from gates import CHANCE_P, NO_OUTAGE_SLACK, PHASE_SLACK, WINDOW_SLACK, fmt_window, gate_verdicts, keys_of
+from gates import (CHANCE_P, MEDIAN_MIN_RUNS, NO_OUTAGE_SLACK, PHASE_SLACK, WINDOW_SLACK, fmt_window,
+                   gate_verdicts, keys_of)
 
 
 SCENARIO_TEXT = {
@@ -147,6 +148,10 @@ def table(rows, reps, command, variants, failed=(), title="Failover proof: write
             "own detection settings, beyond chance (an excess as uneven as it is has a probability under "
             f"{CHANCE_P} when both lose at the same rate: one-sided binomial test; 7 against 0 fails, 2 "
             "against 1 passes)."
+            + (f" With fewer than {MEDIAN_MIN_RUNS} runs (the suite's short mode) a window, or a time back "
+               "after the heal, that closed however late is printed as NOT JUDGED instead: one run on a "
+               "busy shared machine times the checks' own processes as much as their rule. A window that "
+               "never closed still fails." if reps < MEDIAN_MIN_RUNS else "")
             + (" Where the fault must leave the primary in place (a replica cut from its primary, a Sentinel "
                "minority cut off, and for dbcheck-agent HAProxy's host cut from the managers), a run fails "
                f"with a gap of {NO_OUTAGE_SLACK:.0f} s or more without a kept write beyond the steadiest "

@@ -294,3 +294,27 @@ def test_behind_every_router_is_judged_within_one_detection_setting():
     assert not L.behind_every_router("r1", 0.14, {**ext, **agent}, server_of)
     # Once one of its own group had reacted, a later loss is routing for (c) again.
     assert not L.behind_every_router("r1", 1.5, ext, server_of)
+
+
+def test_one_run_prints_a_late_window_but_still_fails_one_that_never_closed_or_a_loss():
+    """The short mode (fewer than MEDIAN_MIN_RUNS runs): a closed window, however late, is
+    printed as not judged; a window that never closed, a late loss and two writers UP still fail."""
+    import gates as G
+    variants = _six_variants()
+
+    def run(c, **extra):
+        w = dict(a=21.05, b=15.64, c=c, a1=20.01, b1=28.78, d=22.05)
+        base = {"engine": "pg", "scenario": "patroni-dies", "rep": 1, "lost_late": 0, "two_up_s": 0,
+                "log_agrees": True}
+        return [dict(base, variant=k, error_window_s=v, **(extra if k == "c" else {})) for k, v in w.items()]
+    late = run(44.46)  # measured: the stressed short mode at fc9c24d
+    assert G.gate_failures(late, variants, "c")[0].startswith("window 44.46 s")
+    assert G.gate_failures(late, variants, "c", judge_timing=False) == []
+    assert G.timing_not_judged(late, variants, "c") == G.gate_failures(late, variants, "c")
+    assert G.timing_not_judged(run(22.0), variants, "c") == []
+    assert G.gate_failures(run(None), variants, "c", judge_timing=False)[0].startswith("window never closed")
+    assert G.timing_not_judged(run(None), variants, "c") == []
+    lossy = run(44.46, lost_late=3, two_up_s=1.5)
+    assert G.gate_failures(lossy, variants, "c", judge_timing=False) == [
+        "3 late", "two writers UP for 1.500 s"]
+    assert G.timing_not_judged(lossy, variants, "c")[0].startswith("window 44.46 s")
