@@ -37,7 +37,7 @@ def gate_failures(rows, variants, key, judge_timing=True):
     (a fault that leaves the primary in place), an error window NO_OUTAGE_SLACK or more longer than
     the shortest anchor's. With judge_timing False (an invocation of fewer than MEDIAN_MIN_RUNS
     runs: timing_not_judged()), a window or a time back after the heal that closed, however late,
-    is left out; one that never closed still fails."""
+    and a no-outage scenario's gap are left out; a window that never closed still fails."""
     by_key = {r["variant"]: r for r in rows}
     v = next(x for x in variants if x.key == key)
     if not v.dbcheck:
@@ -59,13 +59,13 @@ def gate_failures(rows, variants, key, judge_timing=True):
         out.append(f"the cut replica left the read backend {took}, over its documented bound of "
                    f"{r['reader_bound_s']:.2f} s")
     rule = r.get("window_rule", "window")
-    timing = []  # how much later a closed window, or the time back, ended: judged over runs
+    timing = []  # how long a closed window, a time back or a gap lasted: judged over runs
     if rule == "no_outage":
         best = min((a["max_gap_s"] for a in anchors), default=0.0)
         if r["max_gap_s"] >= best + NO_OUTAGE_SLACK:
-            out.append(f"a fault that leaves the primary in place: {r['max_gap_s']:.2f} s without a kept "
-                       f"write where the steadiest anchor's longest gap was {best:.2f} s (a second or more "
-                       "without a writer caused by this check)")
+            timing.append(f"a fault that leaves the primary in place: {r['max_gap_s']:.2f} s without a "
+                          f"kept write where the steadiest anchor's longest gap was {best:.2f} s (a second "
+                          "or more without a writer caused by this check)")
     elif rule == "recovery":
         theirs = {k: by_key[k]["recovery_s"] for k in r["recovery_vs"]}
         mine = r["recovery_s"]
@@ -84,8 +84,8 @@ def gate_failures(rows, variants, key, judge_timing=True):
 
 
 def timing_not_judged(rows, variants, key):
-    """What gate_failures() leaves out with judge_timing False: the per-run window and
-    time-back comparisons of variant `key` that it would fail. Printed, not judged, when an
+    """What gate_failures() leaves out with judge_timing False: the per-run window, time-back
+    and no-outage gap comparisons of variant `key` that it would fail. Printed, not judged, when an
     invocation has fewer than MEDIAN_MIN_RUNS runs (the suite's short mode): one run on a shared,
     busy machine times the checks' own processes (a fork, a login and two GETs per external check,
     against its 0.8 s deadline) as much as their rule; the long runs judge both, per run and on

@@ -148,8 +148,9 @@ def table(rows, reps, command, variants, failed=(), title="Failover proof: write
             "own detection settings, beyond chance (an excess as uneven as it is has a probability under "
             f"{CHANCE_P} when both lose at the same rate: one-sided binomial test; 7 against 0 fails, 2 "
             "against 1 passes)."
-            + (f" With fewer than {MEDIAN_MIN_RUNS} runs (the suite's short mode) a window, or a time back "
-               "after the heal, that closed however late is printed as NOT JUDGED instead: one run on a "
+            + (f" With fewer than {MEDIAN_MIN_RUNS} runs (the suite's short mode) a window or a time back "
+               "after the heal that closed however late, and a gap where the primary stays in place, are "
+               "printed as NOT JUDGED instead: one run on a "
                "busy shared machine times the checks' own processes as much as their rule. A window that "
                "never closed still fails." if reps < MEDIAN_MIN_RUNS else "")
             + (" Where the fault must leave the primary in place (a replica cut from its primary, a Sentinel "
