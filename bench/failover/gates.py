@@ -38,10 +38,16 @@ def gate_failures(rows, variants, key, judge_timing=True):
     the shortest anchor's. With judge_timing False (an invocation of fewer than MEDIAN_MIN_RUNS
     runs: timing_not_judged()), a window or a time back after the heal that closed, however late,
     and a no-outage scenario's gap are left out; a window that never closed still fails."""
+    out, timing = _per_run(rows, variants, key)
+    return out + timing if judge_timing else out
+
+
+def _per_run(rows, variants, key):
+    """gate_failures()'s findings for variant `key` in this run: (always judged, timing)."""
     by_key = {r["variant"]: r for r in rows}
     v = next(x for x in variants if x.key == key)
     if not v.dbcheck:
-        return []
+        return [], []
     r = by_key[key]
     anchors = [by_key[a.key] for a in variants if not a.dbcheck]
     out = []
@@ -80,7 +86,7 @@ def gate_failures(rows, variants, key, judge_timing=True):
                 f"{WINDOW_SLACK + PHASE_SLACK:.0f} s longer than every anchor's "
                 "(" + ", ".join(f"{a['variant']}: {gate_window(a)}" for a in anchors) + ")")
         (out if w is None else timing).append(text)
-    return out + timing if judge_timing else out
+    return out, timing
 
 
 def timing_not_judged(rows, variants, key):
@@ -90,8 +96,7 @@ def timing_not_judged(rows, variants, key):
     busy machine times the checks' own processes (a fork, a login and two GETs per external check,
     against its 0.8 s deadline) as much as their rule; the long runs judge both, per run and on
     the median (docs/results.md)."""
-    judged = gate_failures(rows, variants, key)
-    return judged[len(gate_failures(rows, variants, key, judge_timing=False)):]
+    return _per_run(rows, variants, key)[1]
 
 
 NO_OUTAGE_SLACK = 1.0  # in a no-outage scenario, seconds without a writer beyond the best anchor's that fail

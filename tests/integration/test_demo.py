@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.procs import wait_until
+from fixtures.procs import rerun_until, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -108,17 +108,9 @@ def try_what_it_suggests(printed):
     commands = [x.strip() for x in printed[start + 1:-1]]
     assert len(commands) == 5, commands
     for command in commands:
-        deadline, tries = time.monotonic() + 30, 0
-        while True:
-            tries += 1
-            p = subprocess.run(["bash", "-c", command], input="SELECT 1;\n", capture_output=True,
-                               text=True, timeout=30)
-            if p.returncode == 0 or time.monotonic() > deadline:
-                break
-            time.sleep(1)
-        assert p.returncode == 0, f"{command} (tried {tries} times over 30 s)\n{p.stdout}{p.stderr}"
-        if tries > 1:
-            print(f"{command}: exit 0 at try {tries}")
+        rerun_until(lambda: subprocess.run(["bash", "-c", command], input="SELECT 1;\n", capture_output=True,
+                                           text=True, timeout=30),
+                    lambda p: p.returncode == 0, 30, command)
 
 
 def test_demo_switchover_kept_on_the_current_peers():
