@@ -10,6 +10,7 @@ import time
 import pytest
 
 from fixtures.netns import IP, NetLab, sweep_stale
+from fixtures.procs import wait_until
 
 
 def _netns_refused():
@@ -28,6 +29,12 @@ REFUSED = _netns_refused()
 pytestmark = pytest.mark.skipif(bool(REFUSED), reason=REFUSED or "-")
 
 PORT = 7000  # inside the lab's own namespaces: no clash with anything on the machine
+
+
+def inside(ns):
+    """The PIDs (as strings) of the processes running inside namespace `ns`."""
+    res = subprocess.run([IP, "netns", "pids", ns], capture_output=True, text=True)
+    return res.stdout.split()
 
 
 def in_host(lab, host, fn):
@@ -177,6 +184,8 @@ def test_stop_removes_everything_and_sweep_removes_a_dead_runs_lab():
     assert made <= names()
     # A process left inside (a run that failed before stopping it) is stopped with the lab.
     left = subprocess.Popen(net.argv("x", ["sleep", "600"]), start_new_session=True)
+    # Only once it is inside: `ip netns exec` still starting is not yet a process of the lab.
+    wait_until(lambda: str(left.pid) in inside(net.ns("x")), 20, "the sleep inside the lab")
     net.stop()
     assert left.wait(20) is not None
     assert not made & names()
