@@ -1,5 +1,5 @@
-"""dbcheck demo: a real lab on 127.0.0.1 (etcd, 3 Patroni members on PostgreSQL 15; 2 Redis
-nodes and 3 Sentinels; HAProxy 2.6 using dbcheck as its external check for both), the
+"""dbcheck demo: a real lab on 127.0.0.1 (etcd, 3 Patroni members on PostgreSQL 15 or 17; 2 Redis
+nodes and 3 Sentinels; the release's HAProxy using dbcheck as its external check for both), the
 verdicts for every node, and where HAProxy routes writes and reads. Run through ./scripts/demo (root, Debian's python3).
 
   --keep        leave everything running; prints how to explore it and how to stop it
@@ -8,8 +8,9 @@ verdicts for every node, and where HAProxy routes writes and reads. Run through 
   --partition   instead: watch a network partition of the Patroni leader's host, then of the
                 Redis master's host, with dbcheck and the usual checks side by side
                 (scripts/demo_partition.py; every host a network namespace)
-  --peer P      run the current peer instead of Debian's: patroni4 (Patroni 4.1.4), valkey8
-                (Valkey 8.0.1); give it twice for both (tests/integration/fixtures/peers.py)
+  --peer P      run the other peer the release offers: patroni4 (Debian 12: Patroni 4.1.4;
+                Debian 13's own is 4.0), valkey8 (Valkey 8.0.1, or 8.1 on Debian 13); give it
+                twice for both (tests/integration/fixtures/peers.py)
 """  # noqa: E501 - the --help text, kept as it was
 
 import argparse

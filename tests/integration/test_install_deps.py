@@ -94,12 +94,28 @@ def test_install_deps_leaves_running_servers_and_boot_state_alone():
         shutil.rmtree(work, ignore_errors=True)
 
 
-def test_install_deps_lists_and_refuses_unknown_arguments():
-    full = subprocess.run([str(REPO / "scripts" / "install-deps"), "--list"], capture_output=True, text=True)
-    assert full.returncode == 0 and "postgresql-15" in full.stdout.split()
+def test_install_deps_lists_by_release_and_refuses_unknown_arguments():
+    script = str(REPO / "scripts" / "install-deps")
+
+    def listed(*args):
+        p = subprocess.run([script, "--list", *args], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        return p.stdout.split()
+
+    here = listed()
+    assert f"postgresql-{PG_BIN.parent.name}" in here  # this machine's release's PostgreSQL
+    # Each release by its own names, from either: the Debian 13 root is built from this list.
+    bookworm, trixie = listed("--release", "bookworm"), listed("--release", "trixie")
+    assert {"postgresql-15", "catch2"} <= set(bookworm) and "postgresql-17" not in bookworm
+    assert {"postgresql-17", "libcatch2-dev", "valkey-server"} <= set(trixie)
+    lab, build = listed("--lab", "--release", "trixie"), listed("--build", "--release", "trixie")
+    assert set(build) < set(lab) < set(trixie) and "mmdebstrap" not in lab and "patroni" in lab
     # --build checks the build dependencies alone.
-    ok = subprocess.run([str(REPO / "scripts" / "install-deps"), "--build"], capture_output=True, text=True)
-    assert ok.returncode == 0 and "all 16 packages present" in ok.stdout, ok.stdout + ok.stderr
-    bad = subprocess.run([str(REPO / "scripts" / "install-deps"), "--nonsense"], capture_output=True,
-                         text=True)
+    ok = subprocess.run([script, "--build"], capture_output=True, text=True)
+    assert ok.returncode == 0 and f"all {len(listed('--build'))} packages present" in ok.stdout, \
+        ok.stdout + ok.stderr
+    bad = subprocess.run([script, "--nonsense"], capture_output=True, text=True)
     assert bad.returncode == 64 and "unknown argument '--nonsense'" in bad.stderr
+    other = "trixie" if "postgresql-15" in here else "bookworm"
+    elsewhere = subprocess.run([script, "--release", other], capture_output=True, text=True)
+    assert elsewhere.returncode == 64 and "use it with --list" in elsewhere.stderr
