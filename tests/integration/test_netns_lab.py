@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from fixtures.netns import IP, NetLab, sweep_stale
+from fixtures.netns import IP, NetLab, pids_inside, sweep_stale
 from fixtures.procs import wait_until
 
 
@@ -29,12 +29,6 @@ REFUSED = _netns_refused()
 pytestmark = pytest.mark.skipif(bool(REFUSED), reason=REFUSED or "-")
 
 PORT = 7000  # inside the lab's own namespaces: no clash with anything on the machine
-
-
-def inside(ns):
-    """The PIDs (as strings) of the processes running inside namespace `ns`."""
-    res = subprocess.run([IP, "netns", "pids", ns], capture_output=True, text=True)
-    return res.stdout.split()
 
 
 def in_host(lab, host, fn):
@@ -185,7 +179,7 @@ def test_stop_removes_everything_and_sweep_removes_a_dead_runs_lab():
     # A process left inside (a run that failed before stopping it) is stopped with the lab.
     left = subprocess.Popen(net.argv("x", ["sleep", "600"]), start_new_session=True)
     # Only once it is inside: `ip netns exec` still starting is not yet a process of the lab.
-    wait_until(lambda: str(left.pid) in inside(net.ns("x")), 20, "the sleep inside the lab")
+    wait_until(lambda: left.pid in pids_inside(net.ns("x")), 20, "the sleep inside the lab")
     net.stop()
     assert left.wait(20) is not None
     assert not made & names()
