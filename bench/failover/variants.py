@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from fixtures import redis as redis_fx
 from fixtures.agent import render_agent_example, render_redis_agent_example
 from fixtures.haproxy import TIMESTAMPED_LOG, render_example_for, render_redis_example_for, timestamped_log
-from fixtures.patroni import APP_DB, HC_PASSWORD, HC_USER
+from fixtures.patroni import APP_DB, HC_PASSWORD, HC_USER, PG_BIN
 from fixtures.ports import free_ports
 
 INTER = 1.0
@@ -129,7 +129,10 @@ def pg_patroni_httpchk(cluster, workdir, fall_rise=EXTERNAL_SETTINGS):
 
 def pg_node_only(cluster, workdir, fall_rise=EXTERNAL_SETTINGS):
     """(b) the node asked about itself: an external check running
-    psql -tAc 'select pg_is_in_recovery()' (the Percona pattern), UP when it prints f."""
+    psql -tAc 'select pg_is_in_recovery()' (the Percona pattern), UP when it prints f.
+    The release's psql binary itself, not Debian's /usr/bin/psql: that is a Perl wrapper that
+    costs about 60 ms of CPU per check here, a handicap no anchor should carry, and load that
+    slows every other configuration's checks in the same lab."""
     key = _key("b", fall_rise)
     d = workdir / key
     d.mkdir(parents=True, exist_ok=True)
@@ -141,7 +144,7 @@ def pg_node_only(cluster, workdir, fall_rise=EXTERNAL_SETTINGS):
     script = d / "pg-node-check"
     script.write_text(f"""#!/bin/sh
 # HAProxy external check: $3 = server address, $4 = server port.
-r=$(PGPASSFILE={passfile} PGCONNECT_TIMEOUT=1 /usr/bin/psql -X -h "$3" -p "$4" -U {HC_USER} -d {APP_DB} \\
+r=$(PGPASSFILE={passfile} PGCONNECT_TIMEOUT=1 {PG_BIN / "psql"} -X -h "$3" -p "$4" -U {HC_USER} -d {APP_DB} \\
     -tAc 'select pg_is_in_recovery()' 2>/dev/null)
 [ "$r" = f ]
 """)

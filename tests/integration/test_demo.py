@@ -41,6 +41,17 @@ def netns():
     return {line.split()[0] for line in p.stdout.splitlines() if line.strip()}
 
 
+def excerpt(out, before=25, last=40):
+    """What a failure message shows of the demo's output: each WRONG line with the lines before
+    it (the tail alone can miss a first lab's failure), then the last lines."""
+    lines = out.splitlines()
+    shown = []
+    for i, line in enumerate(lines):
+        if "!! WRONG" in line:
+            shown += ["[...]", *lines[max(0, i - before):i + 1]]
+    return "\n".join(shown + ["[... the end:]", *lines[-last:]])
+
+
 def run_demo(*args, timeout=900, while_kept=None):
     """Run ./scripts/demo ARGS from the checkout; return its whole output after checking that it
     exited 0, said every verdict and route was right, and left nothing of its lab running.
@@ -69,7 +80,7 @@ def run_demo(*args, timeout=900, while_kept=None):
             demo.send_signal(signal.SIGTERM)  # its finally blocks stop the lab
             demo.wait(timeout=120)
     out = "".join(printed)
-    tail = "\n".join(out.splitlines()[-60:])
+    tail = excerpt(out)
     assert demo.returncode == 0, f"./scripts/demo {' '.join(args)} exited {demo.returncode}:\n{tail}"
     assert "WRONG" not in out, f"the demo showed a wrong verdict or route:\n{tail}"
     labs = re.findall(r"^lab directory: (\S+)$", out, re.M)
