@@ -32,14 +32,10 @@ import report
 import watches as W
 
 TICK = 1.0
-# The writers' pace (seconds between two writes) and connection lifetime. The proof's writers
-# go back to back, as fast as the servers take them, and open a new connection twice a second
-# (a new PostgreSQL backend each time): that keeps the CPU saturated, and every configuration's
-# checks compete for it, on a machine set aside for the proof. The demo runs where a person
-# (or the test suite) is also working: its writers keep a steady pace and reconnect less
-# often, leaving CPU to spare for the checks it shows.
+# Seconds between two writes. The proof's writers go back to back, as fast as the servers take
+# them, on a machine set aside for the proof. The demo runs where a person (or the test suite)
+# is also working: its writers keep a steady pace, leaving CPU to spare for the checks it shows.
 WRITE_PACE = 0.005
-RECONNECT_EVERY = 2.0
 
 
 def _reason(line):
@@ -112,7 +108,7 @@ def watch_partition(lab):
         roles = lab.role_watches()
         writers = {v.key: lab.writer(v) for v in lab.variants}
         for w in writers.values():
-            w.pace, w.reconnect_every = WRITE_PACE, RECONNECT_EVERY
+            w.pace = WRITE_PACE
             w.start()
         screen = Screen(lab, old, writers, watch, roles)
         time.sleep(TICK)
