@@ -148,10 +148,7 @@ class PgLab(Lab):
 
     def start(self):
         self.cluster.start()
-        # As haproxy-examples/dbcheck.toml: (c) is the check a user deploys from the examples.
-        self.check_config = write_dbcheck_config(self.workdir / "dbcheck", self.cluster,
-                                                 cluster_extra='shared_view_max_age = "500ms"',
-                                                 writer_extra='on_saturation = "up"')
+        self.check_config = write_dbcheck_config(self.workdir / "dbcheck", self.cluster)
         wrapper = write_check_wrapper(self.workdir / "dbcheck" / "dbcheck-wrapper", DBCHECK,
                                       self.check_config)
         # `dbcheck switchover` runs as the operator (root here), from its own config.
