@@ -55,6 +55,10 @@ class Lab:
     (nothing on loopback; a NetLab host in bench/failover/partitions.py)."""
 
     place = ()
+    # The read backend a lab measures (the partition labs cut a replica); None: the writes only,
+    # and dbcheck's configuration leaves the example's read backend out, whose checks would
+    # only load the machine the writers' checks share.
+    read_backend = None
     steady = ()  # scenarios whose fault must not move the primary (held STEADY_HOLD s, then healed)
     # The window the gate compares: error_window_s (first failed write to the first on the new
     # primary), or kept_window_s, which also starts at the first acknowledged write that was lost
@@ -154,7 +158,8 @@ class PgLab(Lab):
         # `dbcheck switchover` runs as the operator (root here), from its own config.
         self.op_config = write_dbcheck_config(self.workdir / "dbcheck-op", self.cluster, owner=None)
         self.agents = start_pg_agents(self.workdir / "agents", self.cluster, AGENT)
-        self.variants = V.pg_variants(self.cluster, self.workdir, wrapper, self.agents)
+        self.variants = V.pg_variants(self.cluster, self.workdir, wrapper, self.agents,
+                                      readers=self.read_backend is not None)
         self.start_haproxies()
         with self.cluster.superuser_conn(self.cluster.wait_primary()) as conn, conn.cursor() as cur:
             for v in self.variants:
@@ -299,7 +304,8 @@ class RedisLab(Lab):
         self.agents = start_redis_agents(self.workdir / "agents", self.cluster, AGENT,
                                          cluster_extra=tls_lines)
         self.variants = V.redis_variants(self.cluster, self.workdir, wrapper, self.agents,
-                                         tls=self.tls and self.tls.haproxy_server)
+                                         tls=self.tls and self.tls.haproxy_server,
+                                         readers=self.read_backend is not None)
         self.start_haproxies()
         # The Sentinels asked as dbcheck asks them: over TLS where they take nothing else.
         ask = functools.partial(redis_fx.redis_pipeline,

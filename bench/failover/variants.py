@@ -157,9 +157,25 @@ r=$(PGPASSFILE={passfile} PGCONNECT_TIMEOUT=1 {PG_BIN / "psql"} -X -h "$3" -p "$
                    check_bound(HAPROXY_CHECK_TIMEOUT, fall=fall_rise[0]), settings_label(fall_rise))
 
 
-def pg_dbcheck(cluster, workdir, wrapper):
-    """(c) haproxy-examples/postgres-patroni.cfg with dbcheck as its external check."""
+def without_proxies(cfg, names):
+    """HAProxy config text `cfg` without its `frontend`/`backend` sections named in `names`
+    (a section runs to the next line that is not indented)."""
+    out, skipping = [], False
+    for line in cfg.splitlines(keepends=True):
+        if line[:1] not in (" ", "\t", "\n", "#", ""):
+            words = line.split()
+            skipping = len(words) == 2 and words[0] in ("frontend", "backend") and words[1] in names
+        if not skipping:
+            out.append(line)
+    return "".join(out)
+
+
+def pg_dbcheck(cluster, workdir, wrapper, readers=True):
+    """(c) haproxy-examples/postgres-patroni.cfg with dbcheck as its external check; without
+    its read frontend and backend unless `readers`."""
     cfg, ports = render_example_for(cluster, wrapper, workdir / "c" / "admin.sock")
+    if not readers:
+        cfg = without_proxies(cfg, {"pg_read"})
     return Variant("c", "dbcheck external-check", timestamped_log(cfg), ports["pg_write"], "pg_write",
                    check_bound(DBCHECK_TIMEOUT), settings_label(EXTERNAL_SETTINGS), dbcheck=True)
 
@@ -171,10 +187,11 @@ def pg_agent(cluster, workdir, agents):
                    settings_label(AGENT_SETTINGS), dbcheck=True)
 
 
-def pg_variants(cluster, workdir, wrapper, agents):
-    """Every PostgreSQL configuration, each dbcheck one after the anchors of its settings."""
+def pg_variants(cluster, workdir, wrapper, agents, readers=True):
+    """Every PostgreSQL configuration, each dbcheck one after the anchors of its settings;
+    dbcheck's external check without the example's read backend unless `readers`."""
     return [pg_patroni_httpchk(cluster, workdir), pg_node_only(cluster, workdir),
-            pg_dbcheck(cluster, workdir, wrapper),
+            pg_dbcheck(cluster, workdir, wrapper, readers),
             pg_patroni_httpchk(cluster, workdir, AGENT_SETTINGS),
             pg_node_only(cluster, workdir, AGENT_SETTINGS),
             pg_agent(cluster, workdir, agents)]
@@ -218,9 +235,12 @@ def redis_seed_002(cluster, workdir, fall_rise=EXTERNAL_SETTINGS):
                    names_by_port=True)
 
 
-def redis_dbcheck(cluster, workdir, wrapper):
-    """(c) haproxy-examples/redis-sentinel.cfg with dbcheck as its external check."""
+def redis_dbcheck(cluster, workdir, wrapper, readers=True):
+    """(c) haproxy-examples/redis-sentinel.cfg with dbcheck as its external check; without its
+    read frontend and backend unless `readers`."""
     cfg, ports = render_redis_example_for(cluster, wrapper, workdir / "c" / "admin.sock")
+    if not readers:
+        cfg = without_proxies(cfg, {"redis_read"})
     return Variant("c", "dbcheck external-check", timestamped_log(cfg), ports["redis_write"], "redis_write",
                    check_bound(DBCHECK_TIMEOUT), settings_label(EXTERNAL_SETTINGS), dbcheck=True)
 
@@ -244,11 +264,12 @@ def over_tls(v, server_options):
     return dataclasses.replace(v, cfg=cfg)
 
 
-def redis_variants(cluster, workdir, wrapper, agents, tls=None):
+def redis_variants(cluster, workdir, wrapper, agents, tls=None, readers=True):
     """Every Redis configuration, each dbcheck one after the anchors of its settings; with
-    `tls` (HAProxy server options), each over_tls()."""
+    `tls` (HAProxy server options), each over_tls(); dbcheck's external check without the
+    example's read backend unless `readers`."""
     variants = [redis_role_only(cluster, workdir), redis_seed_002(cluster, workdir),
-                redis_dbcheck(cluster, workdir, wrapper),
+                redis_dbcheck(cluster, workdir, wrapper, readers),
                 redis_role_only(cluster, workdir, AGENT_SETTINGS),
                 redis_seed_002(cluster, workdir, AGENT_SETTINGS),
                 redis_agent(cluster, workdir, agents)]
