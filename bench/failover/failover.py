@@ -347,6 +347,14 @@ def main():
     if args.lab == "net":
         import partitions  # the partition labs: loaded only for --lab net
         labs = partitions.LABS
+    # A misspelt scenario would run the lab and nothing else, and pass.
+    known = {s for lab_cls in labs if not args.engine or lab_cls.engine in args.engine
+             for s in lab_cls.scenarios}
+    unknown = sorted(set(args.scenario or ()) - known)
+    if unknown:
+        engines = "".join(f" --engine {e}" for e in args.engine or ())
+        ap.error(f"--scenario {', '.join(unknown)}: no such scenario here (--lab {args.lab}{engines}); "
+                 f"these are: {', '.join(sorted(known))}")
     # Debian 12's peers are the machine header's; a run on another release names the release
     # (and its engine, when one) in its section, so it never overwrites Debian 12's figures.
     on_release = f"-deb{peers.release()}" if peers.release() != "12" else ""

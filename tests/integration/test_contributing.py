@@ -1,0 +1,88 @@
+"""What CONTRIBUTING.md tells a contributor to type works: each command of its shell blocks is
+run here, or named with the place in the suite that runs it as written; a new command in the
+file fails this test until it is one or the other."""
+
+import re
+import subprocess
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+DOC = REPO / "CONTRIBUTING.md"
+
+# Run here: cheap once the suite has built ./build and installed the packages.
+RUN_HERE = [
+    './build/tests/unit/unit_tests "[lsn]"',
+    "ctest --test-dir build -R lsn",
+    "./scripts/install-deps --lab",
+    "/usr/bin/python3 -m pytest tests/integration/test_completion.py -p no:cacheprovider -q",
+    "./scripts/test --quick",
+]
+# Run by the suite as written (scripts/test, scripts/test-debian13).
+RUN_ELSEWHERE = {
+    "./scripts/build-checked": "scripts/test, in the background (with --fuzz)",
+    "./build-asan/tests/unit/unit_tests": "scripts/test, stage 'unit tests under AddressSanitizer'",
+    './scripts/in-root "$(./scripts/trixie-root | tail -n 1)" ./scripts/build':
+        "scripts/test-debian13 (its root from scripts/trixie-root's last line)",
+}
+# The proof's entry point: not run here (a minute of a saturated machine); its arguments are
+# checked (argparse reads them before --help, and a scenario the lab lacks is refused), and the
+# suite runs the same proof, every scenario, through failover.py --reps 1.
+PROOF = "bench/failover/run --engine pg --reps 1 --scenario switchover --no-results"
+
+
+def documented_commands():
+    """Every command line of CONTRIBUTING.md's ```sh blocks, its trailing comment dropped."""
+    out = []
+    for block in re.findall(r"^```sh\n(.*?)^```", DOC.read_text(), re.M | re.S):
+        for line in block.splitlines():
+            command = re.sub(r"\s+#.*$", "", line).strip()
+            if command and not command.startswith("#"):
+                out.append(command)
+    return out
+
+
+def test_every_command_is_run_here_or_by_the_suite():
+    commands = documented_commands()
+    assert "./scripts/test --quick" in commands
+    unknown = set(commands) - set(RUN_HERE) - set(RUN_ELSEWHERE) - {PROOF}
+    assert not unknown, f"CONTRIBUTING.md commands no test runs: {sorted(unknown)}"
+    stale = (set(RUN_HERE) | set(RUN_ELSEWHERE) | {PROOF}) - set(commands)
+    assert not stale, f"commands listed here that CONTRIBUTING.md no longer has: {sorted(stale)}"
+
+
+def test_the_commands_run_here_pass():
+    for command in RUN_HERE:
+        res = subprocess.run(["bash", "-c", command], cwd=REPO, capture_output=True, text=True,
+                             timeout=1800)
+        assert res.returncode == 0, \
+            f"{command}: exit {res.returncode}\n{res.stdout[-2000:]}{res.stderr[-2000:]}"
+        if command == "./scripts/test --quick":
+            assert re.search(r"^== the quick tier passed in \d+s$", res.stdout, re.M), res.stdout[-2000:]
+
+
+def test_the_proof_command_takes_its_arguments():
+    from labs import PgLab
+
+    assert "switchover" in PgLab.scenarios
+    res = subprocess.run(["bash", "-c", f"{PROOF} --help"], cwd=REPO, capture_output=True, text=True,
+                         timeout=600)
+    assert res.returncode == 0 and "--scenario" in res.stdout, res.stderr[-2000:]
+    # A scenario the lab does not have is refused before any server starts.
+    bad = subprocess.run(["bash", "-c", PROOF.replace("switchover", "swithcover")], cwd=REPO,
+                         capture_output=True, text=True, timeout=600)
+    assert bad.returncode == 2 and "--scenario swithcover: no such scenario here" in bad.stderr, bad.stderr
+
+
+def test_quick_takes_no_other_argument():
+    res = subprocess.run(["./scripts/test", "--quick", "-k", "x"], cwd=REPO, capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode == 64 and "--quick takes no other argument" in res.stderr
+
+
+def test_install_deps_quick_is_the_build_set_and_flake8():
+    def listed(*args):
+        res = subprocess.run(["./scripts/install-deps", "--list", *args], cwd=REPO, capture_output=True,
+                             text=True, timeout=60, check=True)
+        return res.stdout.split()
+
+    assert sorted(listed("--quick")) == sorted(listed("--build") + ["flake8"])
