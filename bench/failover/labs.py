@@ -55,9 +55,9 @@ class Lab:
     (nothing on loopback; a NetLab host in bench/failover/partitions.py)."""
 
     place = ()
-    # The read backend a lab measures (the partition labs cut a replica); None: the writes only,
-    # and dbcheck's configuration leaves the example's read backend out, whose checks would
-    # only load the machine the writers' checks share.
+    # The read backend a lab measures (the partition labs cut a replica). None: the lab measures
+    # writes only, and dbcheck's external check (c) runs the example's write backend alone, as
+    # the anchors check only writes (docs/failover.md: what the read checks cost).
     read_backend = None
     steady = ()  # scenarios whose fault must not move the primary (held STEADY_HOLD s, then healed)
     # The window the gate compares: error_window_s (first failed write to the first on the new

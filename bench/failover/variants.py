@@ -157,14 +157,19 @@ r=$(PGPASSFILE={passfile} PGCONNECT_TIMEOUT=1 {PG_BIN / "psql"} -X -h "$3" -p "$
                    check_bound(HAPROXY_CHECK_TIMEOUT, fall=fall_rise[0]), settings_label(fall_rise))
 
 
+# The keywords that open an HAProxy configuration section (HAProxy does not require the
+# lines inside a section to be indented, so a section ends only where another begins).
+SECTION_KEYWORDS = {"global", "defaults", "frontend", "backend", "listen", "userlist", "peers",
+                    "resolvers", "mailers", "program", "http-errors", "ring", "cache", "log-forward"}
+
+
 def without_proxies(cfg, names):
-    """HAProxy config text `cfg` without its `frontend`/`backend` sections named in `names`
-    (a section runs to the next line that is not indented)."""
+    """HAProxy config text `cfg` without its `frontend`/`backend` sections named in `names`."""
     out, skipping = [], False
     for line in cfg.splitlines(keepends=True):
-        if line[:1] not in (" ", "\t", "\n", "#", ""):
-            words = line.split()
-            skipping = len(words) == 2 and words[0] in ("frontend", "backend") and words[1] in names
+        words = line.split("#", 1)[0].split()
+        if words and words[0] in SECTION_KEYWORDS:
+            skipping = words[0] in ("frontend", "backend") and len(words) > 1 and words[1] in names
         if not skipping:
             out.append(line)
     return "".join(out)
