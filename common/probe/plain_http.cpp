@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -204,33 +203,14 @@ void abort_soon(Transfer& t, std::string reason) {
   }
 }
 
-// True when a Content-Length header announces more than `max_body` bytes.
-bool announces_more_than(evhttp_request* req, std::size_t max_body) {
-  const char* length = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Length");
-  if (length == nullptr) {
-    return false;
-  }
-  errno = 0;
-  char* end = nullptr;
-  const unsigned long long n = std::strtoull(length, &end, 10);
-  // A malformed length is libevent's to refuse; an overflowing one announces too much.
-  return end != length && (errno == ERANGE || n > max_body);
-}
-
 // The status line and headers are in. An interim answer (1xx) is refused: a GET never asks for
-// one, and libevent would keep every interim answer's headers, 64 KiB at a time, unbounded. An
-// answer announced larger than the cap is refused now, before a byte of its body is read: a
-// peer that sends megabytes must not cost the check their reading.
+// one, and libevent would keep every interim answer's headers, 64 KiB at a time, unbounded.
 extern "C" int on_headers(evhttp_request* req, void* arg) {
   auto* t = static_cast<Transfer*>(arg);
   const int code = evhttp_request_get_response_code(req);
   if (code >= 100 && code < 200) {
     t->refused = util::format("{} sent an interim answer ({}) to a GET", t->origin, code);
     return -1; // libevent then fails the request (EVREQ_HTTP_EOF) and calls on_done
-  }
-  if (announces_more_than(req, t->call->options.max_body)) {
-    t->refused = util::format("answer larger than {} bytes", t->call->options.max_body);
-    return -1;
   }
   return 0;
 }
