@@ -160,13 +160,17 @@ class _ServiceManager:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
         self.sock.bind("\0" + self.name)
-        self.sock.settimeout(0.2)
         self.received = []  # (monotonic time, sender pid, text)
 
     def collect(self):
-        """Every message that has arrived, read within 0.2 s of the last one."""
+        """Every message that has arrived, and any that arrive within the next 0.2 s. Bounded by
+        that deadline, not by a quiet gap: the agent pings every tick (0.2 s) while it runs, so a
+        gap may never come."""
         creds_len = socket.CMSG_SPACE(struct.calcsize("3i"))
+        deadline = time.monotonic() + 0.2
         while True:
+            left = deadline - time.monotonic()
+            self.sock.settimeout(max(left, 0.001))
             try:
                 data, anc, _, _ = self.sock.recvmsg(4096, creds_len)
             except socket.timeout:
