@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""dbcheck-agent's footprint at rest (issue 15): memory and CPU of one agent probing at
+"""dbcheck-agent's footprint at rest: memory and CPU of one agent probing at
 `interval = 1s` while 10 pollers each ask its agent-check port and its HTTP endpoint once a
 second (what a few HAProxy processes checking a server do).
 
@@ -329,7 +329,7 @@ def main():
                  "and keeps one connection to the same node, asking it once a second "
                  "(bench/floor/pg_resident.c): what no PostgreSQL agent on Debian's libpq (OpenSSL, "
                  "GnuTLS through LDAP, Kerberos) can go under.")
-        body = ["## dbcheck-agent at rest: memory and CPU (issue 15: RSS ≤ 10 MB, CPU ≤ 1 % of a core)",
+        body = ["## dbcheck-agent at rest: memory and CPU (the targets: RSS ≤ 10 MB, CPU ≤ 1 % of a core)",
                 "", intro, "", *table(rows)]
         for f in rows if args.detail else ():
             body += ["", *detail_table(f, top=25)]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The cluster's bill (issue 15, part 3): what M HAProxy processes x S servers x B backends
+"""The cluster's bill: what M HAProxy processes x S servers x B backends
 checking one real cluster cost the cluster itself, for dbcheck's external check, dbcheck-agent
 and the check users compare them with.
 

@@ -9,7 +9,7 @@ lab (fixtures of tests/integration) and stops it (by PID) at the end.
   python3 bench/external_ab.py [--write] ROUNDS [LABEL=]DIR [[LABEL=]DIR ...]
 
 Prints, per variant, the CPU and wall medians of the PostgreSQL writer check and of
-`dbcheck --help`, and each one's CPU ratio to its floor (issue 15: a PostgreSQL check within
+`dbcheck --help`, and each one's CPU ratio to its floor (the targets: a PostgreSQL check within
 1.2x the libpq-and-own-GET floor, --help within 2x an empty C program). LABEL names an install
 in the table (say, the commit it was built from); DIR by default. --write also writes the
 table to docs/results.md, section external-ab.
@@ -77,8 +77,8 @@ def main():
         intro = (f"Installs of dbcheck (stripped, with their modules) interleaved in one run, {args.rounds} "
                  "rounds, by bench/external_cost.py's method (CPU = user+sys from wait4), beside its floors: "
                  "the PostgreSQL writer check as HAProxy runs it against a live Patroni lab, and `--help`.")
-        body = ["## External check before and after (issue 15: PostgreSQL check ≤ 1.2× the libpq + own GET "
-                "floor, `--help` ≤ 2× an empty C program)", "", intro, "", *rows]
+        body = ["## External check before and after (the targets: PostgreSQL check ≤ 1.2× the libpq + "
+                "own GET floor, `--help` ≤ 2× an empty C program)", "", intro, "", *rows]
         results.write_section("external-ab", "\n".join(body))
         print(f"written to {results.RESULTS} (section external-ab)")
     return 0

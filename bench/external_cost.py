@@ -7,7 +7,7 @@ Wall time is measured around fork+exec+wait from Python (the same overhead for a
 CPU time is the child's user+sys from os.wait4(), which includes the children it waited for
 (the script's psql, curl and redis-cli).
 
-Issue 15's targets for the process itself, each pair from the same interleaved run (CPU
+The targets for the process itself, each pair from the same interleaved run (CPU
 medians): a Redis check within 2× redis_floor; a PostgreSQL check within 1.2× pg_http_floor
 (libpq and a hand-written HTTP GET: the least a C program loads); `dbcheck --help` within 2× an
 empty C program (bench/floor/empty.c). TARGETS and target_lines().
@@ -32,7 +32,7 @@ FLOORS = {
     "redis_floor": ("floor/redis_floor.c", ["hiredis"]),
     "empty": ("floor/empty.c", []),
 }
-# Issue 15: (engine, variant, reference variant, the most variant/reference may cost in CPU).
+# The targets: (engine, variant, reference variant, the most variant/reference may cost in CPU).
 TARGETS = [
     ("Redis", "dbcheck", "floor", 2.0),
     ("PostgreSQL", "dbcheck", "floor, libpq + own GET", 1.2),

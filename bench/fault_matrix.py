@@ -1,4 +1,4 @@
-"""The fault matrix (issue 5): each fault injected against real servers on 127.0.0.1, with the
+"""The fault matrix: each fault injected against real servers on 127.0.0.1, with the
 verdict of the external check (`dbcheck explain --json`, its own wall time) and of the
 dbcheck-agent serving that node (its /health: reported state, failure, reason, and the time
 from injection until it reported the expected verdict), then the fault removed and health

@@ -52,7 +52,7 @@ TOOLS = {
     "pg_resident": ("floor/pg_resident.c", ["libpq"]),
     "openloop": ("load/openloop.c", []),
 }
-# The agent's per-address caps (issue 14): beyond them, pollers that all come from 127.0.0.1 are
+# The agent's per-address caps: beyond them, pollers that all come from 127.0.0.1 are
 # refused by design, so errors there are counted, not failures.
 HTTP_PER_IP_LIMIT = 1024  # agent/http_server.cpp: k_per_address (MHD_OPTION_PER_IP_CONNECTION_LIMIT)
 AGENT_PER_IP_LIMIT = 1024  # agent/agent_server.cpp: k_per_address
@@ -83,7 +83,7 @@ class Bench:
         self.tools = {}
         self.dbcheck = DBCHECK  # the external check's binary: shipped_dbcheck() in main()
         self.footprints = []  # agent_footprint.Footprint per engine
-        self.bill = cluster_bill.Bill(mode, work)  # the cluster's bill (issue 15, part 3)
+        self.bill = cluster_bill.Bill(mode, work)  # the cluster's bill
 
     def fail(self, what):
         print(f"FAILED: {what}", flush=True)
@@ -222,7 +222,7 @@ class Bench:
     def _footprint_markdown(self):
         if not self.footprints:
             return []
-        out = ["", "### dbcheck-agent at rest (issue 15: RSS ≤ 10 MB, CPU ≤ 1 % of a core)", "",
+        out = ["", "### dbcheck-agent at rest (the targets: RSS ≤ 10 MB, CPU ≤ 1 % of a core)", "",
                f"The writer's agent (`interval = 1s`) right after it started, before the load above, for "
                f"{FOOTPRINT_SECONDS[self.mode]} s while 10 pollers each ask its agent-check port and GET "
                "its `/backend/<writer>` once a second (`bench/agent_footprint.py`; standalone: "

@@ -1,4 +1,4 @@
-"""dbcheck-agent under open-loop polling (issue 15), part of bench/run.
+"""dbcheck-agent under open-loop polling, part of bench/run.
 
 N pollers, each asking once a second on its own schedule (a random phase), as HAProxy's checks
 of N servers do, with bench/load/openloop.c: latency is counted from the scheduled send time, so
@@ -119,7 +119,7 @@ def markdown(rows, title, db_label, seconds):
         "line, close (as HAProxy's agent-check). HTTP keep-alive: one connection per poller, reused; one "
         "connection per ask: `Connection: close`. "
         f"Up to {PER_SOURCE} pollers per source address (127.0.0.1; 10,000 from 127.0.0.1-10). "
-        f"Targets (issue 15): p99 ≤ 1 ms at 1,000 pollers, ≤ 5 ms at 10,000, 0 errors. {db_label}",
+        f"Targets: p99 ≤ 1 ms at 1,000 pollers, ≤ 5 ms at 10,000, 0 errors. {db_label}",
         "",
         "| pollers | sources | endpoint | answers/s | p50 ms | p99 ms | p99.9 ms | max ms | p99 sent ms "
         "| errors | late | agent CPU % | agent RSS MiB | DB stmts/s |",

@@ -1,4 +1,4 @@
-"""Partition labs for the failover proof (issue 11): the same clusters, variants, writers and
+"""Partition labs for the failover proof: the same clusters, variants, writers and
 classification as bench/failover/failover.py, but every host in a network namespace of its
 own (tests/integration/fixtures/netns.py), so a fault can cut a host from some peers while it
 still answers others, as a real partition does.

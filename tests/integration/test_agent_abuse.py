@@ -4,7 +4,7 @@ The agent under abuse from its own network, with a real HAProxy polling it
 (haproxy-examples/postgres-patroni-agent.cfg): an address outside `allow` is refused on both
 ports; 1,000 slowloris clients on the HTTP port and 10,000 idle connections on the agent port,
 from 16 addresses inside `allow`, for 60 s, change nothing HAProxy sees, and a real poller is
-still answered well inside HAProxy's check timeout (its p99 is reported; issue 14's 5 ms is
+still answered well inside HAProxy's check timeout (its p99 is reported; the 5 ms target is
 not asserted: see the bound below). Each hostile client reconnects a second after the agent closes
 it: a population of slow and idle clients, as the issue names them, not a connection-rate flood
 (SYN floods are the kernel's and the firewall's: SYN cookies, the unit's IPAddressAllow=).
@@ -182,7 +182,7 @@ def test_agent_refuses_strangers_and_holds_under_abuse(pg_cluster, guarded_agent
     assert view.up == {"pg_write": {(leader.name,)}, "pg_read": {tuple(replicas)}}, view.up
     assert after == before, (before, after)
     # The real poller, HAProxy, by its own clock: its checks of the attacked agent stay fast.
-    # Issue 14's figure is p99 <= 5 ms. It is not asserted here: the flood's kernel work on this
+    # The target is p99 <= 5 ms. It is not asserted here: the flood's kernel work on this
     # machine costs every check on it a few milliseconds, attacked agent or not (the control:
     # p99 4-6 ms at the commit that added it, the attacked agent's 5-7 ms, on the idle machine;
     # more beside stress-ng). The test holds what decides a check, well inside HAProxy's

@@ -1,4 +1,4 @@
-"""Host names the managers report (issue 13): Patroni advertising postgresql.connect_address as
+"""Host names the managers report: Patroni advertising postgresql.connect_address as
 a name, Sentinel with resolve-hostnames/announce-hostnames, both against HAProxy's addresses.
 The names live in this machine's /etc/hosts (fixtures/hosts_file.py), so Patroni, libpq,
 Redis, Sentinel and dbcheck all resolve them as they would in production. A silent DNS server
@@ -59,7 +59,7 @@ def _resolve_step(run):
 def test_patroni_members_advertised_by_name(workdir, named_pg, dbcheck_bin, figures):
     """Patroni's /cluster lists each member's host as its name; HAProxy passes addresses. The
     leader's name resolves to the leader's address alone: a writer; the others are not; a
-    replica reads. Before issue 13 every check here failed closed ("not this node")."""
+    replica reads. Before host names were matched, every check here failed closed ("not this node")."""
     leader = named_pg.wait_healthy()
     view = named_pg.cluster_view()
     hosts = {m["name"]: m["host"] for m in view["members"]}
@@ -215,7 +215,7 @@ def test_sentinel_failover_between_named_nodes(workdir, named_redis, dbcheck_bin
 
 def test_sentinels_named_behind_a_silent_name_server(workdir, redis_cluster, dbcheck_bin, agent_bin,
                                                      figures):
-    """Sentinels configured by names that never resolve (issue 14): hiredis would resolve them
+    """Sentinels configured by names that never resolve: hiredis would resolve them
     itself, with no timeout (glibc's: 5 s x 2 attempts here). Resolved first within the
     deadline, the check holds its deadline by its own clock and says which name did not
     resolve; the agent, whose Sentinel watcher connects to them every second, reloads (SIGHUP)

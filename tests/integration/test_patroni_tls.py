@@ -1,4 +1,4 @@
-"""Patroni's REST API over https (issue 13): a cluster whose members serve a certificate from a
+"""Patroni's REST API over https: a cluster whose members serve a certificate from a
 test CA, require a client certificate from it (restapi.verify_client: required) and basic auth
 on their unsafe endpoints. The checks present the client certificate (patroni_certfile,
 patroni_keyfile) and trust the CA (patroni_cafile); `dbcheck switchover` authenticates its

@@ -1,4 +1,4 @@
-"""Replica lag in seconds against ground truth (L1-L5 of issue 2), on a real Patroni cluster.
+"""Replica lag in seconds against ground truth (cases L1-L5), on a real Patroni cluster.
 
 Ground truth: a heartbeat row upserted with clock_timestamp() on the leader every 100 ms;
 its age read on the replica is how stale the replica's data really is (to within 100 ms).

@@ -1,4 +1,4 @@
-"""Reader choices (issue 13): `readers = "synchronous"` takes only the standbys Patroni lists
+"""Reader choices: `readers = "synchronous"` takes only the standbys Patroni lists
 as sync_standby (synchronous_mode) or quorum_standby (Patroni 4's synchronous_mode: quorum),
 like Patroni's /read-only-sync; and the primary as a reader of last resort, the example's
 commented `backup track` lines, through a real HAProxy."""

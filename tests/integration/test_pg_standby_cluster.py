@@ -1,4 +1,4 @@
-"""A Patroni standby cluster (issue 13; patroni #1388, #2875): two members replicating from the
+"""A Patroni standby cluster (patroni #1388, #2875): two members replicating from the
 session cluster's primary, their leader in role standby_leader. Never a writer; readers are
 judged by the age of the last replayed commit, the only bound left when the source primary is
 outside Patroni's view (docs/lag.md): within max_lag while the source commits (a heartbeat),

@@ -1,4 +1,4 @@
-"""Patroni member tags against a real cluster (issue 13): pg2 tagged noloadbalance (never a
+"""Patroni member tags against a real cluster: pg2 tagged noloadbalance (never a
 reader, as Patroni's own GET /replica answers 503), pg3 tagged nofailover and replicatefrom
 pg2 (a cascading replica that never becomes leader: still a reader, its lag bounded against
 the leader's WAL position, not pg2's)."""

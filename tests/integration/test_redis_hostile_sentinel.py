@@ -1,4 +1,4 @@
-"""A hostile Sentinel (issue 14): its reply announces a gigabyte (an array of 2^30 elements, or a
+"""A hostile Sentinel: its reply announces a gigabyte (an array of 2^30 elements, or a
 2^30-byte string) and then streams bytes to back it. hiredis 0.14 would allocate what the
 header announces, and buffer what follows; dbcheck's reader refuses the header
 (core/reply_bounds.hpp). The check answers DOWN within its deadline by its own clock, names the
