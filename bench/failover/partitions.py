@@ -71,17 +71,20 @@ report.SCENARIO_TEXT.update({
 def reader_bound(v, max_lag):
     """The documented worst time from a replica's stream breaking (the primary writing) until
     configuration v's HAProxy takes it out of the read backend. The lag passes max_lag first.
-    External check (inter 1 s, fall 2, time limit t): the check running at that moment may
-    still pass and take up to t (a replica behind but within max_lag is re-read until the
-    deadline, docs/lag.md), then fall checks each start inter after the previous one ended and
-    take up to t: (fall + 1) t + fall inter. Agent: the round that first sees it over max_lag
+    External check (inter 1 s, fall 2): the check running at that moment may still pass (a
+    replica behind but within max_lag is re-read until the deadline, docs/lag.md), then fall
+    checks each start inter after the previous one ended; each takes up to the time HAProxy
+    allows a check process, its kill time (1 s), not dbcheck's own deadline (0.8 s): the
+    process's start comes before that deadline begins, and on a loaded host it is not free.
+    (fall + 1) kill + fall inter. Agent (its checks run inside it, time limit t): the round
+    that first sees it over max_lag
     starts up to an interval later and takes up to t; lag_window runs from that round's end; the
     first round after it starts up to an interval later and takes up to t; HAProxy reads the
     answer within the read backend's agent-inter."""
-    t = V.DBCHECK_TIMEOUT
     if v.key == "c":
         fall = V.EXTERNAL_SETTINGS[0]
-        return max_lag + (fall + 1) * t + fall * V.INTER
+        return max_lag + (fall + 1) * V.HAPROXY_CHECK_TIMEOUT + fall * V.INTER
+    t = V.DBCHECK_TIMEOUT
     return max_lag + LAG_WINDOW + 2 * (V.AGENT_INTERVAL + t) + READ_AGENT_INTER
 
 
