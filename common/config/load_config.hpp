@@ -1,5 +1,5 @@
 #pragma once
-// Reading and validating the TOML file, once, at the edge. toml++ stays inside load_config.cpp.
+// Reading and validating the TOML file, once, at the edge. toml++ stays inside the config room.
 
 #include "config.hpp"
 #include "password_file.hpp"

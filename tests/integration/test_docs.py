@@ -11,7 +11,9 @@ from fixtures.agent import http_get, start_pg_agents
 
 REPO = Path(__file__).resolve().parents[2]
 MAN = REPO / "docs" / "man"
-LOAD_CONFIG = REPO / "common" / "config" / "load_config.cpp"
+# The files that hold the configuration's key tables.
+CONFIG_SECTIONS = [REPO / "common" / "config" / f for f in (
+    "load_config.cpp", "cluster_section.cpp", "host_sections.cpp")]
 
 
 def roff_text(s):
@@ -34,18 +36,38 @@ def documented_keys():
     return out
 
 
+def documented_names():
+    """Every key dbcheck.toml(5) documents: those above, and those an entry lists by name
+    after `.TQ` (`.BR key ", " key ...`: the same settings for another kind of link)."""
+    names = {k for _, k, _ in documented_keys()}
+    lines = (MAN / "dbcheck.toml.5").read_text().splitlines()
+    for i, line in enumerate(lines[1:], 1):
+        if lines[i - 1] == ".TQ" and line.startswith(".BR "):
+            names |= set(re.findall(r"[a-z_]+", roff_text(line[4:])))
+    return names
+
+
 def parser_keys():
-    """Every key name in load_config.cpp's per-section key tables ({"name", handler})."""
-    text = LOAD_CONFIG.read_text()
-    # An entry is `{"key",` followed by its handler, never by another string (that would be a
-    # list of allowed values, e.g. sslmode's).
-    return set(re.findall(r'^\s+(?:return )?\{"([a-z_]+)",(?!\s*")', text, re.M))
+    """Every key name in the config room's key tables: a row is `{"name", handler}`, or a row
+    maker named after what it stores (`store("name", ...)`, `secret_file(...)`, ...); the Redis
+    TLS keys (`name("tls...")`, `file("tls...")`) come once plain and once prefixed sentinel_."""
+    keys = set()
+    for path in CONFIG_SECTIONS:
+        text = path.read_text()
+        # `{"key",` followed by its handler, never by another string (that would be a list of
+        # allowed values, e.g. sslmode's).
+        keys |= set(re.findall(r'^\s+(?:return )?\{"([a-z_]+)",(?!\s*")', text, re.M))
+        keys |= set(re.findall(
+            r'^\s+(?:store|pg_file|secret_file|read_elsewhere<\w+>)\("([a-z_]+)"', text, re.M))
+        for base in re.findall(r'(?:\{name|^\s+file)\("([a-z_]+)"', text, re.M):
+            keys |= {base, "sentinel_" + base}
+    return keys
 
 
 def test_every_parser_key_is_documented():
-    documented = {k for _, k, _ in documented_keys()}
+    documented = documented_names()
     missing = parser_keys() - documented - {"local"}  # [agent.local] is its own section
-    assert parser_keys(), "no key table found in load_config.cpp"
+    assert parser_keys(), "no key table found in common/config/"
     assert not missing, f"keys the parser accepts but dbcheck.toml(5) does not document: {sorted(missing)}"
 
 
