@@ -33,7 +33,14 @@ Prober::~Prober() {
 
 void Prober::start() {
   m_thread = std::thread([this] { loop(); });
-  if (const auto* redis = std::get_if<config::RedisCluster>(&m_cfg->clusters.at(m_cluster))) {
+  // Only Sentinels announce a failover; Patroni's choice is read at each round.
+  const auto* redis = std::visit(
+      config::Overloaded{
+          [](const config::PostgresCluster&) -> const config::RedisCluster* { return nullptr; },
+          [](const config::RedisCluster& c) { return &c; },
+      },
+      m_cfg->clusters.at(m_cluster));
+  if (redis != nullptr) {
     // A failover should reach the cached verdict at once, not at the next interval.
     m_events = std::make_unique<probe::SentinelWatcher>(*redis, [this](const std::string& sentinel,
                                                                        const std::string& event,

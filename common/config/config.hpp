@@ -81,6 +81,17 @@ struct RedisCluster {
 // A [cluster.NAME] of either engine.
 using Cluster = std::variant<PostgresCluster, RedisCluster>;
 
+// A visitor made of one lambda per engine: std::visit(Overloaded{[](const PostgresCluster&)
+// {...}, [](const RedisCluster&) {...}}, cluster). Every site that acts on the engine
+// dispatches this way, with a lambda per alternative and none taking `auto`, so an engine
+// added to Cluster fails to compile wherever it is not handled (docs/architecture.md).
+template <class... Fs>
+struct Overloaded : Fs... {
+  using Fs::operator()...;
+};
+template <class... Fs>
+Overloaded(Fs...) -> Overloaded<Fs...>;
+
 // One HAProxy backend ([backend.NAME]): the cluster it routes to, and how to judge its nodes.
 struct Backend {
   std::string name; // HAProxy's backend name (HAPROXY_PROXY_NAME)

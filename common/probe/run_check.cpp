@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <exception>
-#include <type_traits>
 
 namespace dbcheck::probe {
 
@@ -27,15 +26,15 @@ core::Report run_check(const config::Cluster& cluster, const config::Backend& ba
     // The worker holds the peers (and through them the cache): an abandoned step may give a
     // connection back late.
     auto work = spawn([cluster, backend, node, deadline, peers = network_peers(std::move(cache))] {
-      return std::visit(
-          [&](const auto& c) {
-            if constexpr (std::is_same_v<std::decay_t<decltype(c)>, config::PostgresCluster>) {
-              return check_postgres(c, backend, node, deadline, peers);
-            } else {
-              return check_redis(c, backend, node, deadline, peers);
-            }
-          },
-          cluster);
+      return std::visit(config::Overloaded{
+                            [&](const config::PostgresCluster& c) {
+                              return check_postgres(c, backend, node, deadline, peers);
+                            },
+                            [&](const config::RedisCluster& c) {
+                              return check_redis(c, backend, node, deadline, peers);
+                            },
+                        },
+                        cluster);
     });
     if (work.wait_until(deadline.at() + 2 * k_grace) == std::future_status::ready) {
       report = work.get();
