@@ -3,13 +3,13 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "parallel_checks.hpp"
+#include "status_table.hpp"
 #include "terminal_hangup.hpp"
 
 #include <config/haproxy_cfg.hpp>
 #include <config/load_config.hpp>
 #include <core/report.hpp>
 #include <core/sentinel_replicas.hpp>
-#include <core/status_table.hpp>
 #include <probe/pg_check.hpp>
 #include <probe/redis_check.hpp>
 #include <util/format.hpp>
@@ -31,8 +31,8 @@ struct Node {
   std::string name;
   util::HostPort address;
   std::string manager;
-  std::string timeline;    // Patroni's, or ""
-  std::string manager_lag; // Patroni's, in bytes, or ""
+  std::string timeline;      // Patroni's, or ""
+  std::string manager_lag;   // Patroni's, in bytes, or ""
   bool named_writer = false; // the manager names it leader (master): it has no lag to show
 };
 
@@ -86,7 +86,8 @@ std::string own_answer(const core::Report* reports, std::size_t count) {
     if (core::passes(r->verdict)) {
       return r->own;
     }
-    const int rank = (r->verdict.failure != core::Failure::role ? 2 : 0) + (r->role == "replica" ? 1 : 0);
+    const int rank =
+        (r->verdict.failure != core::Failure::role ? 2 : 0) + (r->role == "replica" ? 1 : 0);
     if (rank > shown_rank) {
       shown = r;
       shown_rank = rank;
@@ -95,12 +96,74 @@ std::string own_answer(const core::Report* reports, std::size_t count) {
   return shown != nullptr ? shown->own : "";
 }
 
+// Patroni's members, as the manager of a PostgreSQL cluster lists them.
+void gather_manager(const config::PostgresCluster& pg, const probe::Deadline& deadline,
+                    const config::HaproxyServers* /*haproxy: Patroni names its members*/,
+                    ClusterStatus& s, std::vector<Node>& nodes) {
+  s.engine = "postgres";
+  const auto view = probe::patroni_view(pg, deadline);
+  if (view) {
+    const auto* leader = core::find_leader(*view);
+    s.manager = util::format("Patroni names {} leader{}", leader ? leader->name : "no member",
+                             view->paused ? " (paused: no automatic failover)" : "");
+    for (const auto& m : view->members) {
+      add_node(nodes, {m.name, m.address, util::format("{} {}", m.role, m.state),
+                       m.timeline ? std::to_string(*m.timeline) : "", m.lag,
+                       core::is_leader_role(m.role)});
+    }
+  } else {
+    s.manager = util::format("Patroni not read: {}", view.error().detail);
+  }
+}
+
+// The Sentinels' answers, the master a majority names and the replicas they know.
+void gather_manager(const config::RedisCluster& redis, const probe::Deadline& deadline,
+                    const config::HaproxyServers* haproxy, ClusterStatus& s,
+                    std::vector<Node>& nodes) {
+  s.engine = "redis";
+  const auto survey = probe::survey_sentinels(redis, deadline);
+  const core::SentinelTally t = core::tally_sentinels(survey.answers, redis.sentinels.size());
+  for (const auto& a : survey.answers) {
+    SentinelRow row{util::to_string(a.sentinel), "", "", ""};
+    if (!a.view) {
+      row.names = core::no_answer(a.view.error().kind);
+    } else {
+      row.names = a.view->master ? util::to_string(*a.view->master) : "nil";
+      row.flags = a.view->flags;
+      row.epoch = a.view->config_epoch ? std::to_string(*a.view->config_epoch) : "";
+    }
+    s.sentinels.push_back(std::move(row));
+  }
+  if (t.majority) {
+    s.manager = util::format("{} of {} Sentinels name {} master", t.majority_votes, t.configured,
+                             util::to_string(*t.majority));
+    add_node(nodes, {"master", *t.majority,
+                     util::format("master {}/{}", t.majority_votes, t.configured), "", "", true});
+  } else {
+    s.manager = util::format("no Sentinel majority ({} needed): {}", t.needed, t.detail);
+  }
+  // The replicas, where reads go: named as HAProxy names them, else by their place.
+  const core::KnownReplicas known = core::merge_replica_listings(survey.listings);
+  for (std::size_t i = 0; i < known.replicas.size(); ++i) {
+    const auto& r = known.replicas[i];
+    std::string shown = haproxy_name(haproxy, s.backends, r.addr);
+    if (shown.empty()) {
+      shown = known.replicas.size() == 1 ? "replica" : util::format("replica-{}", i + 1);
+    }
+    add_node(nodes, {std::move(shown), r.addr,
+                     core::replica_manager_words(r, redis.sentinels.size()), "", "", false});
+  }
+  if (!known.note.empty()) {
+    s.notes.push_back(known.note);
+  }
+}
+
 // One cluster's screen: the manager asked, then every node checked for every backend, all in
 // parallel, each check within its backend's timeout.
-core::ClusterStatus gather(const config::Config& cfg, const std::string& name,
-                           const config::HaproxyServers* haproxy, const std::string& haproxy_cfg) {
+ClusterStatus gather(const config::Config& cfg, const std::string& name,
+                     const config::HaproxyServers* haproxy, const std::string& haproxy_cfg) {
   const config::Cluster& cluster = cfg.clusters.at(name);
-  core::ClusterStatus s;
+  ClusterStatus s;
   s.name = name;
   s.backends = backends_of(cfg, name);
   std::vector<Node> nodes;
@@ -110,68 +173,25 @@ core::ClusterStatus gather(const config::Config& cfg, const std::string& name,
     timeout = std::max(timeout, cfg.backends.at(b).timeout);
   }
   const auto deadline = probe::Deadline::in(timeout);
-  if (const auto* pg = std::get_if<config::PostgresCluster>(&cluster)) {
-    s.engine = "postgres";
-    const auto view = probe::patroni_view(*pg, deadline);
-    if (view) {
-      const auto* leader = core::find_leader(*view);
-      s.manager = util::format("Patroni names {} leader{}", leader ? leader->name : "no member",
-                               view->paused ? " (paused: no automatic failover)" : "");
-      for (const auto& m : view->members) {
-        add_node(nodes, {m.name, m.address, util::format("{} {}", m.role, m.state),
-                         m.timeline ? std::to_string(*m.timeline) : "", m.lag,
-                         core::is_leader_role(m.role)});
-      }
-    } else {
-      s.manager = util::format("Patroni not read: {}", view.error().detail);
-    }
-  } else {
-    const auto& redis = std::get<config::RedisCluster>(cluster);
-    s.engine = "redis";
-    const auto survey = probe::survey_sentinels(redis, deadline);
-    const core::SentinelTally t = core::tally_sentinels(survey.answers, redis.sentinels.size());
-    for (const auto& a : survey.answers) {
-      core::SentinelRow row{util::to_string(a.sentinel), "", "", ""};
-      if (!a.view) {
-        row.names = core::no_answer(a.view.error().kind);
-      } else {
-        row.names = a.view->master ? util::to_string(*a.view->master) : "nil";
-        row.flags = a.view->flags;
-        row.epoch = a.view->config_epoch ? std::to_string(*a.view->config_epoch) : "";
-      }
-      s.sentinels.push_back(std::move(row));
-    }
-    if (t.majority) {
-      s.manager = util::format("{} of {} Sentinels name {} master", t.majority_votes, t.configured,
-                               util::to_string(*t.majority));
-      add_node(nodes, {"master", *t.majority,
-                       util::format("master {}/{}", t.majority_votes, t.configured), "", "", true});
-    } else {
-      s.manager = util::format("no Sentinel majority ({} needed): {}", t.needed, t.detail);
-    }
-    // The replicas, where reads go: named as HAProxy names them, else by their place.
-    const core::KnownReplicas known = core::merge_replica_listings(survey.listings);
-    for (std::size_t i = 0; i < known.replicas.size(); ++i) {
-      const auto& r = known.replicas[i];
-      std::string shown = haproxy_name(haproxy, s.backends, r.addr);
-      if (shown.empty()) {
-        shown = known.replicas.size() == 1 ? "replica" : util::format("replica-{}", i + 1);
-      }
-      add_node(nodes, {std::move(shown), r.addr,
-                       core::replica_manager_words(r, redis.sentinels.size()), "", "", false});
-    }
-    if (!known.note.empty()) {
-      s.notes.push_back(known.note);
-    }
-  }
+  std::visit(
+      config::Overloaded{
+          [&](const config::PostgresCluster& c) { gather_manager(c, deadline, haproxy, s, nodes); },
+          [&](const config::RedisCluster& c) { gather_manager(c, deadline, haproxy, s, nodes); },
+      },
+      cluster);
   // HAProxy's servers of these backends: where it may send traffic, by its own names. Decided
   // before they are added: a server is "not in Patroni" only when Patroni listed its members.
   const bool patroni_listed = s.engine == "postgres" && !nodes.empty();
   if (haproxy != nullptr) {
     for (const auto& srv : haproxy->servers) {
-      if (srv.port && std::find(s.backends.begin(), s.backends.end(), srv.backend) != s.backends.end()) {
-        add_node(nodes,
-                 {srv.name, {srv.host, *srv.port}, patroni_listed ? "not in Patroni" : "", "", "", false});
+      if (srv.port &&
+          std::find(s.backends.begin(), s.backends.end(), srv.backend) != s.backends.end()) {
+        add_node(nodes, {srv.name,
+                         {srv.host, *srv.port},
+                         patroni_listed ? "not in Patroni" : "",
+                         "",
+                         "",
+                         false});
       }
     }
   } else {
@@ -191,7 +211,7 @@ core::ClusterStatus gather(const config::Config& cfg, const std::string& name,
     readers += cfg.backends.at(backend_name).role == config::Role::replica ? 1 : 0;
   }
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    core::StatusNode n;
+    StatusNode n;
     n.name = nodes[i].name;
     n.address = util::to_string(nodes[i].address);
     n.manager = nodes[i].manager;
@@ -206,8 +226,8 @@ core::ClusterStatus gather(const config::Config& cfg, const std::string& name,
       }
       // Several reader backends: the loosest bound is shown (unknown the loosest of all),
       // with the backend that found it.
-      const bool looser = n.lag_derivation.empty() ||
-                          (n.lag_s && (!r.lag->seconds || *r.lag->seconds > *n.lag_s));
+      const bool looser =
+          n.lag_derivation.empty() || (n.lag_s && (!r.lag->seconds || *r.lag->seconds > *n.lag_s));
       if (looser) {
         n.lag_s = r.lag->seconds;
         n.lag_derivation = readers > 1 ? util::format("{} ({})", r.lag->derivation, s.backends[b])
@@ -227,7 +247,8 @@ core::ClusterStatus gather(const config::Config& cfg, const std::string& name,
 // The terminal's width when stdout is one, else `fallback`.
 std::size_t terminal_width(std::size_t fallback) {
   winsize ws{};
-  if (::isatty(STDOUT_FILENO) != 0 && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) {
+  if (::isatty(STDOUT_FILENO) != 0 && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 &&
+      ws.ws_col > 0) {
     return ws.ws_col;
   }
   return fallback;
@@ -258,17 +279,17 @@ int status_command(const std::string& path, const std::string& cluster_name,
     // Its terminal gone (a dropped SSH session, a closed window), a watch ends as watch(1) does.
     end_on_hangup();
   }
-  std::vector<core::ClusterStatus> previous;
+  std::vector<ClusterStatus> previous;
   for (bool first = true;; first = false) {
     const auto round_start = std::chrono::steady_clock::now();
     // Re-read each round: HAProxy's servers may change while an operator watches.
     const auto haproxy = config::load_haproxy_cfg(haproxy_cfg);
-    std::vector<core::ClusterStatus> now;
+    std::vector<ClusterStatus> now;
     for (const auto& name : names) {
       now.push_back(gather(*cfg, name, haproxy ? &*haproxy : nullptr, haproxy_cfg));
     }
     if (json) {
-      std::cout << core::render_status_json(now) << std::flush;
+      std::cout << render_status_json(now) << std::flush;
     } else if (watch) {
       // Home and clear, then the screen: redrawn in place, what changed marked '*'.
       const std::time_t t = std::time(nullptr);
@@ -276,10 +297,10 @@ int status_command(const std::string& path, const std::string& cluster_name,
       gmtime_r(&t, &utc);
       std::cout << "\033[H\033[2J"
                 << util::format("dbcheck status, every 1s ({:%H:%M:%S} UTC); '*': changed\n\n", utc)
-                << core::render_status_text(now, first ? nullptr : &previous, terminal_width(80))
+                << render_status_text(now, first ? nullptr : &previous, terminal_width(80))
                 << std::flush;
     } else {
-      std::cout << core::render_status_text(now, nullptr, terminal_width(0)) << std::flush;
+      std::cout << render_status_text(now, nullptr, terminal_width(0)) << std::flush;
     }
     if (!watch) {
       return std::cout ? k_exit_pass : k_exit_fail;

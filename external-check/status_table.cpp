@@ -8,7 +8,7 @@
 #include <iterator>
 #include <string>
 
-namespace dbcheck::core {
+namespace dbcheck::extcheck {
 namespace {
 
 // The same node in an earlier screen of the same cluster (by address), or nullptr.
@@ -183,8 +183,8 @@ std::string verdict_table(const ClusterStatus& c, const std::vector<ClusterStatu
         row.emplace_back("?");
         continue;
       }
-      const bool changed = before != nullptr && b < before->cells.size() &&
-                           before->cells[b].up != n.cells[b].up;
+      const bool changed =
+          before != nullptr && b < before->cells.size() && before->cells[b].up != n.cells[b].up;
       row.push_back((changed ? "*" : "") + cell_text(n.cells[b]));
     }
     t.rows.push_back(std::move(row));
@@ -238,8 +238,9 @@ std::string opinion_table(const ClusterStatus& c, const std::vector<ClusterStatu
 // Each Sentinel's answer. 21 + 21 + 29 + 5 and the blanks: 79 columns ("255.255.255.255:26379"
 // whole; flags such as "master,failover_in_progress" whole).
 std::string sentinel_table(const ClusterStatus& c, bool bounded) {
-  Table t{{{"SENTINEL", 21, Cut::head}, {"NAMES MASTER", 21, Cut::head}, {"FLAGS", 29}, {"EPOCH", 5}},
-          {}};
+  Table t{
+      {{"SENTINEL", 21, Cut::head}, {"NAMES MASTER", 21, Cut::head}, {"FLAGS", 29}, {"EPOCH", 5}},
+      {}};
   for (const auto& s : c.sentinels) {
     t.rows.push_back({s.address, s.names, s.flags, s.epoch});
   }
@@ -348,4 +349,4 @@ std::string render_status_json(const std::vector<ClusterStatus>& now) {
          '\n';
 }
 
-} // namespace dbcheck::core
+} // namespace dbcheck::extcheck

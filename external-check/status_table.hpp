@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace dbcheck::core {
+namespace dbcheck::extcheck {
 
 // One backend's verdict on one node.
 struct StatusCell {
@@ -18,13 +18,13 @@ struct StatusCell {
 
 // One node: who the manager says it is, what it says itself, and each backend's verdict.
 struct StatusNode {
-  std::string name;    // the manager's name for it, else HAProxy's server name
-  std::string address; // host:port
-  std::string manager; // "leader running", "replica streaming", "master 3/3", or ""
+  std::string name;              // the manager's name for it, else HAProxy's server name
+  std::string address;           // host:port
+  std::string manager;           // "leader running", "replica streaming", "master 3/3", or ""
   std::vector<StatusCell> cells; // in ClusterStatus::backends order
-  std::string timeline;    // the manager's timeline for it (Patroni), or ""
-  std::string manager_lag; // the manager's lag for it in bytes (Patroni: "0", "unknown"), or ""
-  std::string own;         // its own answer in a few words ("replica, streaming, timeline 4")
+  std::string timeline;          // the manager's timeline for it (Patroni), or ""
+  std::string manager_lag;     // the manager's lag for it in bytes (Patroni: "0", "unknown"), or ""
+  std::string own;             // its own answer in a few words ("replica, streaming, timeline 4")
   std::optional<double> lag_s; // the reader check's lag bound in seconds, when it has one
   std::string lag_derivation;  // how that bound was derived, or why there is none; "" if no
                                // reader check ran on it
@@ -45,7 +45,7 @@ struct ClusterStatus {
   std::string manager; // one line: whom the manager names, or why it could not be read
   std::vector<std::string> backends;
   std::vector<StatusNode> nodes;
-  std::vector<std::string> notes; // what could not be shown, and why
+  std::vector<std::string> notes;     // what could not be shown, and why
   std::vector<SentinelRow> sentinels; // Redis: each configured Sentinel's answer
 };
 
@@ -67,4 +67,4 @@ std::string render_status_text(const std::vector<ClusterStatus>& now,
 // epoch}], notes}]}.
 std::string render_status_json(const std::vector<ClusterStatus>& now);
 
-} // namespace dbcheck::core
+} // namespace dbcheck::extcheck

@@ -1,6 +1,5 @@
 #include "dbcheck_catch.hpp"
-
-#include <core/status_table.hpp>
+#include "status_table.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -9,7 +8,7 @@
 #include <string>
 #include <vector>
 
-using namespace dbcheck::core;
+using namespace dbcheck::extcheck;
 
 namespace {
 
@@ -26,8 +25,11 @@ ClusterStatus three_nodes(const std::string& leader) {
     n.address = "10.0.0." + name.substr(2) + ":5432";
     n.manager = is_leader ? "leader running" : "replica streaming";
     n.cells = {{"pg_write", is_leader, is_leader ? "" : "role",
-                is_leader ? "" : "not the writer: Patroni names " + leader + " leader, and a long tail " + std::string(80, 'x')},
-               {"pg_read", !is_leader, is_leader ? "role" : "", is_leader ? "a primary, not a replica" : ""}};
+                is_leader ? ""
+                          : "not the writer: Patroni names " + leader +
+                                " leader, and a long tail " + std::string(80, 'x')},
+               {"pg_read", !is_leader, is_leader ? "role" : "",
+                is_leader ? "a primary, not a replica" : ""}};
     n.timeline = "4";
     n.manager_lag = is_leader ? "" : "0";
     n.own = is_leader ? "primary, read-write" : "replica, streaming, timeline 4";
@@ -51,7 +53,7 @@ std::vector<std::string> lines(const std::string& text) {
 
 } // namespace
 
-TEST_CASE("status_table: a title, a header, a row per node, why each DOWN is DOWN") {
+TEST_CASE("status_table: a title, a header, a row per node, why each DOWN is DOWN", "[extcheck]") {
   const auto text = render_status_text({three_nodes("pg1")}, nullptr, 80);
   const auto l = lines(text);
   REQUIRE(l.size() >= 9);
@@ -70,24 +72,25 @@ TEST_CASE("status_table: a title, a header, a row per node, why each DOWN is DOW
     CHECK(line.size() <= 80);
   }
   CHECK(text.find("...") != std::string::npos); // the long reason was cut at 80 columns
-  CHECK(render_status_text({three_nodes("pg1")}, nullptr, 0).find(std::string(80, 'x')) != std::string::npos);
+  CHECK(render_status_text({three_nodes("pg1")}, nullptr, 0).find(std::string(80, 'x')) !=
+        std::string::npos);
 }
 
-TEST_CASE("status_table: what changed since the last screen is marked") {
+TEST_CASE("status_table: what changed since the last screen is marked", "[extcheck]") {
   const std::vector<ClusterStatus> before{three_nodes("pg1")};
   const auto text = render_status_text({three_nodes("pg2")}, &before, 80);
   const auto l = lines(text);
-  CHECK(l[2].find("*replica streaming") != std::string::npos); // pg1's manager role changed
-  CHECK(l[3].find("*UP") != std::string::npos);                // pg2 became the writer
-  CHECK(l[4].find('*') == std::string::npos);                  // pg3: nothing changed
-  CHECK(l[6].find("*replica, streaming") != std::string::npos); // pg1's own answer changed
+  CHECK(l[2].find("*replica streaming") != std::string::npos);   // pg1's manager role changed
+  CHECK(l[3].find("*UP") != std::string::npos);                  // pg2 became the writer
+  CHECK(l[4].find('*') == std::string::npos);                    // pg3: nothing changed
+  CHECK(l[6].find("*replica, streaming") != std::string::npos);  // pg1's own answer changed
   CHECK(l[7].find("*primary, read-write") != std::string::npos); // and pg2's
   CHECK(l[8].find('*') == std::string::npos);
   // The same screen twice: nothing marked.
   CHECK(render_status_text(before, &before, 80).find('*') == std::string::npos);
 }
 
-TEST_CASE("status_table: JSON with each node's verdict per backend") {
+TEST_CASE("status_table: JSON with each node's verdict per backend", "[extcheck]") {
   const auto doc = nlohmann::json::parse(render_status_json({three_nodes("pg1")}));
   const auto& c = doc["clusters"][0];
   CHECK(c["manager"] == "Patroni names pg1 leader");
@@ -102,7 +105,8 @@ TEST_CASE("status_table: JSON with each node's verdict per backend") {
   CHECK(c["sentinels"].empty());
 }
 
-TEST_CASE("status_table: a Redis cluster lists each Sentinel's answer, flags and epoch") {
+TEST_CASE("status_table: a Redis cluster lists each Sentinel's answer, flags and epoch",
+          "[extcheck]") {
   ClusterStatus c;
   c.name = "cache";
   c.engine = "redis";
@@ -129,7 +133,8 @@ TEST_CASE("status_table: a Redis cluster lists each Sentinel's answer, flags and
   CHECK(doc["clusters"][0]["sentinels"][0]["epoch"] == "3");
 }
 
-TEST_CASE("status_table: long entries are cut with '...' on a screen, never in a pipe", "[core]") {
+TEST_CASE("status_table: long entries are cut with '...' on a screen, never in a pipe",
+          "[extcheck]") {
   ClusterStatus c = three_nodes("pg1");
   c.nodes[1].name = "postgresql-production-2";
   c.nodes[2].name = "postgresql-production-3";
@@ -154,7 +159,7 @@ TEST_CASE("status_table: long entries are cut with '...' on a screen, never in a
   CHECK(whole.find("and then some more words") != std::string::npos);
 }
 
-TEST_CASE("status_table: peers' words cannot drive the terminal or break the JSON", "[core]") {
+TEST_CASE("status_table: peers' words cannot drive the terminal or break the JSON", "[extcheck]") {
   ClusterStatus c = three_nodes("pg1");
   c.nodes[1].manager_lag = "\x1b[2Jgotcha";
   c.nodes[2].own = "replica of x, link \x1b]0;title\x07\nfake line";
@@ -164,11 +169,11 @@ TEST_CASE("status_table: peers' words cannot drive the terminal or break the JSO
   CHECK(text.find('\x07') == std::string::npos);
   CHECK(text.find("\nfake line") == std::string::npos);
   const auto doc = nlohmann::json::parse(render_status_json({c})); // no exception, valid UTF-8
-  CHECK(doc["clusters"][0]["nodes"][2]["verdicts"]["pg_write"]["reason"].get<std::string>().find("utf-8") !=
-        std::string::npos);
+  CHECK(doc["clusters"][0]["nodes"][2]["verdicts"]["pg_write"]["reason"].get<std::string>().find(
+            "utf-8") != std::string::npos);
 }
 
-TEST_CASE("status_table: a note sits below the verdicts, wrapped whole on a screen", "[core]") {
+TEST_CASE("status_table: a note sits below the verdicts, wrapped whole on a screen", "[extcheck]") {
   ClusterStatus c = three_nodes("pg1");
   const std::string note = "replicas unknown: the Sentinel user may not run SENTINEL REPLICAS "
                            "(NOPERM); add +sentinel|replicas to its ACL";
