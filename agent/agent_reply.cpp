@@ -35,6 +35,18 @@ std::string agent_reply(const ReplyInput& in) {
   return line;
 }
 
+std::string backend_from_request(std::string_view line) {
+  const auto end = line.find_first_of("/\r\n");
+  std::string_view name = line.substr(0, end);
+  while (!name.empty() && (name.front() == ' ' || name.front() == '\t')) {
+    name.remove_prefix(1);
+  }
+  while (!name.empty() && (name.back() == ' ' || name.back() == '\t')) {
+    name.remove_suffix(1);
+  }
+  return std::string{name};
+}
+
 namespace {
 
 std::string agent_reply_with_reason(const ReplyInput& in) {

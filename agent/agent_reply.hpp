@@ -1,11 +1,12 @@
 #pragma once
 // The one line the agent answers HAProxy's agent-check with (the grammar of HAProxy 2.6's
-// configuration.txt, "agent-check"; tcpcheck_agent_expect_reply in src/tcpcheck.c): pure, so
-// every case is unit-tested.
+// configuration.txt, "agent-check"; tcpcheck_agent_expect_reply in src/tcpcheck.c), and the
+// backend name read from the agent-send line it answers: pure, so every case is unit-tested.
 
 #include <core/verdict.hpp>
 
 #include <string>
+#include <string_view>
 
 namespace dbcheck::agent {
 
@@ -28,5 +29,9 @@ struct ReplyInput {
 // "ready". Reasons are cut to keep the line far below HAProxy's buffer and contain no newline;
 // without in.reasons, every line ends at its state and weight.
 std::string agent_reply(const ReplyInput& in);
+
+// The backend name in an agent-send line: text before the first '/', '\r' or '\n', trimmed
+// ("pg_write/pg1\n" -> "pg_write").
+std::string backend_from_request(std::string_view line);
 
 } // namespace dbcheck::agent

@@ -1,9 +1,12 @@
 // The only file that includes asio (a heavy header).
 #include "agent_server.hpp"
 
+#include "admission.hpp"
+#include "agent_reply.hpp"
 #include "log_line.hpp"
 
 #include <util/format.hpp>
+#include <util/owned_fd.hpp>
 
 #include <sys/socket.h>
 #include <unistd.h>
@@ -11,7 +14,6 @@
 #include <algorithm>
 #include <array>
 #include <asio.hpp>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -36,92 +38,22 @@ constexpr std::size_t k_max_line = 512;
 constexpr std::size_t k_drain_max = 4096;
 // Pending connections made sessions between two looks at the listen queue.
 constexpr std::size_t k_settle_batch = 64;
-// Open connections from one address, at most: a neighbour inside `allow` opening thousands
-// costs the agent a reset each beyond this, not a session, while one HAProxy checking 1,000
-// servers of this agent (one connection each, all at once after a stall) is never refused.
-constexpr std::size_t k_per_address = 1024;
-// Connections waiting for their line (none yet at accept): each costs a timer and, at
-// k_read_window, an answer, all in one burst for a flood of idle clients, ahead of HAProxy's
-// checks. While k_waiting_total wait, an address with k_waiting_per_address waiting already
-// has its further ones reset: ten thousand idle neighbours cost the agent about what 64 per
-// address did, while one HAProxy's 1,000 checks from one address (a line each, at most a
-// moment behind the connection) all get through.
-constexpr std::size_t k_waiting_total = 1024;
-constexpr std::size_t k_waiting_per_address = 64;
 
-// Why a connection ended without a delivered answer.
-enum class Drop { limit, write_timeout, accept_error, not_allowed, address_limit };
-constexpr std::array<std::string_view, 5> k_drop_names = {
-    "limit", "write_timeout", "accept_error", "not_allowed", "address_limit"};
-// A burst of drops is logged once per this, with the count since the last line: under a flood
-// every drop still counts (/metrics), and the log stays readable.
-constexpr auto k_drop_log_every = 10s;
+using util::OwnedFd;
 
-struct Counters {
-  std::atomic<std::size_t> open{0};
-  std::array<std::atomic<std::uint64_t>, k_drop_names.size()> dropped{}; // by Drop
-  // Touched on the io thread only.
-  std::array<std::chrono::steady_clock::time_point, k_drop_names.size()> logged_at{};
-  std::array<std::uint64_t, k_drop_names.size()> unlogged{};
-  std::map<asio::ip::address, std::size_t> by_address; // open sessions; io thread only
-  std::map<asio::ip::address, std::size_t> waiting; // of those, waiting for a line; io thread only
-  std::size_t waiting_total = 0;                    // io thread only
-
-  // Counts one more connection open from `peer` (pending or in a session).
-  void hold(const asio::ip::address& peer) {
-    ++open;
-    ++by_address[peer];
-  }
-  // Counts one connection from `peer` closed.
-  void release(const asio::ip::address& peer) {
-    --open;
-    if (const auto it = by_address.find(peer); it != by_address.end() && --it->second == 0) {
-      by_address.erase(it);
-    }
-  }
-
-  // Counts one drop, and logs it with its reason unless one was logged less than
-  // k_drop_log_every ago (then it is counted in the next line).
+// The port's counts, and their log: what they admit is admission.hpp's to decide.
+struct Counters : PortCounters<asio::ip::address> {
+  // Counts one drop, and logs it with its reason when a line is due.
   void drop(Drop why) {
-    const auto i = static_cast<std::size_t>(why);
-    ++dropped[i];
-    ++unlogged[i];
-    const auto now = std::chrono::steady_clock::now();
-    if (logged_at[i] == std::chrono::steady_clock::time_point{} ||
-        now - logged_at[i] >= k_drop_log_every) {
+    if (const auto count = PortCounters::drop(why, std::chrono::steady_clock::now())) {
       log_event("warn", "agent-check connection dropped",
-                {{"reason", std::string{k_drop_names[i]}},
-                 {"count_since_last_line", std::to_string(unlogged[i])}});
-      logged_at[i] = now;
-      unlogged[i] = 0;
+                {{"reason", std::string{k_drop_names[static_cast<std::size_t>(why)]}},
+                 {"count_since_last_line", std::to_string(*count)}});
     }
   }
 };
 
-// A descriptor closed when it goes out of scope (an accepted connection before asio holds it).
-class OwnedFd {
-public:
-  explicit OwnedFd(int fd) : m_fd(fd) {}
-  OwnedFd(OwnedFd&& o) noexcept : m_fd(std::exchange(o.m_fd, -1)) {}
-  OwnedFd& operator=(OwnedFd&&) = delete;
-  OwnedFd(const OwnedFd&) = delete;
-  OwnedFd& operator=(const OwnedFd&) = delete;
-  ~OwnedFd() {
-    if (m_fd >= 0) {
-      ::close(m_fd);
-    }
-  }
-  // The descriptor, still owned here.
-  int get() const { return m_fd; }
-  // The descriptor, no longer owned here.
-  int release() { return std::exchange(m_fd, -1); }
-
-private:
-  int m_fd;
-};
-
-// Closes `fd` with a reset instead of an orderly close: the peer learns nothing, and neither
-// side keeps the connection in TIME_WAIT or FIN_WAIT.
+// Closes `fd` with a reset instead of an orderly close (see reset_on_refusal).
 void reset_close(OwnedFd fd) {
   const linger abort{1, 0};
   ::setsockopt(fd.get(), SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
@@ -138,13 +70,14 @@ struct Pending {
 
 class Session : public std::enable_shared_from_this<Session> {
 public:
-  // Takes over `p`'s descriptor and its place in `counters` (open, by_address);
-  // `serve_listen` is run before each answer this session computes late.
+  // Takes over `p`'s descriptor and its place in `counters` (open, by_address), waiting for
+  // its line within `limits`; `serve_listen` is run before each answer this session computes
+  // late.
   Session(tcp::socket socket, Pending p, const Responder& respond, Counters& counters,
-          const std::function<void()>& serve_listen)
+          const AdmissionLimits& limits, const std::function<void()>& serve_listen)
       : m_socket(std::move(socket)), m_timer(m_socket.get_executor()), m_respond(respond),
-        m_counters(counters), m_serve_listen(serve_listen), m_peer(p.peer.address()),
-        m_accepted(p.accepted), m_used(p.got.size()) {
+        m_counters(counters), m_limits(limits), m_serve_listen(serve_listen),
+        m_peer(p.peer.address()), m_accepted(p.accepted), m_used(p.got.size()) {
     std::copy(p.got.begin(), p.got.end(), m_buf.begin());
   }
   ~Session() {
@@ -156,10 +89,9 @@ public:
     // Its line may have come since it was accepted: answer it now, without a queued read.
     asio::error_code early;
     m_socket.non_blocking(true, early);
-    const std::size_t n =
-        early ? 0 : m_socket.read_some(asio::buffer(m_buf.data() + m_used, m_buf.size() - m_used), early);
     if (!early) {
-      m_used += n;
+      m_used +=
+          m_socket.read_some(asio::buffer(m_buf.data() + m_used, m_buf.size() - m_used), early);
     }
     const std::string_view got{m_buf.data(), m_used};
     if (got.find('\n') != std::string_view::npos) {
@@ -170,16 +102,17 @@ public:
       reply("down #request line too long\n");
       return;
     }
-    std::size_t& waiting = m_counters.waiting[m_peer];
-    if (m_counters.waiting_total >= k_waiting_total && waiting >= k_waiting_per_address) {
-      m_counters.drop(Drop::address_limit);
-      asio::error_code ignored;
-      m_socket.set_option(asio::socket_base::linger(true, 0), ignored);
+    if (const auto why =
+            refuse_waiting(m_counters.waiting.total(), m_counters.waiting.of(m_peer), m_limits)) {
+      m_counters.drop(*why);
+      if (reset_on_refusal(*why)) {
+        asio::error_code ignored;
+        m_socket.set_option(asio::socket_base::linger(true, 0), ignored);
+      }
       close();
       return;
     }
-    ++waiting;
-    ++m_counters.waiting_total;
+    m_counters.waiting.add(m_peer);
     m_waiting = true;
     m_timer.expires_at(m_accepted + k_read_window);
     m_timer.async_wait([self = shared_from_this()](const asio::error_code& ec) {
@@ -270,17 +203,14 @@ private:
       return;
     }
     m_waiting = false;
-    --m_counters.waiting_total;
-    if (const auto it = m_counters.waiting.find(m_peer);
-        it != m_counters.waiting.end() && --it->second == 0) {
-      m_counters.waiting.erase(it);
-    }
+    m_counters.waiting.remove(m_peer);
   }
 
   tcp::socket m_socket;
   asio::steady_timer m_timer;
   const Responder& m_respond;
   Counters& m_counters;
+  const AdmissionLimits& m_limits;
   const std::function<void()>& m_serve_listen;
   asio::ip::address m_peer;
   std::chrono::steady_clock::time_point m_accepted;
@@ -296,9 +226,9 @@ private:
 struct AgentServer::Impl {
   util::HostPort listen;
   std::vector<util::Cidr> allow;
-  std::size_t max_connections;
+  AdmissionLimits limits;
   Responder respond;
-  Counters counters; // before io: sessions destroyed with io still count down into it
+  Counters counters;           // before io: sessions destroyed with io still count down into it
   std::deque<Pending> pending; // accepted, not yet sessions; in counters.open
   bool settling = false;       // a settle() is posted
   const std::function<void()> serve_listen = [this] { drain(); };
@@ -337,25 +267,21 @@ struct AgentServer::Impl {
 
   // Refuses, answers, or queues one accepted connection.
   void intake(OwnedFd fd, const sockaddr_storage& addr, socklen_t len) {
-    if (!util::address_allowed(allow, reinterpret_cast<const sockaddr*>(&addr))) {
-      counters.drop(Drop::not_allowed); // reset before a byte is read or written
-      reset_close(std::move(fd));
-      return;
-    }
-    if (counters.open.load() >= max_connections) {
-      counters.drop(Drop::limit);
-      return;
-    }
     tcp::endpoint peer;
-    if (len > peer.capacity()) {
-      return; // not IPv4 or IPv6 (address_allowed refused those already)
+    // An endpoint holds IPv4 and IPv6, the only families address_allowed lets in.
+    const bool allowed = len <= peer.capacity() &&
+                         util::address_allowed(allow, reinterpret_cast<const sockaddr*>(&addr));
+    if (allowed) {
+      std::memcpy(peer.data(), &addr, len);
+      peer.resize(len);
     }
-    std::memcpy(peer.data(), &addr, len);
-    peer.resize(len);
-    if (const auto it = counters.by_address.find(peer.address());
-        it != counters.by_address.end() && it->second >= k_per_address) {
-      counters.drop(Drop::address_limit);
-      reset_close(std::move(fd));
+    const Arrival arrival{allowed, counters.open(),
+                          allowed ? counters.by_address.of(peer.address()) : 0};
+    if (const auto why = refuse_at_accept(arrival, limits)) {
+      counters.drop(*why);
+      if (reset_on_refusal(*why)) {
+        reset_close(std::move(fd)); // before a byte is read or written
+      }
       return;
     }
     std::array<char, k_max_line> buf; // NOLINT: filled by recv
@@ -403,7 +329,8 @@ struct AgentServer::Impl {
         continue;
       }
       p.fd.release();
-      std::make_shared<Session>(std::move(socket), std::move(p), respond, counters, serve_listen)
+      std::make_shared<Session>(std::move(socket), std::move(p), respond, counters, limits,
+                                serve_listen)
           ->start();
     }
     drain();
@@ -442,7 +369,7 @@ AgentServer::AgentServer(util::HostPort listen, std::vector<util::Cidr> allow,
     : m_impl(std::make_unique<Impl>()) {
   m_impl->listen = std::move(listen);
   m_impl->allow = std::move(allow);
-  m_impl->max_connections = max_connections;
+  m_impl->limits.max_connections = max_connections;
   m_impl->respond = std::move(respond);
 }
 
@@ -496,31 +423,15 @@ void AgentServer::stop() {
 }
 
 std::size_t AgentServer::open_connections() const {
-  return m_impl->counters.open.load();
+  return m_impl->counters.open();
 }
 
 std::uint64_t AgentServer::refused_connections() const {
-  return m_impl->counters.dropped[static_cast<std::size_t>(Drop::limit)].load();
+  return m_impl->counters.dropped(Drop::limit);
 }
 
 std::map<std::string, std::uint64_t> AgentServer::dropped_connections() const {
-  std::map<std::string, std::uint64_t> out;
-  for (std::size_t i = 0; i < k_drop_names.size(); ++i) {
-    out[std::string{k_drop_names[i]}] = m_impl->counters.dropped[i].load();
-  }
-  return out;
-}
-
-std::string backend_from_request(std::string_view line) {
-  const auto end = line.find_first_of("/\r\n");
-  std::string_view name = line.substr(0, end);
-  while (!name.empty() && (name.front() == ' ' || name.front() == '\t')) {
-    name.remove_prefix(1);
-  }
-  while (!name.empty() && (name.back() == ' ' || name.back() == '\t')) {
-    name.remove_suffix(1);
-  }
-  return std::string{name};
+  return m_impl->counters.dropped();
 }
 
 } // namespace dbcheck::agent

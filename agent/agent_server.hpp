@@ -54,8 +54,4 @@ private:
   std::unique_ptr<Impl> m_impl;
 };
 
-// The backend name in an agent-send line: text before the first '/', '\r' or '\n', trimmed
-// ("pg_write/pg1\n" -> "pg_write").
-std::string backend_from_request(std::string_view line);
-
 } // namespace dbcheck::agent

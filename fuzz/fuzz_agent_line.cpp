@@ -1,7 +1,6 @@
-// agent/agent_server: the agent-send line HAProxy (or anyone) writes to the agent port, and the
+// agent/agent_reply: the agent-send line HAProxy (or anyone) writes to the agent port, and the
 // one-line reply built around the name it carries.
 #include "agent_reply.hpp"
-#include "agent_server.hpp"
 #include "fuzz_check.hpp"
 
 using dbcheck::fuzz::require;

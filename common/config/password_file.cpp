@@ -1,6 +1,7 @@
 #include "password_file.hpp"
 
 #include <util/format.hpp>
+#include <util/owned_fd.hpp>
 #include <util/read_up_to.hpp>
 
 #include <fcntl.h>
@@ -17,16 +18,6 @@
 
 namespace dbcheck::config {
 namespace {
-
-// Closes a descriptor on every path out.
-struct Fd {
-  int fd;
-  ~Fd() {
-    if (fd >= 0) {
-      ::close(fd);
-    }
-  }
-};
 
 // Zeroes a buffer on every path out.
 struct WipeOnExit {
@@ -97,8 +88,9 @@ const std::string& Secret::empty_text() {
 
 tl::expected<Secret, std::string> read_private_file(const std::string& file, std::string_view what,
                                                     std::size_t max_bytes) {
-  const Fd f{::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)};
-  if (f.fd < 0) {
+  const util::OwnedFd f{
+      ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)};
+  if (f.get() < 0) {
     if (errno == ELOOP) {
       return tl::make_unexpected(util::format(
           "{} {} is a symbolic link; name the file itself (a link could be pointed elsewhere)",
@@ -110,7 +102,7 @@ tl::expected<Secret, std::string> read_private_file(const std::string& file, std
                                             err == EACCES ? not_permitted_hint(file) : ""));
   }
   struct stat st {};
-  if (::fstat(f.fd, &st) != 0) {
+  if (::fstat(f.get(), &st) != 0) {
     return tl::make_unexpected(
         util::format("cannot read {} {}: {}", what, file, std::strerror(errno)));
   }
@@ -135,7 +127,7 @@ tl::expected<Secret, std::string> read_private_file(const std::string& file, std
   // One byte more than allowed, to notice a file that grew after fstat.
   std::vector<char> buf(max_bytes + 1);
   const WipeOnExit wipe{buf};
-  const auto got = util::read_up_to(f.fd, buf.data(), buf.size());
+  const auto got = util::read_up_to(f.get(), buf.data(), buf.size());
   if (!got) {
     return tl::make_unexpected(
         util::format("cannot read {} {}: {}", what, file, std::strerror(errno)));

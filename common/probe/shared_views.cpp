@@ -2,6 +2,7 @@
 
 #include <core/shared_view.hpp>
 #include <util/format.hpp>
+#include <util/owned_fd.hpp>
 #include <util/write_all.hpp>
 
 #include <fcntl.h>
@@ -18,16 +19,6 @@ namespace {
 // A /cluster answer is a few KiB; a file larger than this was not written by a check.
 constexpr off_t k_max_file = 1024 * 1024;
 constexpr std::string_view k_magic = "dbcheck shared view 1\n";
-
-// Closes a descriptor when it goes out of scope.
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) {
-      ::close(fd);
-    }
-  }
-};
 
 // True when `fd` is owned by this user and closed to group and others.
 bool ours(int fd, bool directory) {
@@ -84,18 +75,19 @@ std::string shared_view_dir(const ShareSettings& settings) {
 
 std::optional<SharedView> read_shared_view(const std::string& dir, const std::string& key,
                                            std::chrono::milliseconds max_age) {
-  Fd d{open_dir(dir, false)};
-  if (d.fd < 0) {
+  util::OwnedFd d{open_dir(dir, false)};
+  if (d.get() < 0) {
     return std::nullopt;
   }
-  Fd f{::openat(d.fd, (key + ".view").c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)};
-  if (f.fd < 0 || !ours(f.fd, false)) {
+  util::OwnedFd f{
+      ::openat(d.get(), (key + ".view").c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)};
+  if (f.get() < 0 || !ours(f.get(), false)) {
     return std::nullopt;
   }
   std::string text;
   char buf[16384];
   for (;;) {
-    const ssize_t n = ::read(f.fd, buf, sizeof buf);
+    const ssize_t n = ::read(f.get(), buf, sizeof buf);
     if (n < 0 && errno == EINTR) {
       continue;
     }
@@ -142,15 +134,16 @@ std::optional<SharedView> read_shared_view(const std::string& dir, const std::st
 }
 
 void write_shared_view(const std::string& dir, const std::string& key, const SharedView& view) {
-  Fd d{open_dir(dir, true)};
-  if (d.fd < 0) {
+  util::OwnedFd d{open_dir(dir, true)};
+  if (d.get() < 0) {
     return;
   }
   const auto steady_now = ns_since_epoch(std::chrono::steady_clock::now());
   // A name no other writer uses (pids repeat across pid namespaces sharing the directory).
   const std::string tmp = util::format(".{}.{}.{:x}.tmp", key, ::getpid(), steady_now);
-  Fd f{::openat(d.fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)};
-  if (f.fd < 0) {
+  util::OwnedFd f{
+      ::openat(d.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)};
+  if (f.get() < 0) {
     return;
   }
   const auto before = view.asked_before.count() > 0 ? view.asked_before.count() : 0;
@@ -160,12 +153,12 @@ void write_shared_view(const std::string& dir, const std::string& key, const Sha
                    steady_now - before, ns_since_epoch(std::chrono::system_clock::now()) - before,
                    ::getpid(), view.agreeing, view.configured, view.body.size());
   text += view.body;
-  if (!util::write_all(f.fd, text)) {
-    ::unlinkat(d.fd, tmp.c_str(), 0);
+  if (!util::write_all(f.get(), text)) {
+    ::unlinkat(d.get(), tmp.c_str(), 0);
     return;
   }
-  if (::renameat(d.fd, tmp.c_str(), d.fd, (key + ".view").c_str()) != 0) {
-    ::unlinkat(d.fd, tmp.c_str(), 0);
+  if (::renameat(d.get(), tmp.c_str(), d.get(), (key + ".view").c_str()) != 0) {
+    ::unlinkat(d.get(), tmp.c_str(), 0);
   }
 }
 

@@ -1,6 +1,5 @@
 // The agent-check reply grammar (HAProxy 2.6), one row per case.
 #include "agent_reply.hpp"
-#include "agent_server.hpp"
 #include "dbcheck_catch.hpp"
 #include "log_line.hpp"
 
