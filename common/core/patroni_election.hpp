@@ -51,7 +51,7 @@ bool election_possible(const std::vector<MemberAnswer>& answers, std::size_t pen
                        std::size_t configured);
 
 // How many members to ask first: just enough to make a majority of `configured` if they agree.
-// The others are asked only when these do not decide (probe/patroni_client.cpp), so a healthy
+// The others are asked only when these do not decide (patroni_rounds.hpp), so a healthy
 // cluster answers each check with a majority's requests, not every member's.
 std::size_t first_round(std::size_t configured);
 

@@ -47,11 +47,17 @@ private:
 };
 
 // What a check keeps for its last step when an earlier step gets its own, earlier deadline: a
-// quarter of the time left, at least 100 ms. Used so that a hung primary being sampled cannot
-// starve the replica's own query (and take every healthy replica out with a reason that
-// blames the replica).
+// quarter of the time left at `now`, at least 100 ms. Used so that a hung primary being sampled
+// cannot starve the replica's own query (and take every healthy replica out with a reason that
+// blames the replica). The checks pass Peers::now(), so a test's clock decides it too.
+inline Clock::duration reserve_for_last_step(const Deadline& deadline, Clock::time_point now) {
+  return std::max<Clock::duration>(std::chrono::milliseconds{100},
+                                   std::max(Clock::duration::zero(), deadline.at() - now) / 4);
+}
+
+// reserve_for_last_step() at the steady clock's now.
 inline Clock::duration reserve_for_last_step(const Deadline& deadline) {
-  return std::max<Clock::duration>(std::chrono::milliseconds{100}, deadline.remaining() / 4);
+  return reserve_for_last_step(deadline, Clock::now());
 }
 
 // Milliseconds between two steady time points, as a double for reporting.

@@ -3,6 +3,7 @@
 #include "name_book.hpp"
 
 #include <core/patroni_election.hpp>
+#include <core/patroni_rounds.hpp>
 #include <core/shared_view.hpp>
 #include <util/format.hpp>
 #include <util/url.hpp>
@@ -52,70 +53,28 @@ std::optional<core::Step> resolve_members(Peers& peers, core::ClusterView& view,
   return step;
 }
 
-} // namespace
-
-namespace {
-
-// How long the members asked first get before the others are asked too (when the first have
-// not decided by then): a third of the time left, at most this. Patroni answers /cluster from
-// its DCS cache in milliseconds; a member that takes longer is treated as not answering.
-constexpr auto k_first_round_wait = std::chrono::milliseconds{250};
-
-// The host part of a base URL ("" when it has none), IPv6 brackets stripped.
-std::string base_host(const std::string& base) {
-  const auto o = util::url_origin(base);
-  const auto host_start = o ? o->find("://") : std::string::npos;
-  const auto port_colon = o ? o->rfind(':') : std::string::npos;
-  if (host_start == std::string::npos || port_colon == std::string::npos ||
-      port_colon <= host_start + 3) {
-    return "";
-  }
-  std::string host = o->substr(host_start + 3, port_colon - host_start - 3);
-  if (host.size() > 2 && host.front() == '[') {
-    host = host.substr(1, host.size() - 2);
-  }
-  return host;
-}
-
-// The configured Patroni on `node`'s host, when exactly one is: the node's own, asked first.
-// (On a lab where every member shares one host none is told apart, and the order stays.)
-std::optional<std::size_t> own_base(const std::vector<std::string>& bases,
-                                    const util::HostPort& node) {
-  std::optional<std::size_t> own;
-  for (std::size_t i = 0; i < bases.size(); ++i) {
-    if (util::same_endpoint(util::HostPort{base_host(bases[i]), 1},
-                            util::HostPort{node.host, 1})) {
-      if (own) {
-        return std::nullopt;
-      }
-      own = i;
-    }
-  }
-  return own;
-}
-
 core::Failure failure_kind(const HttpAttempt& a) {
-  return a.timed_out ? core::Failure::timeout
+  return a.timed_out     ? core::Failure::timeout
          : a.status != 0 ? core::Failure::protocol
                          : core::Failure::network;
 }
 
-// True when `view` names a leader that is, once resolved, not `node`.
-bool names_another(Peers& peers, core::ClusterView& view, const util::HostPort& node,
-                   const Deadline& deadline, std::vector<core::Step>& steps) {
-  if (core::find_leader(view) == nullptr) {
-    return false;
-  }
-  if (auto step = resolve_members(peers, view, node, deadline)) {
-    steps.push_back(std::move(*step));
-  }
-  const core::PatroniMember* leader = core::find_leader(view);
-  return leader->unresolved.empty() && !util::same_endpoint(leader->address, node);
+// A failed attempt as a member's answer.
+core::MemberAnswer failed(const HttpAttempt& a) {
+  return {a.url, tl::make_unexpected(ProbeError{failure_kind(a), a.error, ""})};
 }
 
-} // namespace
-
-namespace {
+// A member's reply to GET /cluster as its answer; an unparsable body becomes its error.
+core::MemberAnswer member_answer(HttpReply& reply) {
+  if (reply.attempt.error.empty()) {
+    auto v = core::parse_patroni_cluster(reply.body);
+    if (v) {
+      return {reply.attempt.url, std::move(*v)};
+    }
+    reply.attempt.error = util::format("unusable answer: {}", v.error());
+  }
+  return failed(reply.attempt);
+}
 
 // The key a cluster's view is shared under: its URLs without credentials, and the TLS files
 // they are reached with (a check whose CA or client certificate fails must not pass on a view
@@ -151,14 +110,93 @@ std::optional<ManagerResult> shared_result(Peers& peers, const std::vector<std::
   step.answer =
       util::format("{} of {} members agreed {:.0f} ms ago (check pid {}): {}", shared->agreeing,
                    shared->configured, shared->age_ms, shared->pid, summarize(*view));
-  ManagerResult r{std::move(*view), {std::move(step)}, 2 * shared->agreeing > shared->configured,
-                  true};
+  ManagerResult r{
+      std::move(*view), {std::move(step)}, 2 * shared->agreeing > shared->configured, true};
   if (node) {
     if (auto lookup = resolve_members(peers, *r.view, *node, deadline)) {
       r.steps.push_back(std::move(*lookup));
     }
   }
   return r;
+}
+
+// What the members' replies are kept for beyond the plan: each step's latency and error, and
+// the body that is shared. By configured index; none for a member never asked.
+using Replies = std::vector<std::optional<HttpReply>>;
+
+// The own Patroni's view that named another leader, and the lookup of its names.
+struct Denial {
+  core::ClusterView view;
+  std::optional<core::Step> lookup;
+};
+
+// One round: GET /cluster of the round's members at once, each answer handed to the plan as
+// it comes, until the plan says the round may stop or `by`. The ones cut then are told too.
+void ask_round(Peers& peers, const std::vector<std::string>& bases, const HttpOptions& tls,
+               const core::PatroniRound& round, const Deadline& by, core::PatroniRounds& plan,
+               Replies& replies) {
+  std::vector<std::string> urls;
+  for (const std::size_t i : round.members) {
+    urls.push_back(bases[i] + "/cluster");
+  }
+  const EnoughFn enough = [&](std::size_t k, HttpReply& reply) {
+    return plan.take(round.members[k], member_answer(reply));
+  };
+  std::vector<HttpReply> got = peers.get_all(urls, tls, by, enough);
+  for (std::size_t k = 0; k < round.members.size(); ++k) {
+    const std::size_t i = round.members[k];
+    if (!plan.finished(i)) {
+      plan.cut(i, failed(got[k].attempt));
+    }
+    replies[i] = std::move(got[k]);
+  }
+}
+
+// Asks the rounds `plan` sets, each bounded by its own wait and `deadline`; returns the own
+// Patroni's denial when it ended the asking.
+std::optional<Denial> ask_rounds(Peers& peers, const std::vector<std::string>& bases,
+                                 const HttpOptions& tls, const std::optional<util::HostPort>& node,
+                                 const Deadline& deadline, core::PatroniRounds& plan,
+                                 Replies& replies) {
+  for (;;) {
+    const Clock::time_point now = peers.now();
+    const auto round = plan.next(std::max(Clock::duration::zero(), deadline.at() - now));
+    if (!round) {
+      return std::nullopt;
+    }
+    ask_round(peers, bases, tls, *round, Deadline{std::min(deadline.at(), now + round->wait)}, plan,
+              replies);
+    if (const core::ClusterView* own = plan.own_view_to_check(); own != nullptr && node) {
+      core::ClusterView copy = *own; // the others' views are compared with the own as advertised
+      auto lookup = resolve_members(peers, copy, *node, deadline);
+      if (plan.own_denies(copy, *node)) {
+        return Denial{std::move(copy), std::move(lookup)};
+      }
+    }
+  }
+}
+
+// One step per member, in asking order: what it said, why not, or that it was not needed.
+std::vector<core::Step> member_steps(const std::vector<std::string>& bases,
+                                     const core::PatroniRounds& plan, const Replies& replies) {
+  std::vector<core::Step> steps;
+  for (const std::size_t i : plan.order()) {
+    core::Step step;
+    step.opinion = "manager";
+    step.asked = "GET /cluster";
+    const auto& said = plan.answer(i);
+    if (!said || !replies[i]) {
+      step.peer = util::redact_url(bases[i] + "/cluster");
+      step.answer = "not needed: the members asked first decided";
+    } else {
+      const HttpAttempt& a = replies[i]->attempt;
+      step.peer = a.url;
+      step.latency_ms = a.latency_ms;
+      step.answer = said->view ? summarize(*said->view) : a.error;
+    }
+    steps.push_back(std::move(step));
+  }
+  return steps;
 }
 
 } // namespace
@@ -172,159 +210,26 @@ ManagerResult ask_patroni(Peers& peers, const std::vector<std::string>& bases,
       return std::move(*r);
     }
   }
-  const auto asked_at = std::chrono::steady_clock::now(); // the shared view's age counts from here
+  const auto asked_at = peers.now(); // the shared view's age counts from here
   const std::size_t n = bases.size();
-  std::vector<std::size_t> order(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    order[i] = i;
-  }
-  const std::optional<std::size_t> own = node ? own_base(bases, *node) : std::nullopt;
-  if (own) {
-    std::rotate(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(*own),
-                order.begin() + static_cast<std::ptrdiff_t>(*own) + 1);
-  }
-  std::vector<std::optional<HttpReply>> replies(n);
-  std::vector<std::optional<core::ClusterView>> views(n);
-  std::vector<bool> finished(n, false); // answered or failed, not cut at a round's end
-  std::vector<core::Step> extra_steps;
-  std::optional<core::ClusterView> denial; // the own Patroni's view naming another leader
-
-  // The usable answers and failures in so far (not the transfers cut at a round's end).
-  const auto answers_in = [&] {
-    std::vector<core::MemberAnswer> out;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (views[i]) {
-        out.push_back({replies[i]->attempt.url, *views[i]});
-      } else if (finished[i]) {
-        const HttpAttempt& a = replies[i]->attempt;
-        out.push_back({a.url, tl::make_unexpected(ProbeError{failure_kind(a), a.error, ""})});
-      }
-    }
-    return out;
-  };
-  // One round: GET /cluster of `which` at once, until the election is decided, cannot be
-  // decided by the members asked so far (not in the `last` round), all have answered, or `by`.
-  const auto ask = [&](const std::vector<std::size_t>& which, const Deadline& by, bool last) {
-    std::vector<std::string> urls;
-    for (const std::size_t i : which) {
-      urls.push_back(bases[i] + "/cluster");
-    }
-    std::vector<core::MemberAnswer> answered = answers_in();
-    std::size_t pending = which.size();
-    const EnoughFn enough = [&](std::size_t k, HttpReply& reply) {
-      --pending;
-      const std::size_t i = which[k];
-      finished[i] = true;
-      if (reply.attempt.error.empty()) {
-        auto v = core::parse_patroni_cluster(reply.body);
-        if (v) {
-          views[i] = std::move(*v);
-          answered.push_back({reply.attempt.url, *views[i]});
-          return core::election_decided(answered, n) ||
-                 (!last && !core::election_possible(answered, pending, n));
-        }
-        reply.attempt.error = util::format("unusable answer: {}", v.error());
-      }
-      answered.push_back({reply.attempt.url, tl::make_unexpected(ProbeError{
-                                                 failure_kind(reply.attempt), reply.attempt.error,
-                                                 ""})});
-      // The last round waits for every member: a majority of those that answer still decides.
-      return core::election_decided(answered, n) ||
-             (!last && !core::election_possible(answered, pending, n));
-    };
-    std::vector<HttpReply> got = peers.get_all(urls, tls, by, enough);
-    for (std::size_t k = 0; k < which.size(); ++k) {
-      replies[which[k]] = std::move(got[k]);
-    }
-  };
-
-  // Rounds: the node's own Patroni alone when its denial decides (a writer check: it names
-  // another leader, so this node is not the writer whatever the others say); then enough
-  // members for a majority; then every member not yet heard (a refusal, a timeout or a
-  // disagreement among the first). Each round but the last gets a short wait.
-  std::size_t asked = 0;
-  const std::size_t majority = core::first_round(n);
-  std::vector<std::size_t> rounds;
-  if (own && own_denial_decides) {
-    rounds.push_back(1);
-  }
-  rounds.push_back(majority);
-  rounds.push_back(n);
-  for (const std::size_t upto : rounds) {
-    std::vector<std::size_t> which;
-    for (std::size_t k = 0; k < n; ++k) {
-      const std::size_t i = order[k];
-      // Not yet asked, or cut at the end of the round before: ask now.
-      if ((k >= asked && k < upto) || (k < asked && !finished[i])) {
-        which.push_back(i);
-      }
-    }
-    asked = std::max(asked, upto);
-    if (which.empty()) {
-      continue;
-    }
-    const bool last = upto >= n;
-    const Deadline by =
-        last ? deadline
-             : Deadline{std::min(deadline.at(),
-                                 Clock::now() + std::min<Clock::duration>(
-                                                    k_first_round_wait, deadline.remaining() / 3))};
-    ask(which, by, last);
-    if (own && own_denial_decides && upto == 1 && views[*own]) {
-      // A copy: the others' views are compared with the own one as advertised.
-      core::ClusterView copy = *views[*own];
-      if (names_another(peers, copy, *node, deadline, extra_steps)) {
-        denial = std::move(copy);
-        break;
-      }
-      extra_steps.clear(); // the agreed view's lookup below reports the names
-    }
-    if (core::election_decided(answers_in(), n) || deadline.expired()) {
-      break;
-    }
-  }
-
-  std::vector<core::Step> steps;
-  std::vector<core::MemberAnswer> answers;
-  for (const std::size_t i : order) {
-    core::Step step;
-    step.opinion = "manager";
-    step.asked = "GET /cluster";
-    if (!replies[i]) {
-      step.peer = util::redact_url(bases[i] + "/cluster");
-      step.answer = "not needed: the members asked first decided";
-      steps.push_back(std::move(step));
-      continue;
-    }
-    const HttpAttempt& a = replies[i]->attempt;
-    step.peer = a.url;
-    step.latency_ms = a.latency_ms;
-    if (views[i]) {
-      step.answer = summarize(*views[i]);
-      answers.push_back({a.url, *views[i]});
-    } else {
-      step.answer = a.error;
-      answers.push_back({a.url, tl::make_unexpected(ProbeError{failure_kind(a), a.error, ""})});
-    }
-    steps.push_back(std::move(step));
-  }
-  for (auto& s : extra_steps) {
-    steps.push_back(std::move(s));
-  }
+  core::PatroniRounds plan{n, node ? core::own_member(bases, *node) : std::nullopt,
+                           own_denial_decides};
+  Replies replies(n);
+  std::optional<Denial> denial = ask_rounds(peers, bases, tls, node, deadline, plan, replies);
+  std::vector<core::Step> steps = member_steps(bases, plan, replies);
   if (denial) {
-    return ManagerResult{std::move(*denial), std::move(steps), false};
+    if (denial->lookup) {
+      steps.push_back(std::move(*denial->lookup));
+    }
+    return ManagerResult{std::move(denial->view), std::move(steps), false};
   }
-  core::PatroniElection e = core::elect_leader(answers, n);
+  core::PatroniElection e = core::elect_leader(plan.answers(), n);
   const bool quorum = e.view.has_value() && 2 * e.agreeing > e.configured;
   if (quorum && share.max_age.count() > 0) {
-    // The body of the first member of the majority: the view elect_leader() returned.
-    for (const std::size_t i : order) {
-      if (views[i] && core::leader_label(*views[i]) == core::leader_label(*e.view)) {
-        SharedView v{replies[i]->body, e.agreeing, n};
-        v.asked_before = std::chrono::steady_clock::now() - asked_at;
-        peers.share_view(share, share_key(bases, tls), v);
-        break;
-      }
+    if (const auto first = plan.first_agreeing(*e.view)) {
+      SharedView v{replies[*first]->body, e.agreeing, n};
+      v.asked_before = peers.now() - asked_at;
+      peers.share_view(share, share_key(bases, tls), v);
     }
   }
   if (e.view && node) {
@@ -337,41 +242,6 @@ ManagerResult ask_patroni(Peers& peers, const std::vector<std::string>& bases,
 
 namespace {
 
-// The base URL to ask the leader's own Patroni at, and how it was chosen. In order: the
-// configured URL that reaches the same server as the api_url the members list for it (so
-// the configured scheme, name and CA apply); else the configured URL on the leader's
-// PostgreSQL host (api_url often holds an address the HAProxy host cannot use: a NAT or
-// container address, an IP where the certificate names the host); else that api_url itself.
-struct LeaderBase {
-  std::string url;
-  std::string why; // for the reason when the leader does not answer there
-};
-
-std::optional<LeaderBase> leader_base(const core::PatroniMember& leader,
-                                      const std::vector<std::string>& bases) {
-  const auto origin = util::url_origin(leader.api_url);
-  for (const auto& b : bases) {
-    if (origin && util::url_origin(b) == origin) {
-      return LeaderBase{b, "its api_url"};
-    }
-  }
-  for (const auto& b : bases) {
-    const std::string host = base_host(b);
-    if (!host.empty()) {
-      if (util::same_endpoint(util::HostPort{host, 1}, util::HostPort{leader.address.host, 1}) ||
-          (!leader.advertised.empty() &&
-           util::same_endpoint(util::HostPort{host, 1}, util::HostPort{leader.advertised, 1}))) {
-        return LeaderBase{b, util::format("the configured URL on its host, not its api_url \"{}\"",
-                                          util::redact_url(leader.api_url))};
-      }
-    }
-  }
-  if (origin) {
-    return LeaderBase{*origin, "its api_url: no configured URL reaches that server or its host"};
-  }
-  return std::nullopt;
-}
-
 // GET /primary of the leader's own Patroni: 200 only while it holds the leader lock by its
 // own clock; its body says whether PostgreSQL runs as primary.
 tl::expected<core::LeaderReport, ProbeError>
@@ -379,7 +249,7 @@ ask_leader(Peers& peers, const core::PatroniMember& leader, const std::vector<st
            const HttpOptions& tls, const Deadline& deadline, core::Step& step) {
   step.opinion = "manager";
   step.asked = "GET /primary";
-  const auto base = leader_base(leader, bases);
+  const auto base = core::leader_base(leader, bases);
   if (!base) {
     step.peer = leader.name;
     step.answer = util::format("no usable REST API address (api_url \"{}\")",
@@ -400,12 +270,9 @@ ask_leader(Peers& peers, const core::PatroniMember& leader, const std::vector<st
   step.latency_ms = a.latency_ms;
   const bool answered = a.status == 200 || a.status == 503;
   if (!answered) {
-    const core::Failure kind = a.timed_out     ? core::Failure::timeout
-                               : a.status != 0 ? core::Failure::protocol
-                                               : core::Failure::network;
     step.answer = a.error;
-    return tl::make_unexpected(
-        ProbeError{kind, util::format("{} (asked at {}): {}", a.url, base->why, a.error), ""});
+    return tl::make_unexpected(ProbeError{
+        failure_kind(a), util::format("{} (asked at {}): {}", a.url, base->why, a.error), ""});
   }
   auto status = core::parse_patroni_status(replies[0].body);
   if (!status) {
@@ -425,8 +292,9 @@ WriterManagerResult ask_patroni_for_writer(Peers& peers, const std::vector<std::
                                            const HttpOptions& tls, const util::HostPort& node,
                                            const Deadline& deadline, const ShareSettings& share) {
   WriterManagerResult r{ask_patroni(peers, bases, tls, node,
-                                   deadline.minus(reserve_for_last_step(deadline)), true, share),
-                       std::nullopt};
+                                    deadline.minus(reserve_for_last_step(deadline, peers.now())),
+                                    true, share),
+                        std::nullopt};
   if (!r.members.view || r.members.shared) {
     return r; // a shared view never confirms a writer: the caller asks again when it matters
   }

@@ -1,7 +1,7 @@
 #pragma once
 // Patroni's opinion, asked over its REST API: the members' GET /cluster until a majority
 // agrees (a majority's worth asked first), and the named leader's own GET /primary
-// (core/patroni_election.hpp decides).
+// (core/patroni_rounds.hpp plans the rounds, core/patroni_election.hpp decides).
 
 #include "deadline.hpp"
 #include "peers.hpp"
@@ -40,9 +40,9 @@ struct WriterManagerResult {
 
 // GET /cluster of the members (`bases`) until more than half of them agree, all have
 // answered, or `deadline`: first a majority's worth (the node's own Patroni first when one
-// base is on its host), the others only when those do not decide (core/patroni_election.hpp:
-// first_round). With `own_denial_decides` (a writer check) the node's own Patroni is asked
-// alone first, and its naming another leader ends the asking: the node is not the writer.
+// base is on its host), the others only when those do not decide (core/patroni_rounds.hpp).
+// With `own_denial_decides` (a writer check) the node's own Patroni is asked alone first, and
+// its naming another leader ends the asking: the node is not the writer.
 // Then, given the `node` checked, the host names the agreed view advertises are resolved and
 // replaced by their one address (core/endpoint_names.hpp), to compare with HAProxy's server.
 // With `share` on, a view another check of this host elected within share.max_age is taken

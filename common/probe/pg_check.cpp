@@ -182,7 +182,7 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
                            const std::shared_ptr<Peers>& peers) {
   // The members get what the replica's own query leaves: a hung member (no majority yet)
   // must not starve the query and take every healthy replica out.
-  const Deadline members_by = deadline.minus(reserve_for_last_step(deadline));
+  const Deadline members_by = deadline.minus(reserve_for_last_step(deadline, peers->now()));
   const ShareSettings share = patroni_sharing(cluster);
   auto manager =
       spawn([bases = cluster.patroni, tls = patroni_http(cluster), node, members_by, peers, share] {
@@ -217,7 +217,7 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
     }
     if (p.view && opened) {
       p.sample = sample_leader(*peers, cluster, *p.view, node,
-                               deadline.minus(reserve_for_last_step(deadline)));
+                               deadline.minus(reserve_for_last_step(deadline, peers->now())));
       if (p.sample.step) {
         report.steps.push_back(*p.sample.step);
       }

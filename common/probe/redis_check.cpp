@@ -148,14 +148,15 @@ core::Report check_replica(const config::RedisCluster& cluster, const config::Ba
   std::vector<core::SentinelAnswer> answers =
       collect_sentinels(sentinels, cluster, deadline, report);
   NameBook book{*peers, node};
-  resolve_masters(book, answers, deadline.minus(reserve_for_last_step(deadline)), report);
+  resolve_masters(book, answers, deadline.minus(reserve_for_last_step(deadline, peers->now())),
+                  report);
   const core::SentinelTally tally = core::tally_sentinels(answers, cluster.sentinels.size());
 
   // Sample the majority's master first, then read the replica: the order makes the bound sound.
   OffsetSample sample;
   if (tally.majority && !util::same_endpoint(*tally.majority, node)) {
     sample = sample_master(*peers, cluster, *tally.majority,
-                           deadline.minus(reserve_for_last_step(deadline)), report);
+                           deadline.minus(reserve_for_last_step(deadline, peers->now())), report);
   } else {
     sample.problem = tally.majority ? "this node is the master" : "no Sentinel majority";
   }
