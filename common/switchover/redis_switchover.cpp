@@ -7,7 +7,6 @@
 #include <core/redis_switchover_plan.hpp>
 #include <probe/async.hpp>
 #include <probe/redis_check.hpp>
-#include <probe/redis_link.hpp>
 #include <util/format.hpp>
 
 #include <fmt/ranges.h>
@@ -26,16 +25,15 @@ using probe::Deadline;
 using probe::k_grace;
 using probe::redacted;
 using probe::RedisCommand;
-using probe::RedisLink;
 using probe::sentinel_majority;
 using probe::spawn;
 
 tl::expected<core::RespValue, std::string>
-redis_call(const util::HostPort& addr, const config::RedisTls& tls, const Operator& op,
-           const RedisCommand& command, const Deadline& deadline) {
-  auto link = RedisLink::connect(addr, deadline, &tls);
-  if (!link) {
-    return tl::make_unexpected(link.error().detail);
+redis_call(probe::Peers& peers, const util::HostPort& addr, const config::RedisTls& tls,
+           const Operator& op, const RedisCommand& command, const Deadline& deadline) {
+  auto link = peers.redis(addr, tls);
+  if (auto opened = link->open(deadline); !opened) {
+    return tl::make_unexpected(opened.error().detail);
   }
   auto commands = auth_command(op.user, op.password.reveal());
   const std::size_t n_auth = commands.size();
@@ -71,12 +69,12 @@ struct FailoverReply {
 
 // SENTINEL FAILOVER `master_name` on `sentinel`, AUTH first in its own round trip so that a
 // lost reply can only mean a FAILOVER that may have been accepted.
-FailoverReply ask_failover(const util::HostPort& sentinel, const config::RedisTls& tls,
-                           const Operator& op, const std::string& master_name,
-                           const Deadline& deadline) {
-  auto link = RedisLink::connect(sentinel, deadline, &tls);
-  if (!link) {
-    return {FailoverSent::refused, link.error().detail};
+FailoverReply ask_failover(probe::Peers& peers, const util::HostPort& sentinel,
+                           const config::RedisTls& tls, const Operator& op,
+                           const std::string& master_name, const Deadline& deadline) {
+  auto link = peers.redis(sentinel, tls);
+  if (auto opened = link->open(deadline); !opened) {
+    return {FailoverSent::refused, opened.error().detail};
   }
   if (auto auth = auth_command(op.user, op.password.reveal()); !auth.empty()) {
     auto replies = link->pipeline(auth, deadline);
@@ -100,14 +98,16 @@ FailoverReply ask_failover(const util::HostPort& sentinel, const config::RedisTl
 // The configured Sentinels that each name `master` as a vote right now. Each is asked alone
 // (sentinel_majority over that one Sentinel, so the check's own rules decide what counts as a
 // vote: a settled answer naming exactly that address), all at once.
-std::vector<util::HostPort> sentinels_naming(const config::RedisCluster& c,
+std::vector<util::HostPort> sentinels_naming(const std::shared_ptr<probe::Peers>& peers,
+                                             const config::RedisCluster& c,
                                              const util::HostPort& master,
                                              const Deadline& deadline) {
   std::vector<std::future<core::SentinelTally>> futures;
   for (const auto& s : c.sentinels) {
     config::RedisCluster one = c;
     one.sentinels = {s};
-    futures.push_back(spawn([one, deadline] { return sentinel_majority(one, deadline); }));
+    futures.push_back(
+        spawn([peers, one, deadline] { return sentinel_majority(peers, one, deadline); }));
   }
   std::vector<util::HostPort> out;
   for (std::size_t i = 0; i < futures.size(); ++i) {
@@ -143,8 +143,8 @@ public:
 
     m_d.begin(SwitchoverPhase::pause,
               util::format("CLIENT PAUSE {} WRITE on {}", m_pause_ms, m_d.result.old_primary));
-    m_paused_at = Clock::now();
-    if (auto r = redis_call(m_old, m_c.tls, m_op,
+    m_paused_at = m_d.now();
+    if (auto r = redis_call(*m_d.peers(), m_old, m_c.tls, m_op,
                             {"CLIENT", "PAUSE", std::to_string(m_pause_ms), "WRITE"}, m_d.step());
         !r) {
       return abort(r.error()); // the reply may be what was lost: release it anyway
@@ -160,15 +160,15 @@ public:
                                         "the writer check");
     util::HostPort fresh;
     std::string seen;
-    const WaitEnd confirmed = wait_for(m_d.deadline(), &m_d, [&] {
+    const WaitEnd confirmed = wait_for(*m_d.peers(), m_d.deadline(), &m_d, [&] {
       // An answer cut short by the deadline itself says nothing: `seen` keeps the one before.
-      const auto t = sentinel_majority(m_c, m_d.step());
+      const auto t = sentinel_majority(m_d.peers(), m_c, m_d.step());
       if (!t.majority || util::same_endpoint(*t.majority, m_old)) {
-        seen = m_d.deadline().expired() && !seen.empty() ? seen : t.detail;
+        seen = m_d.expired() && !seen.empty() ? seen : t.detail;
         return false;
       }
-      const auto r = writer_check(m_cluster, *t.majority, m_d.step());
-      seen = m_d.deadline().expired() && !seen.empty()
+      const auto r = writer_check(m_d.peers(), m_cluster, *t.majority, m_d.step());
+      seen = m_d.expired() && !seen.empty()
                  ? seen
                  : util::format("{} named by the majority: {}", util::to_string(*t.majority),
                                 r.verdict.reason);
@@ -236,21 +236,22 @@ private:
                       "setup-sql redis-operator` and `sentinel-operator`)");
     }
     m_op = std::move(**op_or);
-    const core::SentinelTally tally = sentinel_majority(m_c, m_d.step());
+    const core::SentinelTally tally = sentinel_majority(m_d.peers(), m_c, m_d.step());
     if (!tally.majority) {
       return m_d.fail("no strict majority of the Sentinels names a master: " + tally.detail);
     }
     m_old = *tally.majority;
     m_d.result.old_primary = util::to_string(m_old);
-    if (const auto r = writer_check(m_cluster, m_old, m_d.step()); !core::passes(r.verdict)) {
+    if (const auto r = writer_check(m_d.peers(), m_cluster, m_old, m_d.step());
+        !core::passes(r.verdict)) {
       return m_d.fail(util::format("the current master {} does not pass the writer check: {}",
                                    m_d.result.old_primary, r.verdict.reason));
     }
     std::vector<core::SentinelReplica> replicas;
     std::string why_none;
     for (const auto& s : m_c.sentinels) {
-      auto reply = redis_call(s, m_c.sentinel_tls, m_op, {"SENTINEL", "REPLICAS", m_c.master_name},
-                              m_d.step());
+      auto reply = redis_call(*m_d.peers(), s, m_c.sentinel_tls, m_op,
+                              {"SENTINEL", "REPLICAS", m_c.master_name}, m_d.step());
       if (reply) {
         replicas = core::parse_sentinel_replicas(*reply);
         why_none.clear();
@@ -268,7 +269,7 @@ private:
     in.replicas = std::move(replicas);
     in.to = m_options.to;
     in.pause = m_options.pause;
-    in.remaining = std::chrono::ceil<util::Duration>(m_d.deadline().remaining());
+    in.remaining = std::chrono::ceil<util::Duration>(m_d.remaining());
     in.pause_margin = k_pause_margin;
     in.needed = tally.needed;
     in.configured = tally.configured;
@@ -291,17 +292,17 @@ private:
     m_d.begin(SwitchoverPhase::request,
               util::format("a Sentinel of the majority naming {} accepting SENTINEL FAILOVER {}",
                            m_d.result.old_primary, m_c.master_name));
-    const Deadline request_by{std::min(m_d.deadline().at(), Clock::now() + k_request)};
+    const Deadline request_by{std::min(m_d.deadline().at(), m_d.now() + k_request)};
     std::string last_error;
     std::string accepted;
-    const WaitEnd requested = wait_for(request_by, &m_d, [&] {
-      const auto t = sentinel_majority(m_c, m_d.step());
+    const WaitEnd requested = wait_for(*m_d.peers(), request_by, &m_d, [&] {
+      const auto t = sentinel_majority(m_d.peers(), m_c, m_d.step());
       if (!t.majority || !util::same_endpoint(*t.majority, m_old)) {
         last_error = util::format("no Sentinel majority names {} now ({})", m_d.result.old_primary,
                                   t.detail);
         return false;
       }
-      const auto voters = sentinels_naming(m_c, m_old, m_d.step());
+      const auto voters = sentinels_naming(m_d.peers(), m_c, m_old, m_d.step());
       if (voters.size() < t.needed) {
         last_error = util::format("asked one by one, {} of the Sentinels name {} (need {})",
                                   voters.size(), m_d.result.old_primary, t.needed);
@@ -312,7 +313,7 @@ private:
           return false;
         }
         const FailoverReply r =
-            ask_failover(s, m_c.sentinel_tls, m_op, m_c.master_name, m_d.step());
+            ask_failover(*m_d.peers(), s, m_c.sentinel_tls, m_op, m_c.master_name, m_d.step());
         if (r.sent == FailoverSent::accepted) {
           m_failover_sent = true;
           accepted = "accepted by " + util::to_string(s);
@@ -340,16 +341,17 @@ private:
   // driver, an interruption stops the wait).
   tl::expected<void, std::string> make_replica(const util::HostPort& master, const Deadline& by,
                                                Driver* driver) {
-    if (auto r =
-            redis_call(m_old, m_c.tls, m_op,
-                       {"REPLICAOF", master.host, std::to_string(master.port)}, step_within(by));
+    probe::Peers& peers = *m_d.peers();
+    if (auto r = redis_call(peers, m_old, m_c.tls, m_op,
+                            {"REPLICAOF", master.host, std::to_string(master.port)},
+                            step_within(peers, by));
         !r) {
       return tl::make_unexpected(
           util::format("REPLICAOF on {} failed: {}", m_d.result.old_primary, r.error()));
     }
     std::string seen;
-    const WaitEnd demoted = wait_for(by, driver, [&] {
-      auto r = redis_call(m_old, m_c.tls, m_op, {"ROLE"}, step_within(by));
+    const WaitEnd demoted = wait_for(peers, by, driver, [&] {
+      auto r = redis_call(peers, m_old, m_c.tls, m_op, {"ROLE"}, step_within(peers, by));
       if (!r) {
         seen = r.error();
         return false;
@@ -371,8 +373,8 @@ private:
   }
 
   tl::expected<void, std::string> unpause() {
-    if (auto r = redis_call(m_old, m_c.tls, m_op, {"CLIENT", "UNPAUSE"},
-                            Deadline{Clock::now() + k_unpause_budget});
+    if (auto r = redis_call(*m_d.peers(), m_old, m_c.tls, m_op, {"CLIENT", "UNPAUSE"},
+                            Deadline{m_d.now() + k_unpause_budget});
         !r) {
       return tl::make_unexpected(r.error());
     }
@@ -380,7 +382,7 @@ private:
   }
 
   long long pause_left_s() const {
-    return whole_seconds(m_paused_at + std::chrono::milliseconds{m_pause_ms} - Clock::now());
+    return whole_seconds(m_paused_at + std::chrono::milliseconds{m_pause_ms} - m_d.now());
   }
 
   // Ends a run that cannot go on after the pause (`error`: why), releasing the old master so
@@ -390,12 +392,12 @@ private:
   // be switching); else it stays paused, and the result says what the operator must do.
   // Signals are not looked at here: the release is bounded and is what they ask for.
   SwitchoverResult abort(const std::string& error) {
-    const Deadline by{Clock::now() + k_release_budget};
+    const Deadline by{m_d.now() + k_release_budget};
     std::optional<util::HostPort> target;
     std::string seen;
     bool unpause_as_is = false;
-    wait_for(by, nullptr, [&] {
-      const auto t = sentinel_majority(m_c, step_within(by));
+    wait_for(*m_d.peers(), by, nullptr, [&] {
+      const auto t = sentinel_majority(m_d.peers(), m_c, step_within(*m_d.peers(), by));
       seen = t.detail;
       const core::Release r = core::release_for(m_failover_sent, t.majority, m_old);
       switch (r.action) {

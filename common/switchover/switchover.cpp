@@ -44,7 +44,13 @@ std::optional<std::string> pause_refused(util::Duration pause, util::Duration ti
 
 SwitchoverResult run_switchover(const config::Cluster& cluster, const SwitchoverOptions& options,
                                 const SwitchoverProgress& progress) {
-  Driver d(options, progress);
+  return run_switchover(cluster, options, progress, probe::network_peers(nullptr));
+}
+
+SwitchoverResult run_switchover(const config::Cluster& cluster, const SwitchoverOptions& options,
+                                const SwitchoverProgress& progress,
+                                std::shared_ptr<probe::Peers> peers) {
+  Driver d(options, progress, std::move(peers));
   try {
     if (const auto* redis = std::get_if<config::RedisCluster>(&cluster)) {
       return redis_switchover(*redis, cluster, options, d);
