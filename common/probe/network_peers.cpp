@@ -53,6 +53,11 @@ public:
                                  const Deadline& deadline, const EnoughFn& enough) override {
     return probe::get_all(urls, options, deadline, enough);
   }
+  HttpReply post(const std::string& url, const std::string& json_body,
+                 const std::optional<HttpCredentials>& credentials, const HttpOptions& options,
+                 const Deadline& deadline) override {
+    return post_json(url, json_body, credentials, options, deadline);
+  }
   std::vector<core::NameAnswer> resolve(const std::vector<std::string>& names,
                                         const Deadline& deadline) override {
     return resolve_names(names, deadline);

@@ -1,8 +1,9 @@
 #pragma once
-// The seam between the checks and the network: the few things a check may ask a peer, and the
-// clock it reads. network_peers() is the real one (leases through a ConnectionCache, libcurl,
-// steady_clock); unit tests script fakes (tests/unit/test_probe_*), so the checks' own rules
-// (catch-up, deadline reserves, the order of the lag bound) are tested without servers.
+// The seam between the checks (and the switchover) and the network: the few things they may
+// ask a peer, and the clock they read. network_peers() is the real one (leases through a
+// ConnectionCache, libcurl, steady_clock); unit tests script fakes (tests/unit/test_probe_*), so
+// the checks' own rules (catch-up, deadline reserves, the order of the lag bound) are tested
+// without servers.
 
 #include "connection_cache.hpp"
 #include "deadline.hpp"
@@ -60,6 +61,11 @@ public:
   virtual std::vector<HttpReply> get_all(const std::vector<std::string>& urls,
                                          const HttpOptions& options, const Deadline& deadline,
                                          const EnoughFn& enough) = 0;
+  // POSTs `json_body` to `url`, as probe::post_json() does (http_client.hpp): the one request
+  // that changes a cluster (the switchover's POST /switchover to Patroni).
+  virtual HttpReply post(const std::string& url, const std::string& json_body,
+                         const std::optional<HttpCredentials>& credentials,
+                         const HttpOptions& options, const Deadline& deadline) = 0;
   // Resolves host names, one answer per name, by `deadline` (name_resolver.hpp).
   virtual std::vector<core::NameAnswer> resolve(const std::vector<std::string>& names,
                                                 const Deadline& deadline) = 0;

@@ -319,9 +319,12 @@ core::Report check_postgres(const config::PostgresCluster& cluster, const config
 
 tl::expected<core::ClusterView, core::ProbeError>
 patroni_view(const config::PostgresCluster& cluster, const Deadline& deadline) {
-  return ask_patroni(*network_peers(nullptr), cluster.patroni, patroni_http(cluster),
-                     std::nullopt, deadline)
-      .view;
+  return patroni_view(*network_peers(nullptr), cluster, deadline);
+}
+
+tl::expected<core::ClusterView, core::ProbeError>
+patroni_view(Peers& peers, const config::PostgresCluster& cluster, const Deadline& deadline) {
+  return ask_patroni(peers, cluster.patroni, patroni_http(cluster), std::nullopt, deadline).view;
 }
 
 } // namespace dbcheck::probe

@@ -32,4 +32,8 @@ core::Report check_postgres(const config::PostgresCluster& cluster, const config
 tl::expected<core::ClusterView, core::ProbeError>
 patroni_view(const config::PostgresCluster& cluster, const Deadline& deadline);
 
+// patroni_view(), every member reached through `peers`.
+tl::expected<core::ClusterView, core::ProbeError>
+patroni_view(Peers& peers, const config::PostgresCluster& cluster, const Deadline& deadline);
+
 } // namespace dbcheck::probe

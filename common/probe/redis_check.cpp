@@ -221,6 +221,15 @@ core::Report check_replica(const config::RedisCluster& cluster, const config::Ba
   return report;
 }
 
+// sentinel_answers(), through `peers`.
+std::vector<core::SentinelAnswer> answers_through(const std::shared_ptr<Peers>& peers,
+                                                  const config::RedisCluster& cluster,
+                                                  const Deadline& deadline) {
+  auto asked = ask_all_sentinels(peers, cluster, deadline);
+  core::Report unused;
+  return collect_sentinels(asked, cluster, deadline, unused);
+}
+
 } // namespace
 
 core::Report check_redis(const config::RedisCluster& cluster, const config::Backend& backend,
@@ -233,9 +242,7 @@ core::Report check_redis(const config::RedisCluster& cluster, const config::Back
 
 std::vector<core::SentinelAnswer> sentinel_answers(const config::RedisCluster& cluster,
                                                    const Deadline& deadline) {
-  auto asked = ask_all_sentinels(network_peers(nullptr), cluster, deadline);
-  core::Report unused;
-  return collect_sentinels(asked, cluster, deadline, unused);
+  return answers_through(network_peers(nullptr), cluster, deadline);
 }
 
 SentinelSurvey survey_sentinels(const config::RedisCluster& cluster, const Deadline& deadline) {
@@ -251,7 +258,13 @@ SentinelSurvey survey_sentinels(const config::RedisCluster& cluster, const Deadl
 
 core::SentinelTally sentinel_majority(const config::RedisCluster& cluster,
                                       const Deadline& deadline) {
-  return core::tally_sentinels(sentinel_answers(cluster, deadline), cluster.sentinels.size());
+  return sentinel_majority(network_peers(nullptr), cluster, deadline);
+}
+
+core::SentinelTally sentinel_majority(const std::shared_ptr<Peers>& peers,
+                                      const config::RedisCluster& cluster,
+                                      const Deadline& deadline) {
+  return core::tally_sentinels(answers_through(peers, cluster, deadline), cluster.sentinels.size());
 }
 
 } // namespace dbcheck::probe

@@ -45,4 +45,9 @@ SentinelSurvey survey_sentinels(const config::RedisCluster& cluster, const Deadl
 core::SentinelTally sentinel_majority(const config::RedisCluster& cluster,
                                       const Deadline& deadline);
 
+// sentinel_majority(), every Sentinel reached through `peers`.
+core::SentinelTally sentinel_majority(const std::shared_ptr<Peers>& peers,
+                                      const config::RedisCluster& cluster,
+                                      const Deadline& deadline);
+
 } // namespace dbcheck::probe

@@ -16,6 +16,12 @@ namespace dbcheck::probe {
 core::Report run_check(const config::Cluster& cluster, const config::Backend& backend,
                        const util::HostPort& node, Clock::time_point started,
                        std::shared_ptr<ConnectionCache> cache) {
+  return run_check_with(network_peers(std::move(cache)), cluster, backend, node, started);
+}
+
+core::Report run_check_with(const std::shared_ptr<Peers>& peers, const config::Cluster& cluster,
+                            const config::Backend& backend, const util::HostPort& node,
+                            Clock::time_point started) {
   // Leave the caller time to log and exit inside the configured timeout: the steps stop at
   // `deadline`, the wait for them at deadline + 2 x k_grace, which is still before the end.
   const auto timeout = std::chrono::duration_cast<Clock::duration>(backend.timeout);
@@ -25,7 +31,7 @@ core::Report run_check(const config::Cluster& cluster, const config::Backend& ba
   try {
     // The worker holds the peers (and through them the cache): an abandoned step may give a
     // connection back late.
-    auto work = spawn([cluster, backend, node, deadline, peers = network_peers(std::move(cache))] {
+    auto work = spawn([cluster, backend, node, deadline, peers] {
       return std::visit(config::Overloaded{
                             [&](const config::PostgresCluster& c) {
                               return check_postgres(c, backend, node, deadline, peers);
@@ -56,7 +62,7 @@ core::Report run_check(const config::Cluster& cluster, const config::Backend& ba
   report.backend = backend.name;
   report.node = util::to_string(node);
   report.role = std::string{config::to_string(backend.role)};
-  report.elapsed_ms = elapsed_ms(started, Clock::now());
+  report.elapsed_ms = elapsed_ms(started, peers->now());
   report.deadline_ms = static_cast<double>(backend.timeout.count());
   return report;
 }

@@ -3,6 +3,7 @@
 
 #include "connection_cache.hpp"
 #include "deadline.hpp"
+#include "peers.hpp"
 
 #include <config/config.hpp>
 #include <core/report.hpp>
@@ -23,5 +24,11 @@ namespace dbcheck::probe {
 core::Report run_check(const config::Cluster& cluster, const config::Backend& backend,
                        const util::HostPort& node, Clock::time_point started,
                        std::shared_ptr<ConnectionCache> cache = nullptr);
+
+// run_check() with every peer and the clock reached through `peers` (`started` on its clock):
+// the switchover's confirming checks, and unit tests through fakes.
+core::Report run_check_with(const std::shared_ptr<Peers>& peers, const config::Cluster& cluster,
+                            const config::Backend& backend, const util::HostPort& node,
+                            Clock::time_point started);
 
 } // namespace dbcheck::probe

@@ -28,19 +28,21 @@ operator_of(const std::optional<std::string>& user, const std::optional<std::str
   return Operator{user.value_or(""), std::move(*secret)};
 }
 
-Deadline step_within(const Deadline& by) {
-  return Deadline{std::min(by.at(), Clock::now() + k_step)};
+Deadline step_within(probe::Peers& peers, const Deadline& by) {
+  return Deadline{std::min(by.at(), peers.now() + k_step)};
 }
 
-core::Report writer_check(const config::Cluster& cluster, const util::HostPort& node,
+core::Report writer_check(const std::shared_ptr<probe::Peers>& peers,
+                          const config::Cluster& cluster, const util::HostPort& node,
                           const Deadline& within) {
+  const auto now = peers->now();
   config::Backend b;
   b.name = "switchover";
   b.cluster = config::name_of(cluster);
   b.role = config::Role::primary;
   b.timeout = util::Duration{std::max<long long>(
-      100, std::chrono::duration_cast<std::chrono::milliseconds>(within.remaining()).count())};
-  return probe::run_check(cluster, b, node, Clock::now());
+      100, std::chrono::duration_cast<std::chrono::milliseconds>(within.at() - now).count())};
+  return probe::run_check_with(peers, cluster, b, node, now);
 }
 
 long long whole_seconds(Clock::duration d) {

@@ -8,13 +8,14 @@
 #include <config/secret.hpp>
 #include <core/report.hpp>
 #include <probe/deadline.hpp>
+#include <probe/peers.hpp>
 
 #include <tl/expected.hpp>
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 
 namespace dbcheck::switchover {
 
@@ -52,23 +53,35 @@ struct Operator {
 tl::expected<std::optional<Operator>, std::string>
 operator_of(const std::optional<std::string>& user, const std::optional<std::string>& file);
 
-// A deadline for one step within `by`: k_step from now, never past `by`.
-probe::Deadline step_within(const probe::Deadline& by);
+// A deadline for one step within `by`: k_step from now on `peers`' clock, never past `by`.
+probe::Deadline step_within(probe::Peers& peers, const probe::Deadline& by);
 
-// Tracks phases, times, progress events and interruptions, and builds the result.
+// Tracks phases, times, progress events and interruptions, and builds the result. Holds the
+// peers every step of the run reaches the nodes, the managers and the clock through.
 class Driver {
 public:
-  Driver(const SwitchoverOptions& options, const SwitchoverProgress& progress)
-      : m_progress(progress), m_interrupt(options.interrupted), m_start(probe::Clock::now()),
-        m_deadline(probe::Deadline::in(options.timeout)) {}
+  Driver(const SwitchoverOptions& options, const SwitchoverProgress& progress,
+         std::shared_ptr<probe::Peers> peers)
+      : m_progress(progress), m_interrupt(options.interrupted), m_peers(std::move(peers)),
+        m_start(m_peers->now()), m_deadline(m_start + options.timeout) {}
 
+  // The peers (network_peers() in production).
+  const std::shared_ptr<probe::Peers>& peers() const { return m_peers; }
+  // The time now, on the peers' clock.
+  probe::Clock::time_point now() const { return m_peers->now(); }
   // The deadline of the whole switchover.
   const probe::Deadline& deadline() const { return m_deadline; }
+  // True once the whole switchover's deadline has come.
+  bool expired() const { return now() >= m_deadline.at(); }
+  // What is left of the whole deadline, never negative.
+  probe::Clock::duration remaining() const {
+    return std::max(probe::Clock::duration::zero(), m_deadline.at() - now());
+  }
   // A deadline for one step: k_step from now, never past the whole one.
-  probe::Deadline step() const { return step_within(m_deadline); }
+  probe::Deadline step() const { return step_within(*m_peers, m_deadline); }
   void begin(SwitchoverPhase phase, const std::string& waits_for) {
     m_phase = phase;
-    m_phase_start = probe::Clock::now();
+    m_phase_start = now();
     m_open = true;
     emit(false, true, waits_for);
   }
@@ -104,8 +117,8 @@ public:
   SwitchoverResult result;
 
 private:
-  static double seconds_since(probe::Clock::time_point t) {
-    return std::chrono::duration<double>(probe::Clock::now() - t).count();
+  double seconds_since(probe::Clock::time_point t) const {
+    return std::chrono::duration<double>(now() - t).count();
   }
   void record() {
     result.phases.push_back({m_phase, seconds_since(m_phase_start)});
@@ -118,6 +131,7 @@ private:
   }
   const SwitchoverProgress& m_progress;
   const SwitchoverInterrupt& m_interrupt;
+  std::shared_ptr<probe::Peers> m_peers;
   probe::Clock::time_point m_start;
   probe::Deadline m_deadline;
   SwitchoverPhase m_phase = SwitchoverPhase::preflight;
@@ -128,10 +142,11 @@ private:
 // How a wait ended.
 enum class WaitEnd { done, expired, interrupted };
 
-// Polls `done` every k_poll until it returns true or `deadline` passes; with a driver, also
-// stops as soon as the run is interrupted (looked at before each poll).
+// Polls `done` every k_poll until it returns true or `deadline` passes on `peers`' clock;
+// with a driver, also stops as soon as the run is interrupted (looked at before each poll).
 template <class Pred>
-WaitEnd wait_for(const probe::Deadline& deadline, Driver* driver, Pred&& done) {
+WaitEnd wait_for(probe::Peers& peers, const probe::Deadline& deadline, Driver* driver,
+                 Pred&& done) {
   while (true) {
     if (driver != nullptr && driver->interrupted()) {
       return WaitEnd::interrupted;
@@ -139,15 +154,18 @@ WaitEnd wait_for(const probe::Deadline& deadline, Driver* driver, Pred&& done) {
     if (done()) {
       return WaitEnd::done;
     }
-    if (deadline.expired()) {
+    const auto now = peers.now();
+    if (now >= deadline.at()) {
       return WaitEnd::expired;
     }
-    std::this_thread::sleep_for(std::min<probe::Clock::duration>(k_poll, deadline.remaining()));
+    peers.sleep_for(std::min<probe::Clock::duration>(k_poll, deadline.at() - now));
   }
 }
 
-// Both opinions on `node` as a writer of `cluster` (the check dbcheck runs for HAProxy).
-core::Report writer_check(const config::Cluster& cluster, const util::HostPort& node,
+// Both opinions on `node` as a writer of `cluster` (the check dbcheck runs for HAProxy),
+// asked through `peers`.
+core::Report writer_check(const std::shared_ptr<probe::Peers>& peers,
+                          const config::Cluster& cluster, const util::HostPort& node,
                           const probe::Deadline& within);
 
 // Whole seconds in `d`, rounded up, never negative.

@@ -23,7 +23,6 @@ using probe::HttpCredentials;
 using probe::HttpOptions;
 using probe::HttpReply;
 using probe::patroni_view;
-using probe::post_json;
 using probe::spawn;
 
 bool can_take_over(const core::PatroniMember& m) {
@@ -31,9 +30,9 @@ bool can_take_over(const core::PatroniMember& m) {
 }
 
 // After an interruption once POST /switchover may have reached Patroni: who Patroni names now.
-std::string patroni_state(const config::PostgresCluster& c, const std::string& old_name,
-                          const Deadline& deadline) {
-  auto view = patroni_view(c, deadline);
+std::string patroni_state(probe::Peers& peers, const config::PostgresCluster& c,
+                          const std::string& old_name, const Deadline& deadline) {
+  auto view = patroni_view(peers, c, deadline);
   if (!view) {
     return "Patroni could not be asked who leads now: " + view.error().detail;
   }
@@ -55,7 +54,7 @@ SwitchoverResult pg_switchover(const config::PostgresCluster& c, const config::C
   if (!op_or) {
     return d.fail(op_or.error());
   }
-  auto view = patroni_view(c, d.step());
+  auto view = patroni_view(*d.peers(), c, d.step());
   if (!view) {
     return d.fail(view.error().detail);
   }
@@ -68,7 +67,8 @@ SwitchoverResult pg_switchover(const config::PostgresCluster& c, const config::C
   }
   const std::string old_name = leader->name;
   d.result.old_primary = util::to_string(leader->address);
-  if (const auto r = writer_check(cluster, leader->address, d.step()); !core::passes(r.verdict)) {
+  if (const auto r = writer_check(d.peers(), cluster, leader->address, d.step());
+      !core::passes(r.verdict)) {
     return d.fail(util::format("the current leader {} does not pass the writer check: {}",
                                d.result.old_primary, r.verdict.reason));
   }
@@ -110,7 +110,7 @@ SwitchoverResult pg_switchover(const config::PostgresCluster& c, const config::C
   // Once the request may have reached Patroni, an interruption only stops the waiting:
   // Patroni runs the switchover by itself, and undoing it would be a second switchover.
   const auto interrupted_after_request = [&] {
-    const std::string state = patroni_state(c, old_name, d.step());
+    const std::string state = patroni_state(*d.peers(), c, old_name, d.step());
     d.result.advice = util::format("see where the switchover went (`patronictl list`, or `dbcheck "
                                    "switchover --dry-run`) before acting: {}",
                                    state);
@@ -135,8 +135,8 @@ SwitchoverResult pg_switchover(const config::PostgresCluster& c, const config::C
     // Patroni answers when the switchover is done (or has failed): the whole deadline. The
     // POST runs on its own thread so that a signal stops the waiting for it.
     auto reply =
-        spawn([url = base + "/switchover", text = body.dump(), creds, http,
-               deadline = d.deadline()] { return post_json(url, text, creds, http, deadline); });
+        spawn([peers = d.peers(), url = base + "/switchover", text = body.dump(), creds, http,
+               deadline = d.deadline()] { return peers->post(url, text, creds, http, deadline); });
     while (reply.wait_for(k_poll) != std::future_status::ready) {
       if (d.interrupted()) {
         return interrupted_after_request();
@@ -164,8 +164,8 @@ SwitchoverResult pg_switchover(const config::PostgresCluster& c, const config::C
 
   d.begin(SwitchoverPhase::confirm, "Patroni naming a new leader that passes the writer check");
   std::string seen;
-  const WaitEnd confirmed = wait_for(d.deadline(), &d, [&] {
-    auto v = patroni_view(c, d.step());
+  const WaitEnd confirmed = wait_for(*d.peers(), d.deadline(), &d, [&] {
+    auto v = patroni_view(*d.peers(), c, d.step());
     if (!v) {
       seen = v.error().detail;
       return false;
@@ -175,7 +175,7 @@ SwitchoverResult pg_switchover(const config::PostgresCluster& c, const config::C
       seen = now != nullptr ? "Patroni still names " + now->name : "Patroni names no leader";
       return false;
     }
-    const auto r = writer_check(cluster, now->address, d.step());
+    const auto r = writer_check(d.peers(), cluster, now->address, d.step());
     seen = r.verdict.reason;
     d.result.new_primary = util::to_string(now->address);
     return core::passes(r.verdict);

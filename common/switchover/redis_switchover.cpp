@@ -1,126 +1,27 @@
-// The Redis switchover's phases (redis_switchover.hpp). Over ~350 lines on purpose: the
-// RedisSwitchover class is one state machine (the phases and the release that undoes each),
-// and its steps read best side by side.
+// The Redis switchover's phases (redis_switchover.hpp): one state machine, the phases and the
+// release that undoes them side by side; each question to a node or a Sentinel is an operation
+// of redis_operator.hpp.
 #include "redis_switchover.hpp"
 
-#include <core/redis_replies.hpp>
+#include "redis_operator.hpp"
+
 #include <core/redis_switchover_plan.hpp>
-#include <probe/async.hpp>
 #include <probe/redis_check.hpp>
-#include <probe/redis_link.hpp>
 #include <util/format.hpp>
 
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <future>
+#include <optional>
 
 namespace dbcheck::switchover {
 
 using namespace std::chrono_literals;
 namespace {
 
-using probe::auth_command;
 using probe::Clock;
 using probe::Deadline;
-using probe::k_grace;
-using probe::redacted;
-using probe::RedisCommand;
-using probe::RedisLink;
 using probe::sentinel_majority;
-using probe::spawn;
-
-tl::expected<core::RespValue, std::string>
-redis_call(const util::HostPort& addr, const config::RedisTls& tls, const Operator& op,
-           const RedisCommand& command, const Deadline& deadline) {
-  auto link = RedisLink::connect(addr, deadline, &tls);
-  if (!link) {
-    return tl::make_unexpected(link.error().detail);
-  }
-  auto commands = auth_command(op.user, op.password.reveal());
-  const std::size_t n_auth = commands.size();
-  commands.push_back(command);
-  auto replies = link->pipeline(commands, deadline);
-  if (!replies) {
-    return tl::make_unexpected(replies.error().detail);
-  }
-  for (std::size_t i = 0; i < n_auth; ++i) {
-    if ((*replies)[i].type == core::RespValue::Type::error) {
-      return tl::make_unexpected("AUTH: " + (*replies)[i].str);
-    }
-  }
-  const core::RespValue& last = replies->back();
-  if (last.type == core::RespValue::Type::error) {
-    const std::string name = command.size() > 1 ? command[0] + " " + command[1] : command.at(0);
-    return tl::make_unexpected(util::format("{}: {}", name, last.str));
-  }
-  return last;
-}
-
-// What became of one SENTINEL FAILOVER.
-enum class FailoverSent {
-  refused, // an error reply, or it never left (no connection, AUTH failed): not accepted
-  accepted,
-  unknown // sent, and the reply never came: the Sentinel may have accepted it
-};
-
-struct FailoverReply {
-  FailoverSent sent = FailoverSent::refused;
-  std::string text;
-};
-
-// SENTINEL FAILOVER `master_name` on `sentinel`, AUTH first in its own round trip so that a
-// lost reply can only mean a FAILOVER that may have been accepted.
-FailoverReply ask_failover(const util::HostPort& sentinel, const config::RedisTls& tls,
-                           const Operator& op, const std::string& master_name,
-                           const Deadline& deadline) {
-  auto link = RedisLink::connect(sentinel, deadline, &tls);
-  if (!link) {
-    return {FailoverSent::refused, link.error().detail};
-  }
-  if (auto auth = auth_command(op.user, op.password.reveal()); !auth.empty()) {
-    auto replies = link->pipeline(auth, deadline);
-    if (!replies) {
-      return {FailoverSent::refused, replies.error().detail};
-    }
-    if (replies->front().type == core::RespValue::Type::error) {
-      return {FailoverSent::refused, "AUTH: " + replies->front().str};
-    }
-  }
-  auto replies = link->pipeline({{"SENTINEL", "FAILOVER", master_name}}, deadline);
-  if (!replies) {
-    return {FailoverSent::unknown, replies.error().detail};
-  }
-  if (replies->front().type == core::RespValue::Type::error) {
-    return {FailoverSent::refused, "SENTINEL FAILOVER: " + replies->front().str};
-  }
-  return {FailoverSent::accepted, "OK"};
-}
-
-// The configured Sentinels that each name `master` as a vote right now. Each is asked alone
-// (sentinel_majority over that one Sentinel, so the check's own rules decide what counts as a
-// vote: a settled answer naming exactly that address), all at once.
-std::vector<util::HostPort> sentinels_naming(const config::RedisCluster& c,
-                                             const util::HostPort& master,
-                                             const Deadline& deadline) {
-  std::vector<std::future<core::SentinelTally>> futures;
-  for (const auto& s : c.sentinels) {
-    config::RedisCluster one = c;
-    one.sentinels = {s};
-    futures.push_back(spawn([one, deadline] { return sentinel_majority(one, deadline); }));
-  }
-  std::vector<util::HostPort> out;
-  for (std::size_t i = 0; i < futures.size(); ++i) {
-    if (futures[i].wait_until(deadline.at() + k_grace) != std::future_status::ready) {
-      continue;
-    }
-    const core::SentinelTally t = futures[i].get();
-    if (t.majority && util::same_endpoint(*t.majority, master)) {
-      out.push_back(c.sentinels[i]);
-    }
-  }
-  return out;
-}
 
 // One Redis switchover: the phases in order, and the release of the old master when it
 // cannot go on.
@@ -143,10 +44,8 @@ public:
 
     m_d.begin(SwitchoverPhase::pause,
               util::format("CLIENT PAUSE {} WRITE on {}", m_pause_ms, m_d.result.old_primary));
-    m_paused_at = Clock::now();
-    if (auto r = redis_call(m_old, m_c.tls, m_op,
-                            {"CLIENT", "PAUSE", std::to_string(m_pause_ms), "WRITE"}, m_d.step());
-        !r) {
+    m_paused_at = m_d.now();
+    if (auto r = m_ops->pause(m_pause_ms, m_d.step()); !r) {
       return abort(r.error()); // the reply may be what was lost: release it anyway
     }
     m_d.end(util::format("writes held on {} for up to {}", m_d.result.old_primary,
@@ -160,15 +59,15 @@ public:
                                         "the writer check");
     util::HostPort fresh;
     std::string seen;
-    const WaitEnd confirmed = wait_for(m_d.deadline(), &m_d, [&] {
+    const WaitEnd confirmed = wait_for(*m_d.peers(), m_d.deadline(), &m_d, [&] {
       // An answer cut short by the deadline itself says nothing: `seen` keeps the one before.
-      const auto t = sentinel_majority(m_c, m_d.step());
+      const auto t = sentinel_majority(m_d.peers(), m_c, m_d.step());
       if (!t.majority || util::same_endpoint(*t.majority, m_old)) {
-        seen = m_d.deadline().expired() && !seen.empty() ? seen : t.detail;
+        seen = m_d.expired() && !seen.empty() ? seen : t.detail;
         return false;
       }
-      const auto r = writer_check(m_cluster, *t.majority, m_d.step());
-      seen = m_d.deadline().expired() && !seen.empty()
+      const auto r = writer_check(m_d.peers(), m_cluster, *t.majority, m_d.step());
+      seen = m_d.expired() && !seen.empty()
                  ? seen
                  : util::format("{} named by the majority: {}", util::to_string(*t.majority),
                                 r.verdict.reason);
@@ -189,14 +88,14 @@ public:
     m_d.begin(SwitchoverPhase::demote,
               util::format("{} answering ROLE as a replica of {} (REPLICAOF {} {})",
                            m_d.result.old_primary, m_d.result.new_primary, fresh.host, fresh.port));
-    if (auto r = make_replica(fresh, m_d.deadline(), &m_d); !r) {
+    if (auto r = m_ops->make_replica(fresh, m_d.deadline(), &m_d); !r) {
       return abort(m_d.stop_reason(r.error()));
     }
     m_d.end(m_d.result.old_primary + " replicates from " + m_d.result.new_primary);
 
     // No interruption from here on: releasing a replica's writes is also what an abort does.
     m_d.begin(SwitchoverPhase::unpause, "CLIENT UNPAUSE on " + m_d.result.old_primary);
-    if (auto r = unpause(); !r) {
+    if (auto r = m_ops->unpause(); !r) {
       m_d.result.advice =
           util::format("CLIENT UNPAUSE on {} (a replica of {} now: safe); its "
                        "pause ends by itself in about {} s anyway",
@@ -235,40 +134,29 @@ private:
                       "]: the check user may not pause writes or fail over (see `dbcheck "
                       "setup-sql redis-operator` and `sentinel-operator`)");
     }
-    m_op = std::move(**op_or);
-    const core::SentinelTally tally = sentinel_majority(m_c, m_d.step());
+    const core::SentinelTally tally = sentinel_majority(m_d.peers(), m_c, m_d.step());
     if (!tally.majority) {
       return m_d.fail("no strict majority of the Sentinels names a master: " + tally.detail);
     }
     m_old = *tally.majority;
     m_d.result.old_primary = util::to_string(m_old);
-    if (const auto r = writer_check(m_cluster, m_old, m_d.step()); !core::passes(r.verdict)) {
+    m_ops.emplace(m_c, m_d, std::move(**op_or), m_old);
+    if (const auto r = writer_check(m_d.peers(), m_cluster, m_old, m_d.step());
+        !core::passes(r.verdict)) {
       return m_d.fail(util::format("the current master {} does not pass the writer check: {}",
                                    m_d.result.old_primary, r.verdict.reason));
     }
-    std::vector<core::SentinelReplica> replicas;
-    std::string why_none;
-    for (const auto& s : m_c.sentinels) {
-      auto reply = redis_call(s, m_c.sentinel_tls, m_op, {"SENTINEL", "REPLICAS", m_c.master_name},
-                              m_d.step());
-      if (reply) {
-        replicas = core::parse_sentinel_replicas(*reply);
-        why_none.clear();
-        break;
-      }
-      why_none +=
-          util::format("{}{}: {}", why_none.empty() ? "" : "; ", util::to_string(s), reply.error());
-    }
-    if (!why_none.empty()) {
-      return m_d.fail("no Sentinel listed the replicas: " + why_none);
+    auto replicas = m_ops->list_replicas();
+    if (!replicas) {
+      return m_d.fail(replicas.error());
     }
     core::RedisPlanInput in;
     in.master_name = m_c.master_name;
     in.old_master = m_old;
-    in.replicas = std::move(replicas);
+    in.replicas = std::move(*replicas);
     in.to = m_options.to;
     in.pause = m_options.pause;
-    in.remaining = std::chrono::ceil<util::Duration>(m_d.deadline().remaining());
+    in.remaining = std::chrono::ceil<util::Duration>(m_d.remaining());
     in.pause_margin = k_pause_margin;
     in.needed = tally.needed;
     in.configured = tally.configured;
@@ -291,17 +179,17 @@ private:
     m_d.begin(SwitchoverPhase::request,
               util::format("a Sentinel of the majority naming {} accepting SENTINEL FAILOVER {}",
                            m_d.result.old_primary, m_c.master_name));
-    const Deadline request_by{std::min(m_d.deadline().at(), Clock::now() + k_request)};
+    const Deadline request_by{std::min(m_d.deadline().at(), m_d.now() + k_request)};
     std::string last_error;
     std::string accepted;
-    const WaitEnd requested = wait_for(request_by, &m_d, [&] {
-      const auto t = sentinel_majority(m_c, m_d.step());
+    const WaitEnd requested = wait_for(*m_d.peers(), request_by, &m_d, [&] {
+      const auto t = sentinel_majority(m_d.peers(), m_c, m_d.step());
       if (!t.majority || !util::same_endpoint(*t.majority, m_old)) {
         last_error = util::format("no Sentinel majority names {} now ({})", m_d.result.old_primary,
                                   t.detail);
         return false;
       }
-      const auto voters = sentinels_naming(m_c, m_old, m_d.step());
+      const auto voters = m_ops->sentinels_naming(m_old, m_d.step());
       if (voters.size() < t.needed) {
         last_error = util::format("asked one by one, {} of the Sentinels name {} (need {})",
                                   voters.size(), m_d.result.old_primary, t.needed);
@@ -311,8 +199,7 @@ private:
         if (m_d.interrupted()) {
           return false;
         }
-        const FailoverReply r =
-            ask_failover(s, m_c.sentinel_tls, m_op, m_c.master_name, m_d.step());
+        const FailoverReply r = m_ops->failover(s, m_d.step());
         if (r.sent == FailoverSent::accepted) {
           m_failover_sent = true;
           accepted = "accepted by " + util::to_string(s);
@@ -336,51 +223,8 @@ private:
     return std::nullopt;
   }
 
-  // REPLICAOF `master` on the old master, then ROLE until it names `master` (by `by`; with a
-  // driver, an interruption stops the wait).
-  tl::expected<void, std::string> make_replica(const util::HostPort& master, const Deadline& by,
-                                               Driver* driver) {
-    if (auto r =
-            redis_call(m_old, m_c.tls, m_op,
-                       {"REPLICAOF", master.host, std::to_string(master.port)}, step_within(by));
-        !r) {
-      return tl::make_unexpected(
-          util::format("REPLICAOF on {} failed: {}", m_d.result.old_primary, r.error()));
-    }
-    std::string seen;
-    const WaitEnd demoted = wait_for(by, driver, [&] {
-      auto r = redis_call(m_old, m_c.tls, m_op, {"ROLE"}, step_within(by));
-      if (!r) {
-        seen = r.error();
-        return false;
-      }
-      auto role = core::parse_role(*r);
-      if (!role) {
-        seen = role.error().detail;
-        return false;
-      }
-      seen = core::describe(*role);
-      return !role->master && util::same_endpoint(role->master_addr, master);
-    });
-    if (demoted != WaitEnd::done) {
-      return tl::make_unexpected(
-          util::format("{} did not become a replica of {} in time (last: {})",
-                       m_d.result.old_primary, util::to_string(master), seen));
-    }
-    return {};
-  }
-
-  tl::expected<void, std::string> unpause() {
-    if (auto r = redis_call(m_old, m_c.tls, m_op, {"CLIENT", "UNPAUSE"},
-                            Deadline{Clock::now() + k_unpause_budget});
-        !r) {
-      return tl::make_unexpected(r.error());
-    }
-    return {};
-  }
-
   long long pause_left_s() const {
-    return whole_seconds(m_paused_at + std::chrono::milliseconds{m_pause_ms} - Clock::now());
+    return whole_seconds(m_paused_at + std::chrono::milliseconds{m_pause_ms} - m_d.now());
   }
 
   // Ends a run that cannot go on after the pause (`error`: why), releasing the old master so
@@ -390,12 +234,12 @@ private:
   // be switching); else it stays paused, and the result says what the operator must do.
   // Signals are not looked at here: the release is bounded and is what they ask for.
   SwitchoverResult abort(const std::string& error) {
-    const Deadline by{Clock::now() + k_release_budget};
+    const Deadline by{m_d.now() + k_release_budget};
     std::optional<util::HostPort> target;
     std::string seen;
     bool unpause_as_is = false;
-    wait_for(by, nullptr, [&] {
-      const auto t = sentinel_majority(m_c, step_within(by));
+    wait_for(*m_d.peers(), by, nullptr, [&] {
+      const auto t = sentinel_majority(m_d.peers(), m_c, step_within(*m_d.peers(), by));
       seen = t.detail;
       const core::Release r = core::release_for(m_failover_sent, t.majority, m_old);
       switch (r.action) {
@@ -416,7 +260,7 @@ private:
     if (!target) {
       return leave_paused(error, "no Sentinel majority names a new master yet (" + seen + ")");
     }
-    if (auto r = make_replica(*target, by, nullptr); !r) {
+    if (auto r = m_ops->make_replica(*target, by, nullptr); !r) {
       return leave_paused(error, r.error());
     }
     return fail_unpaused(error, "demoted: a replica of " + util::to_string(*target) +
@@ -425,7 +269,7 @@ private:
 
   // Unpauses the old master (`state`: what it is now, which makes that safe) and fails.
   SwitchoverResult fail_unpaused(const std::string& error, const std::string& state) {
-    if (auto r = unpause(); !r) {
+    if (auto r = m_ops->unpause(); !r) {
       m_d.result.advice = util::format("CLIENT UNPAUSE on {} ({}: safe); its pause ends by itself "
                                        "in about {} s anyway",
                                        m_d.result.old_primary, state, pause_left_s());
@@ -459,8 +303,8 @@ private:
   const config::Cluster& m_cluster;
   const SwitchoverOptions& m_options;
   Driver& m_d;
-  Operator m_op;
   util::HostPort m_old;
+  std::optional<RedisOperator> m_ops; // once preflight knows the operator and the old master
   long long m_pause_ms = 0;
   Clock::time_point m_paused_at;
   bool m_failover_sent = false; // accepted, or sent without a reply

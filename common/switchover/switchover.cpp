@@ -44,12 +44,23 @@ std::optional<std::string> pause_refused(util::Duration pause, util::Duration ti
 
 SwitchoverResult run_switchover(const config::Cluster& cluster, const SwitchoverOptions& options,
                                 const SwitchoverProgress& progress) {
-  Driver d(options, progress);
+  return run_switchover(cluster, options, progress, probe::network_peers(nullptr));
+}
+
+SwitchoverResult run_switchover(const config::Cluster& cluster, const SwitchoverOptions& options,
+                                const SwitchoverProgress& progress,
+                                std::shared_ptr<probe::Peers> peers) {
+  Driver d(options, progress, std::move(peers));
   try {
-    if (const auto* redis = std::get_if<config::RedisCluster>(&cluster)) {
-      return redis_switchover(*redis, cluster, options, d);
-    }
-    return pg_switchover(std::get<config::PostgresCluster>(cluster), cluster, options, d);
+    return std::visit(config::Overloaded{
+                          [&](const config::PostgresCluster& pg) {
+                            return pg_switchover(pg, cluster, options, d);
+                          },
+                          [&](const config::RedisCluster& redis) {
+                            return redis_switchover(redis, cluster, options, d);
+                          },
+                      },
+                      cluster);
   } catch (const std::exception& e) {
     return d.fail(std::string{"internal error: "} + e.what());
   }

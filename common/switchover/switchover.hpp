@@ -18,10 +18,15 @@
 #include <util/host_port.hpp>
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+namespace dbcheck::probe {
+class Peers;
+} // namespace dbcheck::probe
 
 namespace dbcheck::switchover {
 
@@ -103,5 +108,11 @@ std::optional<std::string> pause_refused(util::Duration pause, util::Duration ti
 // undone. Never throws.
 SwitchoverResult run_switchover(const config::Cluster& cluster, const SwitchoverOptions& options,
                                 const SwitchoverProgress& progress);
+
+// run_switchover() with every node, manager and the clock reached through `peers` (the one
+// above passes probe::network_peers(nullptr); unit tests pass fakes).
+SwitchoverResult run_switchover(const config::Cluster& cluster, const SwitchoverOptions& options,
+                                const SwitchoverProgress& progress,
+                                std::shared_ptr<probe::Peers> peers);
 
 } // namespace dbcheck::switchover

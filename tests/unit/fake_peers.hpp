@@ -24,7 +24,8 @@ using probe::Deadline;
 
 // One question a check asked.
 struct Asked {
-  std::string what;     // "open 10.0.0.1:5432", "sql 10.0.0.1:5432 <sql>", "get <url>"
+  // "open 10.0.0.1:5432", "sql 10.0.0.1:5432 <sql>", "get <url>", "post <url> <body>"
+  std::string what;
   Clock::time_point by; // the deadline it was given
   Clock::time_point at; // virtual time it was asked
 };
@@ -36,11 +37,15 @@ public:
   using RedisAnswer = std::function<tl::expected<std::vector<core::RespValue>, core::ProbeError>(
       const std::vector<probe::RedisCommand>&)>;
   using HttpAnswer = std::function<probe::HttpReply(const std::string& url)>;
+  using PostAnswer =
+      std::function<probe::HttpReply(const std::string& url, const std::string& body)>;
 
   // Scripts, by "host:port" (PostgreSQL, Redis) and by URL (HTTP).
   std::map<std::string, PgAnswer> pg_answers;
   std::map<std::string, RedisAnswer> redis_answers;
   HttpAnswer http;
+  // POSTs (the switchover's); unset: no answer (status 0, "not scripted").
+  PostAnswer post_answer;
   // Names and what they resolve to; a name not here answers "no such name".
   std::map<std::string, std::vector<std::string>> names;
   // Each answer takes this long on the virtual clock.
@@ -106,6 +111,19 @@ public:
       done = enough(i, replies[i]);
     }
     return replies;
+  }
+  probe::HttpReply post(const std::string& url, const std::string& body,
+                        const std::optional<probe::HttpCredentials>&, const probe::HttpOptions&,
+                        const Deadline& deadline) override {
+    note("post " + url + " " + body, deadline);
+    probe::HttpReply r;
+    if (post_answer) {
+      r = post_answer(url, body);
+    } else {
+      r.attempt.error = "not scripted";
+    }
+    r.attempt.url = url;
+    return r;
   }
   std::vector<core::NameAnswer> resolve(const std::vector<std::string>& asked,
                                         const Deadline& deadline) override {

@@ -1,0 +1,418 @@
+// Every way a switchover ends, through scripted peers (fake_peers.hpp), one row per outcome:
+// the result, and the state the run left the cluster in as the fakes recorded it (was the old
+// master unpaused, demoted, left paused; was FAILOVER or POST /switchover sent). Time is the
+// fakes' virtual clock, so a run that waits out its deadline takes no real time.
+#include "dbcheck_catch.hpp"
+#include "fake_peers.hpp"
+#include "temp_dir.hpp"
+
+#include <core/pg_rows.hpp>
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <switchover/switchover.hpp>
+#include <vector>
+
+using namespace dbcheck;
+using testing::FakePeers;
+using R = core::RespValue;
+using Phase = switchover::SwitchoverPhase;
+
+namespace {
+
+// ---------------------------------------------------------------- Redis
+
+const util::HostPort k_old{"10.0.0.1", 6379};
+const util::HostPort k_new{"10.0.0.2", 6379};
+constexpr const char* k_demoted = "10.0.0.2 6379"; // REPLICAOF's arguments, following k_new
+
+// What the Sentinels do with SENTINEL FAILOVER.
+enum class FailoverAnswer {
+  accept,    // OK
+  lose,      // accepted, but the reply never arrives (a network error after sending)
+  refuse_all // an error reply from every Sentinel
+};
+
+// When the run is asked to stop (as SIGTERM would).
+enum class Signal { none, once_paused, once_failover_taken };
+
+// One Redis scenario: how the peers behave.
+struct RedisScript {
+  FailoverAnswer failover = FailoverAnswer::accept;
+  bool promotes = true;                    // a FAILOVER taken makes 10.0.0.2 the master
+  bool sentinels_fail_once_paused = false; // every Sentinel unreachable after CLIENT PAUSE
+  Signal signal = Signal::none;
+};
+
+// The Redis cluster as the fakes see it, changed by what the switchover sends.
+struct RedisWorld {
+  explicit RedisWorld(RedisScript s) : script(s) {}
+  const RedisScript script;
+  std::mutex mutex;
+  bool paused = false;
+  int pauses = 0;
+  int unpauses = 0;
+  int failovers_asked = 0;
+  int failovers_taken = 0;              // accepted, reply delivered or not
+  std::optional<std::string> replicaof; // "host port" given to REPLICAOF on the old master
+  bool promoted = false;
+};
+
+R ok() {
+  return R::status("OK");
+}
+
+std::vector<R> sentinel_replies(RedisWorld& w, const std::vector<probe::RedisCommand>& cmds,
+                                bool& lost) {
+  std::vector<R> out;
+  for (const auto& c : cmds) {
+    if (c[0] == "AUTH") {
+      out.push_back(ok());
+    } else if (c.at(1) == "GET-MASTER-ADDR-BY-NAME") {
+      out.push_back(R::array({R::string(w.promoted ? "10.0.0.2" : "10.0.0.1"), R::string("6379")}));
+    } else if (c.at(1) == "MASTER") {
+      out.push_back(R::array({R::string("name"), R::string("mymaster"), R::string("flags"),
+                              R::string("master"), R::string("config-epoch"),
+                              R::string(w.promoted ? "4" : "3")}));
+    } else if (c.at(1) == "REPLICAS") {
+      out.push_back(R::array({R::array({R::string("ip"), R::string("10.0.0.2"), R::string("port"),
+                                        R::string("6379"), R::string("flags"), R::string("slave"),
+                                        R::string("master-link-status"), R::string("ok")})}));
+    } else if (c.at(1) == "FAILOVER") {
+      ++w.failovers_asked;
+      if (w.script.failover == FailoverAnswer::refuse_all) {
+        out.push_back(R::error("ERR NOGOODSLAVE No suitable replica to promote"));
+        continue;
+      }
+      ++w.failovers_taken;
+      w.promoted = w.script.promotes;
+      lost = w.script.failover == FailoverAnswer::lose;
+      out.push_back(ok());
+    } else {
+      out.push_back(R::error("ERR unknown command"));
+    }
+  }
+  return out;
+}
+
+std::vector<R> old_master_replies(RedisWorld& w, const std::vector<probe::RedisCommand>& cmds) {
+  std::vector<R> out;
+  for (const auto& c : cmds) {
+    if (c[0] == "CLIENT" && c.at(1) == "PAUSE") {
+      w.paused = true;
+      ++w.pauses;
+      out.push_back(ok());
+    } else if (c[0] == "CLIENT" && c.at(1) == "UNPAUSE") {
+      w.paused = false;
+      ++w.unpauses;
+      out.push_back(ok());
+    } else if (c[0] == "REPLICAOF") {
+      w.replicaof = c.at(1) + " " + c.at(2);
+      out.push_back(ok());
+    } else if (c[0] == "ROLE") {
+      out.push_back(w.replicaof
+                        ? R::array({R::string("slave"), R::string("10.0.0.2"), R::number(6379),
+                                    R::string("connected"), R::number(1000)})
+                        : R::array({R::string("master"), R::number(1000), R::array({})}));
+    } else if (c[0] == "PING") {
+      out.push_back(R::status("PONG"));
+    } else {
+      out.push_back(ok()); // AUTH
+    }
+  }
+  return out;
+}
+
+std::vector<R> new_master_replies(RedisWorld& w, const std::vector<probe::RedisCommand>& cmds) {
+  std::vector<R> out;
+  for (const auto& c : cmds) {
+    if (c[0] == "ROLE") {
+      out.push_back(w.promoted
+                        ? R::array({R::string("master"), R::number(1000), R::array({})})
+                        : R::array({R::string("slave"), R::string("10.0.0.1"), R::number(6379),
+                                    R::string("connected"), R::number(1000)}));
+    } else if (c[0] == "PING") {
+      out.push_back(R::status("PONG"));
+    } else {
+      out.push_back(ok());
+    }
+  }
+  return out;
+}
+
+config::RedisCluster redis_cluster(const std::string& password_file) {
+  config::RedisCluster c;
+  c.name = "cache";
+  c.master_name = "mymaster";
+  c.sentinels = {{"10.0.1.1", 26379}, {"10.0.1.2", 26379}, {"10.0.1.3", 26379}};
+  c.operator_user = "op";
+  c.operator_password_file = password_file;
+  return c;
+}
+
+// Peers that answer as `world` says, and change it as the switchover acts.
+std::shared_ptr<FakePeers> redis_lab(const std::shared_ptr<RedisWorld>& world) {
+  auto f = std::make_shared<FakePeers>();
+  for (const auto& s : redis_cluster("").sentinels) {
+    f->redis_answers[util::to_string(s)] = [world](const std::vector<probe::RedisCommand>& cmds)
+        -> tl::expected<std::vector<R>, core::ProbeError> {
+      std::lock_guard lock(world->mutex);
+      if (world->script.sentinels_fail_once_paused && world->pauses > 0) {
+        return tl::make_unexpected(
+            core::ProbeError{core::Failure::network, "connection refused", ""});
+      }
+      bool lost = false;
+      auto replies = sentinel_replies(*world, cmds, lost);
+      if (lost) {
+        return tl::make_unexpected(
+            core::ProbeError{core::Failure::timeout, "no reply before the deadline", ""});
+      }
+      return replies;
+    };
+  }
+  f->redis_answers[util::to_string(k_old)] = [world](const std::vector<probe::RedisCommand>& c) {
+    std::lock_guard lock(world->mutex);
+    return old_master_replies(*world, c);
+  };
+  f->redis_answers[util::to_string(k_new)] = [world](const std::vector<probe::RedisCommand>& c) {
+    std::lock_guard lock(world->mutex);
+    return new_master_replies(*world, c);
+  };
+  return f;
+}
+
+// One row: a scenario and everything it must end with.
+struct RedisRow {
+  const char* outcome;
+  RedisScript script;
+  std::optional<Phase> failed;        // none: the switchover succeeded
+  const char* error;                  // part of the error ("" when it succeeded)
+  bool interrupted;                   // interrupted_by "SIGTERM"
+  int failovers_taken;                // SENTINEL FAILOVERs a Sentinel took
+  bool failover_asked;                // any SENTINEL FAILOVER sent at all
+  std::optional<std::string> demoted; // REPLICAOF given to the old master
+  int unpauses;                       // CLIENT UNPAUSE sent to the old master
+  bool left_paused;                   // still paused at the end, and the result says so
+};
+
+} // namespace
+
+TEST_CASE("every Redis switchover outcome, and what it leaves behind", "[switchover][redis]") {
+  // clang-format off
+  const RedisRow row = GENERATE(values<RedisRow>({
+      // outcome; {FAILOVER answer, promotes, Sentinels fail once paused, signal};
+      // failed phase, error part, interrupted, FAILOVERs taken, any asked, REPLICAOF,
+      // UNPAUSEs, left paused
+      {"happy path: promoted, old master demoted and unpaused",
+       {FailoverAnswer::accept, true, false, Signal::none},
+       std::nullopt, "", false, 1, true, k_demoted, 1, false},
+      {"FAILOVER reply lost, the Sentinel took it: taken as accepted, never sent again",
+       {FailoverAnswer::lose, true, false, Signal::none},
+       std::nullopt, "", false, 1, true, k_demoted, 1, false},
+      {"FAILOVER refused by every Sentinel: unpaused as the master it still is",
+       {FailoverAnswer::refuse_all, true, false, Signal::none},
+       Phase::request, "no Sentinel accepted the failover", false, 0, true, std::nullopt, 1,
+       false},
+      {"no Sentinel majority after the pause: FAILOVER never sent, unpaused",
+       {FailoverAnswer::accept, true, true, Signal::none},
+       Phase::request, "no Sentinel majority names 10.0.0.1:6379 now", false, 0, false,
+       std::nullopt, 1, false},
+      {"a signal before FAILOVER: unpaused as the master it still is",
+       {FailoverAnswer::accept, true, false, Signal::once_paused},
+       Phase::request, "interrupted by SIGTERM; 10.0.0.1:6379 is still the master", true, 0,
+       false, std::nullopt, 1, false},
+      {"a signal after FAILOVER: demoted to the new master, then unpaused",
+       {FailoverAnswer::accept, true, false, Signal::once_failover_taken},
+       Phase::confirm, "interrupted by SIGTERM; 10.0.0.1:6379 is demoted", true, 1, true,
+       k_demoted, 1, false},
+      {"the new master never confirmed within the deadline: left paused",
+       {FailoverAnswer::accept, false, false, Signal::none},
+       Phase::confirm, "no new master confirmed before the deadline", false, 1, true,
+       std::nullopt, 0, true},
+  }));
+  // clang-format on
+  INFO(row.outcome);
+
+  const testing::TempDir dir;
+  const auto cluster = redis_cluster(dir.write("operator.pw", "secret\n", 0600));
+  auto world = std::make_shared<RedisWorld>(row.script);
+  auto peers = redis_lab(world);
+  switchover::SwitchoverOptions options;
+  options.timeout = util::Duration{20000};
+  options.interrupted = [world]() -> std::optional<std::string> {
+    std::lock_guard lock(world->mutex);
+    const bool stop =
+        (world->script.signal == Signal::once_paused && world->pauses > 0) ||
+        (world->script.signal == Signal::once_failover_taken && world->failovers_taken > 0);
+    return stop ? std::optional<std::string>{"SIGTERM"} : std::nullopt;
+  };
+  const auto r = switchover::run_switchover(config::Cluster{cluster}, options, {}, peers);
+  REQUIRE(testing::settled(peers));
+
+  CAPTURE(r.error);
+  CHECK(r.ok == !row.failed);
+  CHECK(r.failed == row.failed);
+  CHECK_THAT(r.error, dbcheck_test::Contains(row.error));
+  CHECK(r.interrupted_by ==
+        (row.interrupted ? std::optional<std::string>{"SIGTERM"} : std::nullopt));
+  CHECK(r.old_primary == "10.0.0.1:6379");
+  CHECK(r.left_paused == row.left_paused);
+  CHECK(r.advice.empty() == !row.left_paused);
+  if (!row.failed) {
+    CHECK(r.new_primary == "10.0.0.2:6379");
+  }
+  std::lock_guard lock(world->mutex);
+  CHECK(world->pauses == 1);
+  CHECK(world->failovers_taken == row.failovers_taken);
+  CHECK((world->failovers_asked > 0) == row.failover_asked);
+  CHECK(world->replicaof == row.demoted);
+  CHECK(world->unpauses == row.unpauses);
+  CHECK(world->paused == row.left_paused);
+}
+
+namespace {
+
+// ---------------------------------------------------------------- PostgreSQL / Patroni
+
+// What Patroni does with POST /switchover, and whether its GETs answer at all.
+enum class PatroniAnswer {
+  accept,     // 200, and pg2 leads from then on
+  refuse,     // 412 with Patroni's message
+  post_fails, // the POST reaches no member (its GETs answered a moment before)
+  down        // no member answers anything
+};
+
+struct PgWorld {
+  explicit PgWorld(PatroniAnswer a) : answer(a) {}
+  const PatroniAnswer answer;
+  std::mutex mutex;
+  std::string leader = "pg1";
+  std::vector<std::string> posts; // "url body"
+};
+
+std::string cluster_json(const std::string& leader) {
+  const auto member = [&](const std::string& name, const std::string& ip) {
+    return "{\"name\": \"" + name + "\", \"role\": \"" + (name == leader ? "leader" : "replica") +
+           "\", \"state\": \"running\", \"api_url\": \"http://" + ip +
+           ":8008/patroni\", \"host\": \"" + ip + "\", \"port\": 5432, \"timeline\": 1}";
+  };
+  return "{\"members\": [" + member("pg1", "10.0.0.1") + ", " + member("pg2", "10.0.0.2") + "]}";
+}
+
+std::string primary_json(const std::string& leader) {
+  return "{\"state\": \"running\", \"role\": \"primary\", \"patroni\": {\"version\": \"4.1.4\", "
+         "\"scope\": \"demo\", \"name\": \"" +
+         leader + "\"}}";
+}
+
+config::PostgresCluster pg_cluster() {
+  config::PostgresCluster c;
+  c.name = "demo";
+  c.patroni = {"http://10.0.0.1:8008", "http://10.0.0.2:8008"};
+  c.dbname = "postgres";
+  c.user = "healthcheck";
+  return c;
+}
+
+std::shared_ptr<FakePeers> pg_lab(const std::shared_ptr<PgWorld>& world) {
+  auto f = std::make_shared<FakePeers>();
+  f->http = [world](const std::string& url) {
+    std::lock_guard lock(world->mutex);
+    if (world->answer == PatroniAnswer::down) {
+      probe::HttpReply r;
+      r.attempt.error = "Failed to connect: Connection refused";
+      return r;
+    }
+    return testing::http_ok(url.ends_with("/primary") ? primary_json(world->leader)
+                                                      : cluster_json(world->leader));
+  };
+  f->post_answer = [world](const std::string& url, const std::string& body) {
+    std::lock_guard lock(world->mutex);
+    world->posts.push_back(url + " " + body);
+    probe::HttpReply r;
+    switch (world->answer) {
+    case PatroniAnswer::accept:
+      world->leader = "pg2";
+      r.attempt.status = 200;
+      r.body = "Successfully switched over to \"pg2\"";
+      break;
+    case PatroniAnswer::refuse:
+      r.attempt.status = 412;
+      r.body = "candidate name does not match with sync_standby";
+      break;
+    case PatroniAnswer::post_fails:
+    case PatroniAnswer::down:
+      r.attempt.error = "Failed to connect: Connection refused";
+      break;
+    }
+    return r;
+  };
+  for (const auto& [key, name] :
+       {std::pair{"10.0.0.1:5432", "pg1"}, std::pair{"10.0.0.2:5432", "pg2"}}) {
+    f->pg_answers[key] = [world, node = std::string{name}](const std::string& sql) {
+      std::lock_guard lock(world->mutex);
+      const bool leads = world->leader == node;
+      if (sql == core::k_writer_sql) {
+        return std::vector<probe::PgRow>{{leads ? "f" : "t", leads ? "off" : "on", "3", "47"}};
+      }
+      return std::vector<probe::PgRow>{{"0/3000060", "00000001"}};
+    };
+  }
+  return f;
+}
+
+struct PatroniRow {
+  const char* outcome;
+  PatroniAnswer answer;
+  std::optional<Phase> failed; // none: the switchover succeeded
+  const char* error;           // part of the error ("" when it succeeded)
+  std::size_t posts;           // POST /switchover sent
+  const char* leader;          // who leads at the end
+};
+
+} // namespace
+
+TEST_CASE("every Patroni switchover outcome, and what it leaves behind", "[switchover][pg]") {
+  // clang-format off
+  const PatroniRow row = GENERATE(values<PatroniRow>({
+      // outcome; Patroni's answer; failed phase, error part, POSTs sent, leader at the end
+      {"happy path: Patroni switches, the new leader passes the writer check",
+       PatroniAnswer::accept, std::nullopt, "", 1, "pg2"},
+      {"Patroni refuses: its status and message, no other member asked",
+       PatroniAnswer::refuse, Phase::request,
+       "Patroni did not accept the switchover: http://10.0.0.1:8008/switchover: HTTP 412 "
+       "candidate name does not match with sync_standby", 1, "pg1"},
+      {"Patroni unreachable for the POST: every member tried, nothing changed",
+       PatroniAnswer::post_fails, Phase::request,
+       "http://10.0.0.2:8008/switchover: Failed to connect: Connection refused", 2, "pg1"},
+      {"Patroni unreachable from the start: no POST",
+       PatroniAnswer::down, Phase::preflight, "Connection refused", 0, "pg1"},
+  }));
+  // clang-format on
+  INFO(row.outcome);
+
+  auto world = std::make_shared<PgWorld>(row.answer);
+  auto peers = pg_lab(world);
+  switchover::SwitchoverOptions options;
+  options.timeout = util::Duration{20000};
+  const auto r = switchover::run_switchover(config::Cluster{pg_cluster()}, options, {}, peers);
+  REQUIRE(testing::settled(peers));
+
+  CAPTURE(r.error);
+  CHECK(r.ok == !row.failed);
+  CHECK(r.failed == row.failed);
+  CHECK_THAT(r.error, dbcheck_test::Contains(row.error));
+  CHECK_FALSE(r.interrupted_by);
+  std::lock_guard lock(world->mutex);
+  CHECK(world->posts.size() == row.posts);
+  if (!world->posts.empty()) {
+    CHECK(world->posts.front() == "http://10.0.0.1:8008/switchover {\"leader\":\"pg1\"}");
+  }
+  CHECK(world->leader == row.leader);
+  if (!row.failed) {
+    CHECK(r.old_primary == "10.0.0.1:5432");
+    CHECK(r.new_primary == "10.0.0.2:5432");
+  }
+}
