@@ -8,12 +8,13 @@
 #include <util/format.hpp>
 #include <util/owned_fd.hpp>
 
+#include <asio.hpp>
+
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
-#include <asio.hpp>
 #include <cerrno>
 #include <chrono>
 #include <cstring>

@@ -5,9 +5,10 @@
 
 #include <util/format.hpp>
 
+#include <microhttpd.h>
+
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <microhttpd.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -128,7 +129,8 @@ struct HttpServer::Impl {
     auto& self = *static_cast<Impl*>(cls);
     std::lock_guard lock(self.mutex);
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-      const MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+      const MHD_ConnectionInfo* info =
+          MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
       const int fd = info != nullptr ? fcntl(info->connect_fd, F_DUPFD_CLOEXEC, 0) : -1;
       self.open[c] = Open{fd, Clock::now(), false, false};
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {

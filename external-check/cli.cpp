@@ -7,13 +7,13 @@
 #include "setup_files.hpp"
 
 #include <probe/library_versions.hpp>
+#include <switchover/switchover.hpp>
 #include <util/format.hpp>
 
 #include <CLI/CLI.hpp>
 
 #include <functional>
 #include <iostream>
-#include <switchover/switchover.hpp>
 
 extern char** environ;
 

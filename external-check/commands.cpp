@@ -8,13 +8,13 @@
 #include <config/load_config.hpp>
 #include <core/report.hpp>
 #include <probe/run_check.hpp>
+#include <switchover/switchover.hpp>
 #include <util/format.hpp>
 
 #include <syslog.h>
 #include <unistd.h>
 
 #include <iostream>
-#include <switchover/switchover.hpp>
 
 namespace dbcheck::extcheck {
 namespace {

@@ -19,9 +19,9 @@ constexpr std::streamoff k_max_file = 16 * 1024 * 1024;
 // The keywords that open a section (HAProxy 2.6-3.x); any other first word belongs to the
 // section before it.
 constexpr std::array<std::string_view, 17> k_sections = {
-    "global", "defaults", "frontend", "backend", "listen", "peers", "resolvers", "userlist",
-    "mailers", "program", "http-errors", "ring", "cache", "fcgi-app", "log-forward", "crt-store",
-    "traces"};
+    "global",    "defaults", "frontend",    "backend",   "listen",      "peers",
+    "resolvers", "userlist", "mailers",     "program",   "http-errors", "ring",
+    "cache",     "fcgi-app", "log-forward", "crt-store", "traces"};
 
 // One line's words, or why they cannot be read.
 struct Words {
@@ -63,7 +63,8 @@ tl::expected<Words, std::string> split(std::string_view line, const EnvLookup& e
       case 'x':
         if (i + 2 < line.size() && std::isxdigit(static_cast<unsigned char>(line[i + 1])) != 0 &&
             std::isxdigit(static_cast<unsigned char>(line[i + 2])) != 0) {
-          word += static_cast<char>(std::strtol(std::string{line.substr(i + 1, 2)}.c_str(), nullptr, 16));
+          word += static_cast<char>(
+              std::strtol(std::string{line.substr(i + 1, 2)}.c_str(), nullptr, 16));
           i += 2;
         } else {
           word += n;
@@ -247,12 +248,11 @@ std::optional<util::Duration> parse_haproxy_time(std::string_view text) {
   return std::nullopt;
 }
 
-tl::expected<HaproxyServers, std::string> parse_haproxy_cfg(std::string_view text,
-                                                            const std::string& file,
-                                                            const EnvLookup& env) {
+tl::expected<HaproxyServers, std::string>
+parse_haproxy_cfg(std::string_view text, const std::string& file, const EnvLookup& env) {
   HaproxyServers out;
-  std::string section;  // the keyword of the current section
-  std::string proxy;    // its name
+  std::string section; // the keyword of the current section
+  std::string proxy;   // its name
   std::string state_file;
   std::string state_base;
   // Each `defaults` section starts afresh, and the proxies after it start from it.

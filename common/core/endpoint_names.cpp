@@ -64,7 +64,8 @@ std::vector<std::string> names_to_resolve(const std::vector<util::HostPort>& end
   return names;
 }
 
-util::HostPort canonical_endpoint(const util::HostPort& named, const std::vector<NameAnswer>& answers,
+util::HostPort canonical_endpoint(const util::HostPort& named,
+                                  const std::vector<NameAnswer>& answers,
                                   const util::HostPort& node) {
   // A node checked by name (by hand, [agent.local]) compares with the manager's spelling as
   // text: replacing the manager's name by an address would never equal it.

@@ -32,7 +32,8 @@ const NameAnswer* find_answer(const std::string& name, const std::vector<NameAns
 // text); the one address of `node`'s family the name resolves to; `named` unchanged when it
 // resolves to several such addresses (it cannot be said which host it means, so it is never
 // taken for this node). Never a prefix or substring match.
-util::HostPort canonical_endpoint(const util::HostPort& named, const std::vector<NameAnswer>& answers,
+util::HostPort canonical_endpoint(const util::HostPort& named,
+                                  const std::vector<NameAnswer>& answers,
                                   const util::HostPort& node);
 
 // Why `named` was left as it is, for a reason ("no such name", "resolves to 10.0.0.1 and

@@ -88,8 +88,7 @@ tl::expected<ClusterView, std::string> parse_patroni_cluster(std::string_view bo
       member.noloadbalance = nlb != tags->end() && truthy_tag(*nlb);
       const auto nfo = tags->find("nofailover");
       member.nofailover = nfo != tags->end() && truthy_tag(*nfo);
-      if (const auto from = tags->find("replicatefrom");
-          from != tags->end() && from->is_string()) {
+      if (const auto from = tags->find("replicatefrom"); from != tags->end() && from->is_string()) {
         member.replicatefrom = from->get<std::string>();
       }
     }

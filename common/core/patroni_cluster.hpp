@@ -20,11 +20,11 @@ struct PatroniMember {
   util::HostPort address; // the member's PostgreSQL host:port as Patroni advertises it, or the
                           // one address its name resolves to (core/endpoint_names.hpp)
   bool noloadbalance = false; // tags.noloadbalance: never a reader (Patroni's /replica: 503)
-  std::string api_url; // its own REST API ("http://10.0.0.1:8008/patroni"), "" if not listed
-  std::string advertised; // the name Patroni advertised when `address` is what it resolves to
-  std::string unresolved; // why an advertised name was left unresolved (for the reason), or ""
-  bool nofailover = false;   // tags.nofailover: never promoted; still a reader
-  std::string replicatefrom; // tags.replicatefrom: the member it cascades from, or ""
+  std::string api_url;        // its own REST API ("http://10.0.0.1:8008/patroni"), "" if not listed
+  std::string advertised;     // the name Patroni advertised when `address` is what it resolves to
+  std::string unresolved;     // why an advertised name was left unresolved (for the reason), or ""
+  bool nofailover = false;    // tags.nofailover: never promoted; still a reader
+  std::string replicatefrom;  // tags.replicatefrom: the member it cascades from, or ""
   std::optional<long long> timeline; // its PostgreSQL timeline as Patroni last saw it
   std::string lag; // Patroni's replication lag in bytes ("0", "16"), "unknown", or "" (none given)
 };

@@ -57,7 +57,9 @@ bool election_possible(const std::vector<MemberAnswer>& answers, std::size_t pen
   return largest_group(answers).second + pending > configured / 2;
 }
 
-std::size_t first_round(std::size_t configured) { return configured / 2 + 1; }
+std::size_t first_round(std::size_t configured) {
+  return configured / 2 + 1;
+}
 
 PatroniElection elect_leader(const std::vector<MemberAnswer>& answers, std::size_t configured) {
   std::size_t answered = 0;

@@ -51,8 +51,9 @@ struct WriterObservation {
 // The node's own answer to the reader query.
 struct ReplicaStatus {
   bool in_recovery = false;
-  bool receiver_present = false;              // pg_stat_wal_receiver has a row
-  std::optional<std::string> receiver_status; // "streaming", ...; nullopt if hidden (no dbcheck views)
+  bool receiver_present = false; // pg_stat_wal_receiver has a row
+  std::optional<std::string>
+      receiver_status; // "streaming", ...; nullopt if hidden (no dbcheck views)
   bool replay_paused = false;
   std::optional<std::uint32_t> received_timeline; // pg_stat_wal_receiver.received_tli
 };

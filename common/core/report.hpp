@@ -38,7 +38,7 @@ struct Report {
   std::string node;
   std::string role; // "primary" or "replica"
   Verdict verdict;
-  std::optional<LagEstimate> lag; // replicas only
+  std::optional<LagEstimate> lag;            // replicas only
   std::optional<ManagerVotes> manager_votes; // Redis writers only
   std::string own; // the node's own answer in a few words ("primary, read-write"), or its error
   // How the check logs in to the node, never a secret ("user healthcheck: client certificate

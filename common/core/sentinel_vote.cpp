@@ -74,8 +74,8 @@ std::vector<util::HostPort> newer_elsewhere(const std::vector<SentinelAnswer>& a
       if (!a->view->config_epoch) {
         continue; // one answer without an epoch must not switch the rule off for the others
       }
-      newest_for_node = std::max(newest_for_node.value_or(*a->view->config_epoch),
-                                 *a->view->config_epoch);
+      newest_for_node =
+          std::max(newest_for_node.value_or(*a->view->config_epoch), *a->view->config_epoch);
     }
   }
   std::vector<util::HostPort> out;

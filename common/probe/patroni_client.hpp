@@ -7,7 +7,6 @@
 #include "peers.hpp"
 
 #include <config/config.hpp>
-
 #include <core/patroni_cluster.hpp>
 #include <core/pg_verdict.hpp>
 #include <core/probe_error.hpp>

@@ -114,7 +114,7 @@ core::Report check_writer(const config::PostgresCluster& cluster, const config::
 struct SampleResult {
   std::optional<core::WalSample> wal;
   Clock::time_point sent{};
-  std::string problem; // why there is no sample, for the lag derivation
+  std::string problem;    // why there is no sample, for the lag derivation
   bool timed_out = false; // the leader did not answer by the sample's deadline
   std::optional<core::Step> step;
 };
@@ -224,19 +224,19 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
     } else {
       p.sample.problem = p.view ? "the replica did not answer" : "no view from Patroni";
     }
-    auto rows = opened ? session->query(core::k_replica_sql, deadline)
-                       : tl::expected<std::vector<PgRow>, ProbeError>(
-                             tl::make_unexpected(opened.error()));
+    auto rows =
+        opened ? session->query(core::k_replica_sql, deadline)
+               : tl::expected<std::vector<PgRow>, ProbeError>(tl::make_unexpected(opened.error()));
     p.row = rows ? core::parse_replica_rows(*rows)
                  : tl::expected<core::ReplicaRow, ProbeError>(tl::make_unexpected(rows.error()));
     return p;
   };
   Pass pass = sample_then_read(m);
   if (m && m->shared && pass.view && pass.row &&
-      !core::shared_view_fits_reader(
-          *pass.view, node, pass.row->status,
-          pass.sample.wal ? std::optional{pass.sample.wal->timeline} : std::nullopt,
-          pass.sample.timed_out)) {
+      !core::shared_view_fits_reader(*pass.view, node, pass.row->status,
+                                     pass.sample.wal ? std::optional{pass.sample.wal->timeline}
+                                                     : std::nullopt,
+                                     pass.sample.timed_out)) {
     // The shared view does not fit what the node and the leader say now (a leader that cannot
     // be sampled, another timeline, this node named leader while in recovery): ask the members.
     report.steps.push_back(core::Step{"manager", "shared view", "GET /cluster",
@@ -299,9 +299,8 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
                                sample.wal ? std::optional{sample.wal->timeline} : std::nullopt};
   obs.lag = core::estimate_lag(evidence);
   report.lag = obs.lag;
-  report.verdict =
-      core::evaluate_replica(obs, std::chrono::duration<double>(backend.max_lag).count(),
-                             backend.readers);
+  report.verdict = core::evaluate_replica(
+      obs, std::chrono::duration<double>(backend.max_lag).count(), backend.readers);
   return report;
 }
 

@@ -7,8 +7,10 @@
 #include <util/format.hpp>
 
 #include <hiredis/hiredis.h>
+
 #include <netinet/in.h>
 #include <poll.h>
+#include <string.h> // explicit_bzero
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -16,7 +18,6 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
-#include <string.h> // explicit_bzero
 
 namespace dbcheck::probe {
 namespace {
@@ -289,7 +290,7 @@ RedisLink::next(const Deadline& deadline) {
       return tl::make_unexpected(
           core::ProbeError{core::Failure::network,
                            util::format("{} (reading)", n == 0 ? "Server closed the connection"
-                                                              : std::strerror(errno)),
+                                                               : std::strerror(errno)),
                            ""});
     }
     m_reader.feed({buf.data(), static_cast<std::size_t>(n)});

@@ -26,8 +26,8 @@ SentinelResult ask_sentinel(Peers& peers, const config::RedisCluster& cluster,
   core::Step step;
   step.opinion = "manager";
   step.peer = util::to_string(sentinel) + (cluster.sentinel_tls.enabled ? " (TLS)" : "");
-  step.asked =
-      util::format("SENTINEL GET-MASTER-ADDR-BY-NAME {0}; SENTINEL MASTER {0}", cluster.master_name);
+  step.asked = util::format("SENTINEL GET-MASTER-ADDR-BY-NAME {0}; SENTINEL MASTER {0}",
+                            cluster.master_name);
   const auto t0 = peers.now();
   // Every path ends here, with the view or why there is none.
   const auto finish = [&](tl::expected<core::SentinelView, ProbeError> view) {

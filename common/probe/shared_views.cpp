@@ -22,7 +22,7 @@ constexpr std::string_view k_magic = "dbcheck shared view 1\n";
 
 // True when `fd` is owned by this user and closed to group and others.
 bool ours(int fd, bool directory) {
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0 || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
     return false;
   }
@@ -117,10 +117,9 @@ std::optional<SharedView> read_shared_view(const std::string& dir, const std::st
       text.size() - pos != static_cast<std::size_t>(*body_len)) {
     return std::nullopt; // half-written files never appear (rename), so this one is not ours
   }
-  const std::chrono::nanoseconds steady_age{
-      ns_since_epoch(std::chrono::steady_clock::now()) - *steady};
-  const std::chrono::nanoseconds real_age{
-      ns_since_epoch(std::chrono::system_clock::now()) - *real};
+  const std::chrono::nanoseconds steady_age{ns_since_epoch(std::chrono::steady_clock::now()) -
+                                            *steady};
+  const std::chrono::nanoseconds real_age{ns_since_epoch(std::chrono::system_clock::now()) - *real};
   if (!core::shared_view_fresh(steady_age, real_age, max_age)) {
     return std::nullopt;
   }

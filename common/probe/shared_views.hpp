@@ -23,9 +23,9 @@ struct SharedView {
 
 // Where and for how long a cluster's views are shared (shared_view_dir, shared_view_max_age).
 struct ShareSettings {
-  std::string dir;                       // empty: the default, /tmp/dbcheck-shared-<euid>
-  std::chrono::milliseconds max_age{0};  // 0: views are not shared
-  bool reuse = true;                     // false: ask live, but keep what is elected
+  std::string dir;                      // empty: the default, /tmp/dbcheck-shared-<euid>
+  std::chrono::milliseconds max_age{0}; // 0: views are not shared
+  bool reuse = true;                    // false: ask live, but keep what is elected
 
   // These settings with the members asked live (a view that was set aside); still shared.
   ShareSettings asked_live() const { return ShareSettings{dir, max_age, false}; }

@@ -55,7 +55,8 @@ tl::expected<Cidr, std::string> parse_cidr(std::string_view text) {
   Cidr network = c;
   const int len = c.v6 ? 16 : 4;
   for (int bit = c.prefix; bit < len * 8; ++bit) {
-    network.bytes[static_cast<std::size_t>(bit / 8)] &= static_cast<std::uint8_t>(~(0x80 >> (bit % 8)));
+    network.bytes[static_cast<std::size_t>(bit / 8)] &=
+        static_cast<std::uint8_t>(~(0x80 >> (bit % 8)));
   }
   if (network.bytes != c.bytes) {
     return tl::make_unexpected(

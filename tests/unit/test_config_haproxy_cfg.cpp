@@ -57,7 +57,8 @@ listen pg_read
 TEST_CASE("haproxy_cfg: the server-state file, joined to its base as HAProxy does") {
   CHECK(parse("global\n  server-state-base /run/haproxy\n  server-state-file state\n").state_file ==
         "/run/haproxy/state");
-  CHECK(parse("global\n  server-state-base /run/haproxy/\n  server-state-file /abs\n").state_file == "/abs");
+  CHECK(parse("global\n  server-state-base /run/haproxy/\n  server-state-file /abs\n").state_file ==
+        "/abs");
   CHECK(parse("global\n  server-state-file state\n").state_file == "state");
   CHECK(parse("defaults\n  server-state-file-name x\nbackend b\n").state_file.empty());
 }
@@ -73,8 +74,9 @@ TEST_CASE("haproxy_cfg: words as HAProxy splits them") {
     CHECK(!r.servers[1].checked); // commented out
   }
   SECTION("${NAME} inside double quotes only") {
-    const auto r = parse("backend b\n  server pg1 \"${PG1}:5432\" check\n  server pg2 '${PG1}:5432' check\n",
-                         {{"PG1", "10.0.0.9"}});
+    const auto r =
+        parse("backend b\n  server pg1 \"${PG1}:5432\" check\n  server pg2 '${PG1}:5432' check\n",
+              {{"PG1", "10.0.0.9"}});
     REQUIRE(r.servers.size() == 2);
     CHECK(r.servers[0].host == "10.0.0.9");
     CHECK(r.servers[1].host == "${PG1}");
@@ -86,7 +88,8 @@ TEST_CASE("haproxy_cfg: words as HAProxy splits them") {
     CHECK(r.skipped[0] == "haproxy.cfg:2: server b/pg1: ${NOPE} is not set");
   }
   SECTION("an unterminated quote is an error naming the line") {
-    auto r = parse_haproxy_cfg("backend b\n\n  server pg1 \"10.0.0.1:5432 check\n", "h.cfg", env_of({}));
+    auto r =
+        parse_haproxy_cfg("backend b\n\n  server pg1 \"10.0.0.1:5432 check\n", "h.cfg", env_of({}));
     REQUIRE(!r);
     CHECK(r.error() == "h.cfg:3: an unterminated double quote");
   }
@@ -102,7 +105,8 @@ TEST_CASE("haproxy_cfg: what cannot be started from a state file is listed, not 
   CHECK((r.servers[0].name == "mapped" && !r.servers[0].port)); // listed; the caller skips it
   REQUIRE(r.skipped.size() == 3);
   CHECK(r.skipped[0].find("haproxy.cfg:2: server-template in b") == 0);
-  CHECK(r.skipped[1] == "haproxy.cfg:3: server b/sock: address unix@/run/pg.sock: not an IP address");
+  CHECK(r.skipped[1] ==
+        "haproxy.cfg:3: server b/sock: address unix@/run/pg.sock: not an IP address");
   CHECK(r.skipped[2] == "haproxy.cfg:5: a server line without a name and address");
 }
 

@@ -15,7 +15,8 @@ using dbcheck::testing::TempDir;
 
 TEST_CASE("a password file is read from a private regular file", "[config][secret]") {
   TempDir d;
-  CHECK(read_password_file(d.write("ok", "pw with spaces\r\n", 0600))->reveal() == "pw with spaces");
+  CHECK(read_password_file(d.write("ok", "pw with spaces\r\n", 0600))->reveal() ==
+        "pw with spaces");
   CHECK(read_password_file(d.write("ro", "s3cret", 0400))->reveal() == "s3cret");
 }
 

@@ -101,9 +101,9 @@ TEST_CASE("Redis TLS: files only with tls = true, a certificate with its key",
     const auto r = with("tls = \"yes\"\nsentinel_tls = true\nsentinel_tls_server_name = \"\"\n");
     REQUIRE_FALSE(r);
     CHECK_THAT(errors_of(r), dbcheck_test::Contains("dbcheck.toml:5: cluster.cache.tls:"));
-    CHECK_THAT(errors_of(r),
-               dbcheck_test::Contains("dbcheck.toml:7: cluster.cache.sentinel_tls_server_name: expected "
-                               "a host name or an IP address"));
+    CHECK_THAT(errors_of(r), dbcheck_test::Contains(
+                                 "dbcheck.toml:7: cluster.cache.sentinel_tls_server_name: expected "
+                                 "a host name or an IP address"));
   }
 }
 

@@ -56,8 +56,8 @@ TEST_CASE("a name of several hosts is never taken for this node", "[core][names]
       resolved("db-any.example", {"10.0.0.1", "10.0.0.2", "10.0.0.3"})};
   const HostPort named{"db-any.example", 5432};
   CHECK(core::canonical_endpoint(named, answers, k_node) == named);
-  CHECK_FALSE(dbcheck::util::same_endpoint(core::canonical_endpoint(named, answers, k_node),
-                                           k_node));
+  CHECK_FALSE(
+      dbcheck::util::same_endpoint(core::canonical_endpoint(named, answers, k_node), k_node));
   CHECK(core::unresolved_because(named, answers, k_node) ==
         "db-any.example resolves to 10.0.0.1 and 10.0.0.2 and 10.0.0.3: several hosts, so it "
         "is never taken for this node");

@@ -75,7 +75,8 @@ TEST_CASE("parse_patroni_cluster refuses garbage with a reason", "[core][patroni
   CHECK(v.error() == message);
 }
 
-TEST_CASE("Patroni 4 roles and tags: quorum standbys, nofailover, replicatefrom", "[core][patroni]") {
+TEST_CASE("Patroni 4 roles and tags: quorum standbys, nofailover, replicatefrom",
+          "[core][patroni]") {
   // Patroni 4.1 GET /cluster with synchronous_mode: quorum, a cascading replica.
   const auto v = parse_patroni_cluster(R"({"members": [
     {"name": "pg1", "role": "leader", "state": "running", "host": "10.0.0.1", "port": 5432},

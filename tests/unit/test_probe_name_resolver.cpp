@@ -11,7 +11,8 @@ using namespace dbcheck;
 using namespace std::chrono_literals;
 
 TEST_CASE("localhost resolves through the system's resolver", "[probe][names]") {
-  const auto answers = probe::resolve_names({"localhost"}, probe::Deadline::in(util::Duration{5000}));
+  const auto answers =
+      probe::resolve_names({"localhost"}, probe::Deadline::in(util::Duration{5000}));
   REQUIRE(answers.size() == 1);
   CHECK(answers[0].name == "localhost");
   REQUIRE(answers[0].addresses);

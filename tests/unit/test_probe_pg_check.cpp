@@ -255,8 +255,8 @@ core::Report check_three(const std::shared_ptr<FakePeers>& f, config::Role role,
                          const util::HostPort& node) {
   config::PostgresCluster c = cluster();
   c.patroni.push_back("http://10.0.0.3:8008");
-  auto r = probe::check_postgres(c, backend(role), node,
-                                 probe::Deadline::in(util::Duration{10000}), f);
+  auto r =
+      probe::check_postgres(c, backend(role), node, probe::Deadline::in(util::Duration{10000}), f);
   REQUIRE(testing::settled(f));
   return r;
 }
@@ -325,8 +325,8 @@ core::Report check_sharing(const std::shared_ptr<FakePeers>& f, config::Role rol
                            const util::HostPort& node) {
   config::PostgresCluster c = cluster();
   c.shared_view_max_age = util::Duration{1000};
-  auto r = probe::check_postgres(c, backend(role), node,
-                                 probe::Deadline::in(util::Duration{10000}), f);
+  auto r =
+      probe::check_postgres(c, backend(role), node, probe::Deadline::in(util::Duration{10000}), f);
   REQUIRE(testing::settled(f));
   return r;
 }
@@ -394,10 +394,9 @@ TEST_CASE("a writable node the shared view does not name makes the check ask the
   auto f = lab({"0/3000060"});
   f->shared = shared(k_cluster);
   f->http = [](const std::string& url) {
-    return testing::http_ok(url.ends_with("/primary")
-                                ? R"({"state": "running", "role": "primary",
+    return testing::http_ok(url.ends_with("/primary") ? R"({"state": "running", "role": "primary",
                                      "patroni": {"version": "4.1.4", "scope": "demo", "name": "pg2"}})"
-                                : k_cluster_pg2_leads);
+                                                      : k_cluster_pg2_leads);
   };
   f->pg_answers["10.0.0.2:5432"] = [](const std::string&) {
     return std::vector<probe::PgRow>{{"f", "off", "3", "47"}};
@@ -415,8 +414,8 @@ TEST_CASE("a replica whose shared leader cannot be sampled asks the members",
   auto f = lab({"0/3000060"});
   f->shared = shared(k_cluster_pg3_leads); // pg3 has gone
   f->pg_answers["10.0.0.3:5432"] = [](const std::string&) {
-    return tl::expected<std::vector<probe::PgRow>, core::ProbeError>(tl::make_unexpected(
-        core::ProbeError{core::Failure::network, "connection refused", ""}));
+    return tl::expected<std::vector<probe::PgRow>, core::ProbeError>(
+        tl::make_unexpected(core::ProbeError{core::Failure::network, "connection refused", ""}));
   };
   const auto r = check_sharing(f, config::Role::replica, k_replica);
   CHECK(f->count("get ") >= 1);

@@ -47,14 +47,14 @@ std::shared_ptr<FakePeers> lab(std::vector<long long> offsets,
                                std::string master_host = "10.0.0.1") {
   auto f = std::make_shared<FakePeers>();
   for (const auto& s : cluster().sentinels) {
-    f->redis_answers[util::to_string(s)] = [master_host](
-                                               const std::vector<probe::RedisCommand>& cmds) {
-      std::vector<R> out;
-      for (const auto& c : cmds) {
-        out.push_back(sentinel_reply(c, master_host));
-      }
-      return out;
-    };
+    f->redis_answers[util::to_string(s)] =
+        [master_host](const std::vector<probe::RedisCommand>& cmds) {
+          std::vector<R> out;
+          for (const auto& c : cmds) {
+            out.push_back(sentinel_reply(c, master_host));
+          }
+          return out;
+        };
   }
   f->redis_answers["10.0.0.1:6379"] = [](const std::vector<probe::RedisCommand>& cmds) {
     std::vector<R> out;

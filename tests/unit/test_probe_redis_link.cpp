@@ -104,8 +104,8 @@ TEST_CASE("a link to a host name is resolved by the deadline-bound resolver", "[
   REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
   const auto port = ntohs(addr.sin_port);
 
-  auto link = probe::RedisLink::connect({"localhost", port},
-                                        probe::Deadline::in(util::Duration{2000}));
+  auto link =
+      probe::RedisLink::connect({"localhost", port}, probe::Deadline::in(util::Duration{2000}));
   CHECK(link.has_value());
 
   SECTION("a name that cannot exist fails with the name and why") {
@@ -116,9 +116,9 @@ TEST_CASE("a link to a host name is resolved by the deadline-bound resolver", "[
   }
   SECTION("no time left: no lookup, no wait") {
     const auto t0 = std::chrono::steady_clock::now();
-    auto late = probe::RedisLink::connect(
-        {"no-such-host.invalid", port},
-        probe::Deadline{probe::Clock::now() - std::chrono::seconds{1}});
+    auto late =
+        probe::RedisLink::connect({"no-such-host.invalid", port},
+                                  probe::Deadline{probe::Clock::now() - std::chrono::seconds{1}});
     REQUIRE_FALSE(late);
     CHECK(late.error().kind == core::Failure::timeout);
     CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds{100});

@@ -31,7 +31,7 @@ TEST_CASE("a shared view is read back while fresh", "[probe][shared_view]") {
   testing::TempDir t;
   const std::string dir = t.path + "/views";
   probe::write_shared_view(dir, "patroni-1", sample_view());
-  struct stat st{};
+  struct stat st {};
   REQUIRE(::stat(dir.c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0700); // created closed to others
   REQUIRE(::stat((dir + "/patroni-1.view").c_str(), &st) == 0);

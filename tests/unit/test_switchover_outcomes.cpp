@@ -7,12 +7,12 @@
 #include "temp_dir.hpp"
 
 #include <core/pg_rows.hpp>
+#include <switchover/switchover.hpp>
 
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <switchover/switchover.hpp>
 #include <vector>
 
 using namespace dbcheck;

@@ -46,12 +46,12 @@ TEST_CASE("server_name_problem accepts one node's name or address and names what
   CHECK_THAT(server_name_problem("redis*.example.com"), dbcheck_test::Contains("wildcard"));
   CHECK_THAT(server_name_problem("[::1]"), dbcheck_test::Contains("brackets"));
   CHECK_THAT(server_name_problem("redis:6379"), dbcheck_test::Contains("port"));
-  CHECK_THAT(server_name_problem(std::string_view("redis\0evil", 10)), dbcheck_test::Contains("NUL"));
+  CHECK_THAT(server_name_problem(std::string_view("redis\0evil", 10)),
+             dbcheck_test::Contains("NUL"));
   CHECK_THAT(server_name_problem(""), dbcheck_test::Contains("253"));
   CHECK_THAT(server_name_problem("redis.example."), dbcheck_test::Contains("dot"));
   CHECK_THAT(server_name_problem("a..b"), dbcheck_test::Contains("empty label"));
   CHECK_THAT(server_name_problem("has space"), dbcheck_test::Contains("letters, digits"));
-  CHECK_THAT(server_name_problem(std::string(64, 'a') + ".example"),
-             dbcheck_test::Contains("63"));
+  CHECK_THAT(server_name_problem(std::string(64, 'a') + ".example"), dbcheck_test::Contains("63"));
   CHECK_THAT(server_name_problem(std::string(254, 'a')), dbcheck_test::Contains("253"));
 }
