@@ -3,6 +3,7 @@ run here, or named with the place in the suite that runs it as written; a new co
 file fails this test until it is one or the other."""
 
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -82,10 +83,34 @@ def test_quick_takes_no_other_argument():
     assert res.returncode == 64 and "--quick takes no other argument" in res.stderr
 
 
-def test_install_deps_quick_is_the_build_set_and_flake8():
+def test_install_deps_quick_is_the_build_set_and_the_linters():
     def listed(*args):
         res = subprocess.run(["./scripts/install-deps", "--list", *args], cwd=REPO, capture_output=True,
                              text=True, timeout=60, check=True)
         return res.stdout.split()
 
-    assert sorted(listed("--quick")) == sorted(listed("--build") + ["flake8"])
+    # clang-format 14 is the one scripts/lint checks the layout with: Debian 12's.
+    for release, linters in (("bookworm", ["flake8", "clang-format-14"]), ("trixie", ["flake8"])):
+        assert sorted(listed("--quick", "--release", release)) == \
+            sorted(listed("--build", "--release", release) + linters), release
+
+
+def test_lint_fails_on_a_layout_drift_and_on_a_tracker_number(tmp_path):
+    clone = tmp_path / "repo"
+    subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True, timeout=300)
+
+    def lint():
+        return subprocess.run(["nice", "-n", "19", "./scripts/lint"], cwd=clone, capture_output=True,
+                              text=True, timeout=600)
+
+    assert lint().returncode == 0, "lint fails on the committed tree"
+    src = clone / "common" / "util" / "duration.cpp"
+    text = src.read_text()
+    if shutil.which("clang-format-14"):
+        src.write_text(text + "int  drifted ( ) ;\n")
+        res = lint()
+        assert res.returncode == 1 and "not laid out as .clang-format says" in res.stderr, res.stderr[-2000:]
+        src.write_text(text)
+    src.write_text(text + "// as " + "iss" + "ue 12 asked\n")
+    res = lint()
+    assert res.returncode == 1 and "name a tracker's issue" in res.stderr, res.stderr[-2000:]
