@@ -261,4 +261,24 @@ inline probe::HttpReply http_ok(std::string body) {
   return r;
 }
 
+// A two-member Patroni cluster (pg1 leader at 10.0.0.1, pg2 replica at 10.0.0.2) as /cluster
+// lists it, and pg1's own /primary: what the PostgreSQL tests' members answer.
+inline constexpr const char* k_two_member_cluster = R"({"members": [
+  {"name": "pg1", "role": "leader", "state": "running", "api_url": "http://10.0.0.1:8008/patroni",
+   "host": "10.0.0.1", "port": 5432, "timeline": 1},
+  {"name": "pg2", "role": "replica", "state": "running", "api_url": "http://10.0.0.2:8008/patroni",
+   "host": "10.0.0.2", "port": 5432, "timeline": 1}]})";
+inline constexpr const char* k_pg1_primary = R"({"state": "running", "role": "primary",
+  "patroni": {"version": "4.1.4", "scope": "demo", "name": "pg1"}})";
+
+// That cluster's configuration: both members' REST APIs, the check user.
+inline config::PostgresCluster two_member_cluster() {
+  config::PostgresCluster c;
+  c.name = "demo";
+  c.patroni = {"http://10.0.0.1:8008", "http://10.0.0.2:8008"};
+  c.dbname = "postgres";
+  c.user = "healthcheck";
+  return c;
+}
+
 } // namespace dbcheck::testing

@@ -13,13 +13,8 @@ using testing::FakePeers;
 
 namespace {
 
-constexpr const char* k_cluster = R"({"members": [
-  {"name": "pg1", "role": "leader", "state": "running", "api_url": "http://10.0.0.1:8008/patroni",
-   "host": "10.0.0.1", "port": 5432, "timeline": 1},
-  {"name": "pg2", "role": "replica", "state": "running", "api_url": "http://10.0.0.2:8008/patroni",
-   "host": "10.0.0.2", "port": 5432, "timeline": 1}]})";
-constexpr const char* k_primary = R"({"state": "running", "role": "primary",
-  "patroni": {"version": "4.1.4", "scope": "demo", "name": "pg1"}})";
+constexpr const char* k_cluster = testing::k_two_member_cluster;
+constexpr const char* k_primary = testing::k_pg1_primary;
 
 const std::vector<std::string> k_two = {"http://10.0.0.1:8008", "http://10.0.0.2:8008"};
 const std::vector<std::string> k_three = {"http://10.0.0.1:8008", "http://10.0.0.2:8008",

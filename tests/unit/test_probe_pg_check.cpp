@@ -15,13 +15,8 @@ using testing::FakePeers;
 
 namespace {
 
-constexpr const char* k_cluster = R"({"members": [
-  {"name": "pg1", "role": "leader", "state": "running", "api_url": "http://10.0.0.1:8008/patroni",
-   "host": "10.0.0.1", "port": 5432, "timeline": 1},
-  {"name": "pg2", "role": "replica", "state": "running", "api_url": "http://10.0.0.2:8008/patroni",
-   "host": "10.0.0.2", "port": 5432, "timeline": 1}]})";
-constexpr const char* k_primary = R"({"state": "running", "role": "primary",
-  "patroni": {"version": "4.1.4", "scope": "demo", "name": "pg1"}})";
+constexpr const char* k_cluster = testing::k_two_member_cluster;
+constexpr const char* k_primary = testing::k_pg1_primary;
 
 const util::HostPort k_leader{"10.0.0.1", 5432};
 const util::HostPort k_replica{"10.0.0.2", 5432};
@@ -29,12 +24,7 @@ const std::string k_replica_query = std::string{"sql 10.0.0.2:5432 "} + core::k_
 const std::string k_replay_query = std::string{"sql 10.0.0.2:5432 "} + core::k_replay_sql;
 
 config::PostgresCluster cluster() {
-  config::PostgresCluster c;
-  c.name = "demo";
-  c.patroni = {"http://10.0.0.1:8008", "http://10.0.0.2:8008"};
-  c.dbname = "postgres";
-  c.user = "healthcheck";
-  return c;
+  return testing::two_member_cluster();
 }
 
 config::Backend backend(config::Role role, util::Duration max_lag = util::Duration{1000}) {

@@ -308,12 +308,7 @@ std::string primary_json(const std::string& leader) {
 }
 
 config::PostgresCluster pg_cluster() {
-  config::PostgresCluster c;
-  c.name = "demo";
-  c.patroni = {"http://10.0.0.1:8008", "http://10.0.0.2:8008"};
-  c.dbname = "postgres";
-  c.user = "healthcheck";
-  return c;
+  return testing::two_member_cluster();
 }
 
 std::shared_ptr<FakePeers> pg_lab(const std::shared_ptr<PgWorld>& world) {
