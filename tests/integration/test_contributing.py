@@ -19,13 +19,15 @@ RUN_HERE = [
     "./scripts/install-deps --lab",
     "/usr/bin/python3 -m pytest tests/integration/test_completion.py -p no:cacheprovider -q",
 ]
-# Run by the suite as written (scripts/test, scripts/test-debian13).
+# Run by the suite as written (scripts/test, scripts/test-debian13): each with the script that
+# runs it and the line there that does (a regular expression, checked below).
 RUN_ELSEWHERE = {
-    "./scripts/test --quick": "scripts/test, its first stage after the packages",
-    "./scripts/build-checked": "scripts/test, in the background (with --fuzz)",
-    "./build-asan/tests/unit/unit_tests": "scripts/test, stage 'unit tests under AddressSanitizer'",
+    "./scripts/test --quick": ("scripts/test", r"^\./scripts/test --quick$"),
+    "./scripts/build-checked": ("scripts/test", r"^nice -n 19 \./scripts/build-checked "),
+    "./build-asan/tests/unit/unit_tests": ("scripts/test", r"^  \./build-asan/tests/unit/unit_tests$"),
     './scripts/in-root "$(./scripts/trixie-root | tail -n 1)" ./scripts/build':
-        "scripts/test-debian13 (its root from scripts/trixie-root's last line)",
+        ("scripts/test-debian13", r'^root=\$\(tail -n 1 .*trixie-root\.log\)$(?s:.*)'
+                                  r'^"\$\{low\[@\]\}" \./scripts/in-root "\$root" \./scripts/build$'),
 }
 # The proof's entry point: not run here (a minute of a saturated machine); its arguments are
 # checked (argparse reads them before --help, and a scenario the lab lacks is refused), and the
@@ -51,6 +53,11 @@ def test_every_command_is_run_here_or_by_the_suite():
     assert not unknown, f"CONTRIBUTING.md commands no test runs: {sorted(unknown)}"
     stale = (set(RUN_HERE) | set(RUN_ELSEWHERE) | {PROOF}) - set(commands)
     assert not stale, f"commands listed here that CONTRIBUTING.md no longer has: {sorted(stale)}"
+
+
+def test_the_suite_runs_the_commands_it_is_said_to():
+    for command, (script, line) in RUN_ELSEWHERE.items():
+        assert re.search(line, (REPO / script).read_text(), re.M), f"{script} no longer runs {command}"
 
 
 def test_the_commands_run_here_pass():
