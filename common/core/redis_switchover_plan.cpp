@@ -13,6 +13,7 @@ tl::expected<RedisPlan, std::string> plan_redis_switchover(const RedisPlanInput&
   for (const auto& r : in.replicas) {
     if (replica_healthy(r)) {
       plan.eligible.push_back(util::to_string(r.addr));
+      plan.eligible_addrs.push_back(r.addr);
     }
   }
   const std::string old = util::to_string(in.old_master);
@@ -41,6 +42,9 @@ tl::expected<RedisPlan, std::string> plan_redis_switchover(const RedisPlanInput&
       util::format("pause writes on {} (CLIENT PAUSE {} WRITE: held, not refused; the pause "
                    "outlives the deadline by at least {})",
                    old, plan.pause_ms, util::format_duration(in.pause_margin)),
+      util::format("wait up to {} until {} processed {}'s replication stream up to its offset "
+                   "once paused (ROLE); else unpause it, still the master, and stop",
+                   util::format_duration(in.catch_up), fmt::join(plan.eligible, ", "), old),
       util::format("SENTINEL FAILOVER {} to a Sentinel of the majority naming {} (counted again "
                    "just before; Sentinel promotes one of: {})",
                    in.master_name, old, fmt::join(plan.eligible, ", ")),
@@ -50,6 +54,25 @@ tl::expected<RedisPlan, std::string> plan_redis_switchover(const RedisPlanInput&
       util::format("make {} a replica of the new master (REPLICAOF)", old),
       util::format("CLIENT UNPAUSE on {}", old)};
   return plan;
+}
+
+std::vector<std::string> replicas_behind(long long master_offset,
+                                         const std::vector<ReplicaProgress>& seen) {
+  std::vector<std::string> behind;
+  for (const auto& r : seen) {
+    if (!r.role) {
+      behind.push_back(util::format("{} not asked ({})", r.replica, r.role.error()));
+    } else if (r.role->master) {
+      behind.push_back(util::format("{} answers ROLE master", r.replica));
+    } else if (r.role->offset < 0) {
+      behind.push_back(
+          util::format("{} has no link to a master ({})", r.replica, r.role->link_state));
+    } else if (r.role->offset < master_offset) {
+      behind.push_back(util::format("{} at offset {} of the master's {}", r.replica, r.role->offset,
+                                    master_offset));
+    }
+  }
+  return behind;
 }
 
 Release release_for(bool failover_sent, const std::optional<util::HostPort>& majority,

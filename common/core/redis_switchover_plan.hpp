@@ -1,7 +1,8 @@
 #pragma once
 // The Redis switchover's decisions, apart from the I/O that feeds them: which replicas may be
-// promoted, how long the pause holds writes, the plan shown to the operator, and what to do
-// with a paused old master when a run cannot go on. Pure: switchover/redis_switchover.cpp asks
+// promoted, how long the pause holds writes, the plan shown to the operator, whether those
+// replicas have caught up with the paused master, and what to do with a paused old master when
+// a run cannot go on. Pure: switchover/redis_switchover.cpp asks
 // the Sentinels and the nodes, and acts on what these return.
 
 #include "redis_replies.hpp"
@@ -27,6 +28,7 @@ struct RedisPlanInput {
   std::optional<util::Duration> pause;   // --pause; none: remaining + pause_margin
   util::Duration remaining{0};           // what is left of the run's deadline (rounded up)
   util::Duration pause_margin{0};        // how long the pause outlives the deadline
+  util::Duration catch_up{0};            // how long the replicas may take to catch up
   std::size_t needed = 0;                // Sentinel votes a new master needs
   std::size_t configured = 0;            // configured Sentinels
 };
@@ -34,8 +36,9 @@ struct RedisPlanInput {
 // What the switchover will do.
 struct RedisPlan {
   std::vector<std::string> eligible; // healthy replicas ("host:port"), one Sentinel will promote
-  long long pause_ms = 0;            // CLIENT PAUSE <pause_ms> WRITE
-  std::vector<std::string> steps;    // the plan as the operator reads it
+  std::vector<util::HostPort> eligible_addrs; // the same replicas, to ask them
+  long long pause_ms = 0;                     // CLIENT PAUSE <pause_ms> WRITE
+  std::vector<std::string> steps;             // the plan as the operator reads it
 };
 
 // After a failure once writes are paused: what to do with the old master.
@@ -51,11 +54,24 @@ struct Release {
   std::optional<util::HostPort> target;
 };
 
+// What ROLE said on one eligible replica while it catches up, or why it could not be asked.
+struct ReplicaProgress {
+  std::string replica; // "host:port"
+  tl::expected<RedisRole, std::string> role;
+};
+
 // --- Interface ---
 
 // The plan, or why there is none (no healthy replica; --to not one of them, or not the only
 // one, since Sentinel picks the replica itself).
 tl::expected<RedisPlan, std::string> plan_redis_switchover(const RedisPlanInput& in);
+
+// The replicas in `seen` that have not processed the old master's replication stream up to
+// `master_offset`, each described with why ("10.0.0.2:6379 at offset 900 of the master's
+// 1000"); empty once every one has. A replica that could not be asked, answers ROLE master or
+// has no link to a master (offset -1) has not.
+std::vector<std::string> replicas_behind(long long master_offset,
+                                         const std::vector<ReplicaProgress>& seen);
 
 // What to do with the paused old master `old`, given whether SENTINEL FAILOVER was (or may
 // have been) accepted and the master the Sentinel majority names now (none: no majority).

@@ -16,12 +16,20 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace dbcheck::switchover {
 
 inline constexpr auto k_poll = std::chrono::milliseconds{200}; // between two looks while waiting
 inline constexpr util::Duration k_step{2000};     // one question or one confirming check
 inline constexpr util::Duration k_request{10000}; // Redis: Sentinels accepting SENTINEL FAILOVER
+// Redis: the replicas Sentinel may promote reaching the paused master's replication offset.
+// A linked replica trails its master by milliseconds (the stream is pushed as it is written),
+// so one still short after seconds is resyncing or starved, not about to arrive; and every
+// moment of the wait holds the clients' writes, so it is kept short and fails the run early.
+inline constexpr util::Duration k_catch_up{5000};
+// Between two looks at the replicas' offsets: short, as the wait is expected to be.
+inline constexpr auto k_catch_up_poll = std::chrono::milliseconds{50};
 inline constexpr auto k_unpause_budget =
     std::chrono::milliseconds{2000}; // one CLIENT UNPAUSE after a failure
 // Redis, after a run stopped once FAILOVER may have been accepted: finding the master the
@@ -142,11 +150,11 @@ private:
 // How a wait ended.
 enum class WaitEnd { done, expired, interrupted };
 
-// Polls `done` every k_poll until it returns true or `deadline` passes on `peers`' clock;
+// Polls `done` every `every` until it returns true or `deadline` passes on `peers`' clock;
 // with a driver, also stops as soon as the run is interrupted (looked at before each poll).
 template <class Pred>
-WaitEnd wait_for(probe::Peers& peers, const probe::Deadline& deadline, Driver* driver,
-                 Pred&& done) {
+WaitEnd wait_every(probe::Peers& peers, const probe::Deadline& deadline, Driver* driver,
+                   probe::Clock::duration every, Pred&& done) {
   while (true) {
     if (driver != nullptr && driver->interrupted()) {
       return WaitEnd::interrupted;
@@ -158,8 +166,15 @@ WaitEnd wait_for(probe::Peers& peers, const probe::Deadline& deadline, Driver* d
     if (now >= deadline.at()) {
       return WaitEnd::expired;
     }
-    peers.sleep_for(std::min<probe::Clock::duration>(k_poll, deadline.at() - now));
+    peers.sleep_for(std::min<probe::Clock::duration>(every, deadline.at() - now));
   }
+}
+
+// wait_every with k_poll.
+template <class Pred>
+WaitEnd wait_for(probe::Peers& peers, const probe::Deadline& deadline, Driver* driver,
+                 Pred&& done) {
+  return wait_every(peers, deadline, driver, k_poll, std::forward<Pred>(done));
 }
 
 // Both opinions on `node` as a writer of `cluster` (the check dbcheck runs for HAProxy),

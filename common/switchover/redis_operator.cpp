@@ -65,6 +65,19 @@ tl::expected<void, std::string> RedisOperator::unpause() {
   return {};
 }
 
+tl::expected<core::RedisRole, std::string> RedisOperator::role(const util::HostPort& node,
+                                                               const Deadline& deadline) {
+  auto r = call(node, m_c.tls, {"ROLE"}, deadline);
+  if (!r) {
+    return tl::make_unexpected(r.error());
+  }
+  auto role = core::parse_role(*r);
+  if (!role) {
+    return tl::make_unexpected(role.error().detail);
+  }
+  return *role;
+}
+
 FailoverReply RedisOperator::failover(const util::HostPort& sentinel, const Deadline& deadline) {
   auto link = m_d.peers()->redis(sentinel, m_c.sentinel_tls);
   if (auto opened = link->open(deadline); !opened) {
@@ -138,14 +151,9 @@ tl::expected<void, std::string> RedisOperator::make_replica(const util::HostPort
   }
   std::string seen;
   const WaitEnd demoted = wait_for(peers, by, driver, [&] {
-    auto r = call(m_old, m_c.tls, {"ROLE"}, step_within(peers, by));
-    if (!r) {
-      seen = r.error();
-      return false;
-    }
-    auto role = core::parse_role(*r);
+    auto role = this->role(m_old, step_within(peers, by));
     if (!role) {
-      seen = role.error().detail;
+      seen = role.error();
       return false;
     }
     seen = core::describe(*role);

@@ -1,9 +1,9 @@
 #pragma once
 // The Redis operations of a switchover, each a question to the old master or a Sentinel with
-// the operator's credentials: CLIENT PAUSE and UNPAUSE, SENTINEL FAILOVER, which Sentinels name
-// the master, the replicas they list, and REPLICAOF watched with ROLE. Every peer and the clock
-// are reached through the driver's probe::Peers; the phases that use them and the release of the
-// old master are redis_switchover.cpp's.
+// the operator's credentials: CLIENT PAUSE and UNPAUSE, ROLE, SENTINEL FAILOVER, which Sentinels
+// name the master, the replicas they list, and REPLICAOF watched with ROLE. Every peer and the
+// clock are reached through the driver's probe::Peers; the phases that use them and the release of
+// the old master are redis_switchover.cpp's.
 
 #include "driver.hpp"
 
@@ -53,6 +53,10 @@ public:
 
   // CLIENT UNPAUSE on the old master, within k_unpause_budget.
   tl::expected<void, std::string> unpause();
+
+  // ROLE on the data node `node`, parsed; or why it could not be asked or read.
+  tl::expected<core::RedisRole, std::string> role(const util::HostPort& node,
+                                                  const probe::Deadline& deadline);
 
   // SENTINEL FAILOVER on `sentinel`, AUTH first in its own round trip so that a lost reply can
   // only mean a FAILOVER that may have been accepted.

@@ -12,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 
 namespace dbcheck::switchover {
@@ -43,13 +44,18 @@ public:
     }
 
     m_d.begin(SwitchoverPhase::pause,
-              util::format("CLIENT PAUSE {} WRITE on {}", m_pause_ms, m_d.result.old_primary));
+              util::format("CLIENT PAUSE {} WRITE on {}, then {} at its replication offset",
+                           m_pause_ms, m_d.result.old_primary, fmt::join(m_eligible_names, ", ")));
     m_paused_at = m_d.now();
     if (auto r = m_ops->pause(m_pause_ms, m_d.step()); !r) {
       return abort(r.error()); // the reply may be what was lost: release it anyway
     }
-    m_d.end(util::format("writes held on {} for up to {}", m_d.result.old_primary,
-                         util::format_duration(util::Duration{m_pause_ms})));
+    auto caught_up = catch_up();
+    if (!caught_up) {
+      return abort(caught_up.error());
+    }
+    m_d.end(util::format("writes held on {} for up to {}; {}", m_d.result.old_primary,
+                         util::format_duration(util::Duration{m_pause_ms}), *caught_up));
 
     if (auto failed = request()) {
       return *failed;
@@ -158,6 +164,7 @@ private:
     in.pause = m_options.pause;
     in.remaining = std::chrono::ceil<util::Duration>(m_d.remaining());
     in.pause_margin = k_pause_margin;
+    in.catch_up = k_catch_up;
     in.needed = tally.needed;
     in.configured = tally.configured;
     auto plan = core::plan_redis_switchover(in);
@@ -165,12 +172,57 @@ private:
       return m_d.fail(plan.error());
     }
     m_pause_ms = plan->pause_ms;
+    m_eligible = plan->eligible_addrs;
+    m_eligible_names = plan->eligible;
     m_d.result.plan = std::move(plan->steps);
     m_d.end(util::format("master {} (named by {} of {} Sentinels, passes the writer check); "
                          "healthy replicas: {}",
                          m_d.result.old_primary, tally.majority_votes, tally.configured,
                          fmt::join(plan->eligible, ", ")));
     return std::nullopt;
+  }
+
+  // Waits until every replica Sentinel may promote has processed the paused old master's
+  // replication stream up to the offset it stands at now: what it says once they have, or why
+  // they did not (the run then ends before FAILOVER). Without this wait, writes acknowledged
+  // just before the pause and not yet on the replica Sentinel promotes would be lost when the
+  // old master resyncs from it. The offset read once is enough: CLIENT PAUSE WRITE holds
+  // every write and also stops expiry and eviction, so every write the master acknowledged is
+  // below it; the stream may still grow by the PING a master sends its replicas every
+  // repl-ping-replica-period, which carries no data. ROLE gives both offsets (the master's
+  // master_repl_offset, a replica's processed offset, slave_repl_offset in INFO) and is in
+  // the operator's ACL already.
+  tl::expected<std::string, std::string> catch_up() {
+    const Deadline by{std::min(m_d.deadline().at(), m_d.now() + k_catch_up)};
+    const auto master = m_ops->role(m_old, step_within(*m_d.peers(), by));
+    if (!master) {
+      return tl::make_unexpected(util::format("ROLE on {} (its replication offset) failed: {}",
+                                              m_d.result.old_primary, master.error()));
+    }
+    if (!master->master) {
+      return tl::make_unexpected(util::format("{} answers ROLE as {}, not as the master",
+                                              m_d.result.old_primary, core::describe(*master)));
+    }
+    const Clock::time_point start = m_d.now();
+    std::vector<std::string> behind;
+    const WaitEnd caught_up = wait_every(*m_d.peers(), by, &m_d, k_catch_up_poll, [&] {
+      std::vector<core::ReplicaProgress> seen;
+      for (const auto& r : m_eligible) {
+        seen.push_back({util::to_string(r), m_ops->role(r, step_within(*m_d.peers(), by))});
+      }
+      behind = core::replicas_behind(master->offset, seen);
+      return behind.empty();
+    });
+    const double waited = std::chrono::duration<double>(m_d.now() - start).count();
+    if (caught_up != WaitEnd::done) {
+      return tl::make_unexpected(m_d.stop_reason(util::format(
+          "not every replica Sentinel may promote reached {}'s replication offset {} after "
+          "waiting {:.1f}s: {}; SENTINEL FAILOVER not sent, as promoting it could lose "
+          "acknowledged writes",
+          m_d.result.old_primary, master->offset, waited, fmt::join(behind, "; "))));
+    }
+    return util::format("{} at its replication offset {} (after {:.1f}s)",
+                        fmt::join(m_eligible_names, ", "), master->offset, waited);
   }
 
   // SENTINEL FAILOVER, to Sentinels of the majority naming the old master just now; a
@@ -306,6 +358,8 @@ private:
   util::HostPort m_old;
   std::optional<RedisOperator> m_ops; // once preflight knows the operator and the old master
   long long m_pause_ms = 0;
+  std::vector<util::HostPort> m_eligible;    // the replicas Sentinel may promote (the plan's)
+  std::vector<std::string> m_eligible_names; // the same, as "host:port"
   Clock::time_point m_paused_at;
   bool m_failover_sent = false; // accepted, or sent without a reply
 };

@@ -36,7 +36,16 @@ enum class FailoverAnswer {
 };
 
 // When the run is asked to stop (as SIGTERM would).
-enum class Signal { none, once_paused, once_failover_taken };
+enum class Signal { none, once_paused, once_replica_asked, once_failover_taken };
+
+// How the replica (10.0.0.2) follows the old master's replication offset (1000) once paused.
+enum class Replica {
+  caught_up,  // at 1000 from the first look
+  catches_up, // at 900 for the first k_looks_behind looks, then at 1000
+  never,      // at 900 for ever
+  unreachable // every connection refused
+};
+constexpr int k_looks_behind = 3;
 
 // One Redis scenario: how the peers behave.
 struct RedisScript {
@@ -44,6 +53,7 @@ struct RedisScript {
   bool promotes = true;                    // a FAILOVER taken makes 10.0.0.2 the master
   bool sentinels_fail_once_paused = false; // every Sentinel unreachable after CLIENT PAUSE
   Signal signal = Signal::none;
+  Replica replica = Replica::caught_up;
 };
 
 // The Redis cluster as the fakes see it, changed by what the switchover sends.
@@ -56,6 +66,8 @@ struct RedisWorld {
   int unpauses = 0;
   int failovers_asked = 0;
   int failovers_taken = 0;              // accepted, reply delivered or not
+  int replica_roles = 0;                // ROLE asked on the replica while it is one
+  int replica_roles_at_failover = -1;   // replica_roles when the first FAILOVER was asked
   std::optional<std::string> replicaof; // "host port" given to REPLICAOF on the old master
   bool promoted = false;
 };
@@ -81,7 +93,9 @@ std::vector<R> sentinel_replies(RedisWorld& w, const std::vector<probe::RedisCom
                                         R::string("6379"), R::string("flags"), R::string("slave"),
                                         R::string("master-link-status"), R::string("ok")})}));
     } else if (c.at(1) == "FAILOVER") {
-      ++w.failovers_asked;
+      if (w.failovers_asked++ == 0) {
+        w.replica_roles_at_failover = w.replica_roles;
+      }
       if (w.script.failover == FailoverAnswer::refuse_all) {
         out.push_back(R::error("ERR NOGOODSLAVE No suitable replica to promote"));
         continue;
@@ -128,11 +142,15 @@ std::vector<R> old_master_replies(RedisWorld& w, const std::vector<probe::RedisC
 std::vector<R> new_master_replies(RedisWorld& w, const std::vector<probe::RedisCommand>& cmds) {
   std::vector<R> out;
   for (const auto& c : cmds) {
-    if (c[0] == "ROLE") {
-      out.push_back(w.promoted
-                        ? R::array({R::string("master"), R::number(1000), R::array({})})
-                        : R::array({R::string("slave"), R::string("10.0.0.1"), R::number(6379),
-                                    R::string("connected"), R::number(1000)}));
+    if (c[0] == "ROLE" && !w.promoted) {
+      ++w.replica_roles;
+      const bool behind =
+          w.script.replica == Replica::never ||
+          (w.script.replica == Replica::catches_up && w.replica_roles <= k_looks_behind);
+      out.push_back(R::array({R::string("slave"), R::string("10.0.0.1"), R::number(6379),
+                              R::string("connected"), R::number(behind ? 900 : 1000)}));
+    } else if (c[0] == "ROLE") {
+      out.push_back(R::array({R::string("master"), R::number(1000), R::array({})}));
     } else if (c[0] == "PING") {
       out.push_back(R::status("PONG"));
     } else {
@@ -176,8 +194,13 @@ std::shared_ptr<FakePeers> redis_lab(const std::shared_ptr<RedisWorld>& world) {
     std::lock_guard lock(world->mutex);
     return old_master_replies(*world, c);
   };
-  f->redis_answers[util::to_string(k_new)] = [world](const std::vector<probe::RedisCommand>& c) {
+  f->redis_answers[util::to_string(k_new)] = [world](const std::vector<probe::RedisCommand>& c)
+      -> tl::expected<std::vector<R>, core::ProbeError> {
     std::lock_guard lock(world->mutex);
+    if (world->script.replica == Replica::unreachable) {
+      return tl::make_unexpected(
+          core::ProbeError{core::Failure::network, "connection refused", ""});
+    }
     return new_master_replies(*world, c);
   };
   return f;
@@ -195,6 +218,7 @@ struct RedisRow {
   std::optional<std::string> demoted; // REPLICAOF given to the old master
   int unpauses;                       // CLIENT UNPAUSE sent to the old master
   bool left_paused;                   // still paused at the end, and the result says so
+  int replica_roles_at_failover;      // ROLE looks at the replica before FAILOVER; -1: none sent
 };
 
 } // namespace
@@ -202,35 +226,54 @@ struct RedisRow {
 TEST_CASE("every Redis switchover outcome, and what it leaves behind", "[switchover][redis]") {
   // clang-format off
   const RedisRow row = GENERATE(values<RedisRow>({
-      // outcome; {FAILOVER answer, promotes, Sentinels fail once paused, signal};
+      // outcome; {FAILOVER answer, promotes, Sentinels fail once paused, signal, replica};
       // failed phase, error part, interrupted, FAILOVERs taken, any asked, REPLICAOF,
-      // UNPAUSEs, left paused
-      {"happy path: promoted, old master demoted and unpaused",
-       {FailoverAnswer::accept, true, false, Signal::none},
-       std::nullopt, "", false, 1, true, k_demoted, 1, false},
+      // UNPAUSEs, left paused, looks at the replica's offset before FAILOVER
+      {"happy path: replica caught up, promoted, old master demoted and unpaused",
+       {FailoverAnswer::accept, true, false, Signal::none, Replica::caught_up},
+       std::nullopt, "", false, 1, true, k_demoted, 1, false, 1},
+      {"the replica catches up after a few looks: FAILOVER only then",
+       {FailoverAnswer::accept, true, false, Signal::none, Replica::catches_up},
+       std::nullopt, "", false, 1, true, k_demoted, 1, false, k_looks_behind + 1},
+      {"the replica never catches up: FAILOVER never sent, unpaused as the master it still is",
+       {FailoverAnswer::accept, true, false, Signal::none, Replica::never},
+       Phase::pause,
+       "not every replica Sentinel may promote reached 10.0.0.1:6379's replication offset 1000 "
+       "after waiting 5.0s: 10.0.0.2:6379 at offset 900 of the master's 1000; SENTINEL FAILOVER "
+       "not sent, as promoting it could lose acknowledged writes; 10.0.0.1:6379 is still the "
+       "master (SENTINEL FAILOVER was not sent); writes on it unpaused",
+       false, 0, false, std::nullopt, 1, false, -1},
+      {"the replica cannot be asked: not caught up, FAILOVER never sent, unpaused",
+       {FailoverAnswer::accept, true, false, Signal::none, Replica::unreachable},
+       Phase::pause, "after waiting 5.0s: 10.0.0.2:6379 not asked (connection refused)", false,
+       0, false, std::nullopt, 1, false, -1},
       {"FAILOVER reply lost, the Sentinel took it: taken as accepted, never sent again",
-       {FailoverAnswer::lose, true, false, Signal::none},
-       std::nullopt, "", false, 1, true, k_demoted, 1, false},
+       {FailoverAnswer::lose, true, false, Signal::none, Replica::caught_up},
+       std::nullopt, "", false, 1, true, k_demoted, 1, false, 1},
       {"FAILOVER refused by every Sentinel: unpaused as the master it still is",
-       {FailoverAnswer::refuse_all, true, false, Signal::none},
+       {FailoverAnswer::refuse_all, true, false, Signal::none, Replica::caught_up},
        Phase::request, "no Sentinel accepted the failover", false, 0, true, std::nullopt, 1,
-       false},
+       false, 1},
       {"no Sentinel majority after the pause: FAILOVER never sent, unpaused",
-       {FailoverAnswer::accept, true, true, Signal::none},
+       {FailoverAnswer::accept, true, true, Signal::none, Replica::caught_up},
        Phase::request, "no Sentinel majority names 10.0.0.1:6379 now", false, 0, false,
-       std::nullopt, 1, false},
+       std::nullopt, 1, false, -1},
+      {"a signal while the replica catches up: unpaused as the master it still is",
+       {FailoverAnswer::accept, true, false, Signal::once_paused, Replica::caught_up},
+       Phase::pause, "interrupted by SIGTERM; 10.0.0.1:6379 is still the master", true, 0,
+       false, std::nullopt, 1, false, -1},
       {"a signal before FAILOVER: unpaused as the master it still is",
-       {FailoverAnswer::accept, true, false, Signal::once_paused},
+       {FailoverAnswer::accept, true, false, Signal::once_replica_asked, Replica::caught_up},
        Phase::request, "interrupted by SIGTERM; 10.0.0.1:6379 is still the master", true, 0,
-       false, std::nullopt, 1, false},
+       false, std::nullopt, 1, false, -1},
       {"a signal after FAILOVER: demoted to the new master, then unpaused",
-       {FailoverAnswer::accept, true, false, Signal::once_failover_taken},
+       {FailoverAnswer::accept, true, false, Signal::once_failover_taken, Replica::caught_up},
        Phase::confirm, "interrupted by SIGTERM; 10.0.0.1:6379 is demoted", true, 1, true,
-       k_demoted, 1, false},
+       k_demoted, 1, false, 1},
       {"the new master never confirmed within the deadline: left paused",
-       {FailoverAnswer::accept, false, false, Signal::none},
+       {FailoverAnswer::accept, false, false, Signal::none, Replica::caught_up},
        Phase::confirm, "no new master confirmed before the deadline", false, 1, true,
-       std::nullopt, 0, true},
+       std::nullopt, 0, true, 1},
   }));
   // clang-format on
   INFO(row.outcome);
@@ -245,6 +288,7 @@ TEST_CASE("every Redis switchover outcome, and what it leaves behind", "[switcho
     std::lock_guard lock(world->mutex);
     const bool stop =
         (world->script.signal == Signal::once_paused && world->pauses > 0) ||
+        (world->script.signal == Signal::once_replica_asked && world->replica_roles > 0) ||
         (world->script.signal == Signal::once_failover_taken && world->failovers_taken > 0);
     return stop ? std::optional<std::string>{"SIGTERM"} : std::nullopt;
   };
@@ -270,6 +314,7 @@ TEST_CASE("every Redis switchover outcome, and what it leaves behind", "[switcho
   CHECK(world->replicaof == row.demoted);
   CHECK(world->unpauses == row.unpauses);
   CHECK(world->paused == row.left_paused);
+  CHECK(world->replica_roles_at_failover == row.replica_roles_at_failover);
 }
 
 namespace {
