@@ -21,6 +21,8 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from lab import peers  # the release's PostgreSQL, whose version the header names
+
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = Path(os.environ.get("DBCHECK_RESULTS_FILE") or REPO / "docs" / "results.md")
 
@@ -30,12 +32,6 @@ INTRO = (
     "local lab: PostgreSQL under Patroni on etcd, Redis with Sentinel, and HAProxy, all Debian\n"
     "packages on 127.0.0.1. Re-running a command rewrites its own section only."
 )
-
-
-def _pg_bin():
-    """The release's PostgreSQL executables (fixtures/peers.py knows which major)."""
-    from fixtures import peers  # on PYTHONPATH wherever results are written
-    return peers.pg_bin()
 
 
 def version_line(cmd):
@@ -80,7 +76,7 @@ def machine_header():
                     f"kernel {platform.release()}"),
         ("dbcheck", version_line([str(dbcheck), "--version"]) if dbcheck.exists() else "not built"),
         ("HAProxy", version_line(["haproxy", "-v"])),
-        ("PostgreSQL", version_line([str(_pg_bin() / "postgres"), "--version"])),
+        ("PostgreSQL", version_line([str(peers.pg_bin() / "postgres"), "--version"])),
         ("Patroni", version_line(["patroni", "--version"])),
         ("etcd", version_line(["etcd", "--version"])),
         ("Redis", version_line(["redis-server", "--version"])),

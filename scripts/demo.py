@@ -10,7 +10,7 @@ verdicts for every node, and where HAProxy routes writes and reads. Run through 
                 (scripts/demo_partition.py; every host a network namespace)
   --peer P      run the other peer the release offers: patroni4 (Debian 12: Patroni 4.1.4;
                 Debian 13's own is 4.0), valkey8 (Valkey 8.0.1, or 8.1 on Debian 13); give it
-                twice for both (tests/integration/fixtures/peers.py)
+                twice for both (lab/peers.py)
 """  # noqa: E501 - the --help text, kept as it was
 
 import argparse
@@ -25,18 +25,18 @@ from pathlib import Path
 
 import psycopg2
 
-# tests/integration (the fixtures package) is on PYTHONPATH: scripts/demo sources scripts/pythonpath.
-from fixtures import peers
-from fixtures.binaries import agent_bin, dbcheck_bin
-from fixtures.dbcheck import write_check_wrapper, write_dbcheck_config, write_redis_config
-from fixtures.haproxy import HAProxy, render_example_for, render_redis_example_for
-from fixtures.redis import ADMIN_PASSWORD, RedisSentinelCluster, redis_pipeline
-from fixtures.patroni import APP_DB, APP_PASSWORD, APP_USER, PatroniCluster
-from fixtures.agent import (render_agent_example, render_redis_agent_example,
-                            start_pg_agents, start_redis_agents)
-from fixtures.procs import wait_until
+# The repository root (the lab package) is on PYTHONPATH: scripts/demo sources scripts/pythonpath.
+from lab import peers
+from lab.binaries import agent_bin, dbcheck_bin
+from lab.dbcheck import write_check_wrapper, write_dbcheck_config, write_redis_config
+from lab.haproxy import HAProxy, render_example_for, render_redis_example_for
+from lab.redis import ADMIN_PASSWORD, RedisSentinelCluster, redis_pipeline
+from lab.patroni import APP_DB, APP_PASSWORD, APP_USER, PatroniCluster
+from lab.agent import (render_agent_example, render_redis_agent_example,
+                       start_pg_agents, start_redis_agents)
+from lab.procs import wait_until
 
-# --peer: the environment variable fixtures/peers.py reads and its value.
+# --peer: the environment variable lab/peers.py reads and its value.
 PEERS = {"patroni4": ("DBCHECK_PATRONI", "4"), "valkey8": ("DBCHECK_REDIS", "valkey")}
 
 DBCHECK = dbcheck_bin()
@@ -168,13 +168,15 @@ def main():
     args = ap.parse_args()
     wanted = dict(PEERS[p] for p in args.peer)
     if any(os.environ.get(var) != value for var, value in wanted.items()):
-        # The fixtures choose their binaries when imported (fixtures/peers.py): start over with
+        # The lab modules choose their binaries when imported (lab/peers.py): start over with
         # the peers chosen in the environment.
         os.environ.update(wanted)
         os.execv(sys.executable, [sys.executable, *sys.argv])
     print(f"peers: {peers.describe_engine('pg')}; {peers.describe_engine('redis')}")
     if args.partition:
-        # scripts/ is on sys.path as this script's own directory.
+        # scripts/ is on sys.path as this script's own directory; the partition demo drives the
+        # failover proof's own modules, which import one another by their plain names.
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench" / "failover"))
         import demo_partition  # only this mode needs the partition lab
         return demo_partition.main()
 

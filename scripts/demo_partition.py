@@ -24,7 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-# bench/failover, bench and tests/integration are on PYTHONPATH: scripts/demo sources scripts/pythonpath.
+# The repository root (the lab package) is on PYTHONPATH: scripts/demo sources scripts/pythonpath;
+# scripts/demo.py puts bench/failover on sys.path before it imports this module.
 import failover as F
 import labs
 import partitions as P

@@ -5,7 +5,7 @@ For each engine one real lab is started (PostgreSQL: etcd + 3 Patroni members; R
 + 3 Sentinels) with six HAProxy processes in front of it (bench/failover/variants.py: the two
 anchors and dbcheck's external check at the external example's settings, the two anchors and
 dbcheck-agent at the agent example's), one writer client per HAProxy
-(tests/integration/fixtures/writers.py). Beside the writers, every 100 ms: the cluster
+(lab/writers.py). Beside the writers, every 100 ms: the cluster
 manager's choice of primary (etcd's leader key; the Sentinels by dbcheck's own voting rule),
 and every data node's own role (pg_is_in_recovery() over a kept connection; ROLE)
 (bench/failover/watches.py). Each scenario run: writes start, the fault is injected, the
@@ -44,18 +44,18 @@ import time
 import traceback
 from pathlib import Path
 
-# bench and tests/integration (the fixtures package) are on PYTHONPATH: bench/failover/run and
-# scripts/test source scripts/pythonpath, pytest reads setup.cfg.
-import results
+# The repository root (the lab package) is on PYTHONPATH: bench/failover/run and scripts/test source
+# scripts/pythonpath, pytest reads setup.cfg; the modules beside this one are on sys.path as the
+# script's own directory (pytest: the test module's).
 import losses as L
 import watches as W
 from gates import MEDIAN_MIN_RUNS, gate_failures, gate_verdicts, timing_not_judged
 from labs import AFTER, HOLD, OUT, STEADY_HOLD, WARMUP, PgLab, RedisLab
 from report import TLS_NOTE, brief, table
-from fixtures import peers
-from fixtures.procs import wait_until
+from lab import peers, results
+from lab.procs import wait_until
 
-# --peer: the environment variable fixtures/peers.py reads, its value, and the engine it is for.
+# --peer: the environment variable lab/peers.py reads, its value, and the engine it is for.
 PEERS = {"patroni4": ("DBCHECK_PATRONI", "4", "pg"), "valkey8": ("DBCHECK_REDIS", "valkey", "redis")}
 
 
@@ -332,7 +332,7 @@ def main():
     if args.peer:
         var, value, engine = PEERS[args.peer]
         if os.environ.get(var) != value:
-            # The fixtures choose their binaries when imported (fixtures/peers.py): start over
+            # The lab modules choose their binaries when imported (lab/peers.py): start over
             # with the peer chosen in the environment.
             os.environ[var] = value
             os.execv(sys.executable, [sys.executable, *sys.argv])

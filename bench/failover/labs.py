@@ -13,19 +13,20 @@ import subprocess
 import urllib.request
 from pathlib import Path
 
-# bench and tests/integration (the fixtures package) are on PYTHONPATH: bench/failover/run and
-# scripts/test source scripts/pythonpath, pytest reads setup.cfg.
+# The repository root (the lab package) is on PYTHONPATH: bench/failover/run and scripts/test source
+# scripts/pythonpath, pytest reads setup.cfg; the modules beside this one are on sys.path as the
+# script's own directory (pytest: the test module's).
 import variants as V
 import watches as W
-from fixtures import redis as redis_fx
-from fixtures.agent import start_pg_agents, start_redis_agents
-from fixtures.binaries import agent_bin, dbcheck_bin
-from fixtures.dbcheck import operator_lines, write_check_wrapper, write_dbcheck_config, write_redis_config
-from fixtures.haproxy import HAProxy
-from fixtures.patroni import APP_DB, APP_PASSWORD, APP_USER, SUPERUSER, PatroniCluster
-from fixtures.procs import wait_until
-from fixtures.test_ca import issue, make_ca
-from fixtures.writers import PgWriter, RedisWriter
+from lab import redis as redis_fx
+from lab.agent import start_pg_agents, start_redis_agents
+from lab.binaries import agent_bin, dbcheck_bin
+from lab.dbcheck import operator_lines, write_check_wrapper, write_dbcheck_config, write_redis_config
+from lab.haproxy import HAProxy
+from lab.patroni import APP_DB, APP_PASSWORD, APP_USER, SUPERUSER, PatroniCluster
+from lab.procs import wait_until
+from lab.test_ca import issue, make_ca
+from lab.writers import PgWriter, RedisWriter
 
 
 REPO = Path(__file__).resolve().parents[2]
@@ -85,7 +86,7 @@ class Lab:
         partition labs measure them)."""
         return {}
 
-    # The data nodes, through the lab protocol (fixtures/lab.py) of self.cluster.
+    # The data nodes, through the lab protocol (lab/protocol.py) of self.cluster.
     def node_port(self, name):
         """The database port of node `name`."""
         return self.cluster.node(name).port

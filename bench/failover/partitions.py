@@ -1,6 +1,6 @@
 """Partition labs for the failover proof: the same clusters, variants, writers and
 classification as bench/failover/failover.py, but every host in a network namespace of its
-own (tests/integration/fixtures/netns.py), so a fault can cut a host from some peers while it
+own (lab/netns.py), so a fault can cut a host from some peers while it
 still answers others, as a real partition does.
 
 Hosts, on one private bridge (10.213.0.0/24, reachable from nowhere else):
@@ -39,11 +39,11 @@ anchor that asks over the same path (Patroni's GET /primary; the seed check's Se
 import labs
 import report
 import variants as V
-from fixtures import redis as redis_fx
-from fixtures.netns import NetLab
-from fixtures.patroni import APP_DB, APP_PASSWORD, APP_USER, PatroniCluster
-from fixtures.procs import wait_until
-from fixtures.writers import PgWriter, RedisWriter
+from lab import redis as redis_fx
+from lab.netns import NetLab
+from lab.patroni import APP_DB, APP_PASSWORD, APP_USER, PatroniCluster
+from lab.procs import wait_until
+from lab.writers import PgWriter, RedisWriter
 
 PG_HOSTS = ["obs", "proxy", "etcd", "pg1", "pg2", "pg3"]
 REDIS_HOSTS = ["obs", "proxy", "redis1", "redis2", "sentinel3"]

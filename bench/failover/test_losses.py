@@ -1,7 +1,7 @@
 """The failover proof's classes of loss and two-writer time on hand-made samples:
 /usr/bin/python3 -m pytest bench/failover/test_losses.py -p no:cacheprovider"""
 
-# bench/failover, bench and tests/integration are on sys.path: pytest's pythonpath (setup.cfg).
+# bench/failover is on sys.path as this test module's directory (pytest's default import mode).
 import losses as L
 from watches import PRIMARY, REPLICA, sentinel_rule_primary
 

@@ -2,7 +2,7 @@
 
 import re
 
-from fixtures.haproxy import EXAMPLE_CFG, REDIS_EXAMPLE_CFG
+from lab.haproxy import EXAMPLE_CFG, REDIS_EXAMPLE_CFG
 from variants import without_proxies
 
 SECTION = re.compile(r"^(global|defaults|frontend|backend|listen)\b.*$", re.M)

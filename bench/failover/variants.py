@@ -26,11 +26,11 @@ import re
 import shutil
 from dataclasses import dataclass
 
-from fixtures import redis as redis_fx
-from fixtures.agent import render_agent_example, render_redis_agent_example
-from fixtures.haproxy import TIMESTAMPED_LOG, render_example_for, render_redis_example_for, timestamped_log
-from fixtures.patroni import APP_DB, HC_PASSWORD, HC_USER, PG_BIN
-from fixtures.ports import free_ports
+from lab import redis as redis_fx
+from lab.agent import render_agent_example, render_redis_agent_example
+from lab.haproxy import TIMESTAMPED_LOG, render_example_for, render_redis_example_for, timestamped_log
+from lab.patroni import APP_DB, HC_PASSWORD, HC_USER, PG_BIN
+from lab.ports import free_ports
 
 INTER = 1.0
 # (fall, rise) of the external-check example and of the agent example, as their settings label.

@@ -16,8 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 import psycopg2
 import psycopg2.extensions as ext
 
-from fixtures.dbcheck import password_owner
-from fixtures.periodic import Periodic
+from lab.dbcheck import password_owner
+from lab.periodic import Periodic
 
 ROLE_TIMEOUT = 0.5  # seconds a node has to answer its role; silence is recorded as such
 PRIMARY, REPLICA = "primary", "replica"

@@ -4,14 +4,14 @@ dbcheck-agent serving that node (its /health: reported state, failure, reason, a
 from injection until it reported the expected verdict), then the fault removed and health
 awaited (bounded).
 
-Run through bench/fault-matrix (root, Debian's /usr/bin/python3, build/ already built).
+Run through bench/faults/run (root, Debian's /usr/bin/python3, build/ already built).
 Exit status 1 when any row broke the deadline (timeout + 100 ms), hung (hard caps: the check
 process at timeout + 5 s, the row at ROW_CAP_S), gave another verdict than the one expected,
 leaked a secret, or could not be measured. Lab servers are ours, stopped by PID.
 
-The rows are declared once each in bench/fault_rows_{pg,redis,etcd}.py (ROWS below puts them
-in table order); bench/fault_runner.py starts the labs and measures a row, bench/fault_observe.py
-watches the agents and renders the table.
+The rows are declared once each in bench/faults/fault_rows_{pg,redis,etcd}.py (ROWS below puts them
+in table order); bench/faults/fault_runner.py starts the labs and measures a row,
+bench/faults/fault_observe.py watches the agents and renders the table.
 """
 
 import argparse
@@ -62,7 +62,7 @@ def main():
     unknown = only - set(ROWS.names())
     body = "\n\n".join([
         "## Fault matrix",
-        f"`bench/fault-matrix` ({elapsed / 60:.1f} min on this machine). Configured check deadline "
+        f"`bench/faults/run` ({elapsed / 60:.1f} min on this machine). Configured check deadline "
         "`timeout = \"800ms\"`; every external check must end within 900 ms. External: `dbcheck explain "
         "--json` as its own process (wall time; its own `elapsed_ms` in brackets). Agent: `dbcheck-agent` "
         "on that node (interval 1 s, fall 2, rise 3), its `/health` reported verdict; time to verdict from "

@@ -6,9 +6,9 @@ Line), the secret scan and the Markdown table.
 import time
 from dataclasses import dataclass, field
 
-# tests/integration (the fixtures package) is on PYTHONPATH: bench/fault-matrix sources scripts/pythonpath.
-from fixtures import patroni as patroni_fx, redis as redis_fx
-from fixtures.periodic import Periodic
+# The repository root (the lab package) is on PYTHONPATH: bench/faults/run sources scripts/pythonpath.
+from lab import patroni as patroni_fx, redis as redis_fx
+from lab.periodic import Periodic
 
 TIMEOUT_S, MARGIN_S = 0.8, 0.1    # the configured check deadline and the margin
 CHECK_CAP_S = TIMEOUT_S + 5       # a check process still running then is killed: a hang

@@ -1,4 +1,4 @@
-"""The fault matrix's rows, declared once each (bench/fault_rows_*.py): a row's name, the shared
+"""The fault matrix's rows, declared once each (bench/faults/fault_rows_*.py): a row's name, the shared
 lab it needs and the function that measures it. Selection (--only), which shared labs start,
 the order of the run and of the table, and the list of known names all come from here.
 """

@@ -1,16 +1,16 @@
 """The fault matrix's etcd rows: a private 2-member Patroni cluster whose etcd is stopped; what
 the leader and dbcheck say over time, before and after Patroni demotes the leader. Declared once
-in ROWS (bench/fault_registry.py) as one sequence of two rows: the second needs the first's fault."""
+in ROWS (bench/faults/fault_registry.py) as one sequence of two rows: the second needs the first's fault."""
 
 import functools
 import time
 from contextlib import ExitStack, contextmanager
 
-# tests/integration (the fixtures package) is on PYTHONPATH: bench/fault-matrix sources scripts/pythonpath.
-from fixtures import faults
-from fixtures.agent import AgentProcess
-from fixtures.dbcheck import run_dbcheck, write_dbcheck_config
-from fixtures.patroni import PatroniCluster
+# The repository root (the lab package) is on PYTHONPATH: bench/faults/run sources scripts/pythonpath.
+from lab import faults
+from lab.agent import AgentProcess
+from lab.dbcheck import run_dbcheck, write_dbcheck_config
+from lab.patroni import PatroniCluster
 
 from fault_observe import AGENT_SETTINGS, CHECK_CAP_S, Target, short
 from fault_registry import Rows

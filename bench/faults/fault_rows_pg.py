@@ -1,18 +1,18 @@
 """The fault matrix's PostgreSQL/Patroni rows against the shared Patroni lab, in table order;
-each declared once in ROWS (bench/fault_registry.py)."""
+each declared once in ROWS (bench/faults/fault_registry.py)."""
 
 import functools
 import time
 from contextlib import contextmanager
 
-# tests/integration (the fixtures package) is on PYTHONPATH: bench/fault-matrix sources scripts/pythonpath.
-from fixtures import faults
-from fixtures import patroni as patroni_fx
-from fixtures.agent import AgentProcess
-from fixtures.dbcheck import write_dbcheck_config
-from fixtures.patroni import HBA_REJECTED_USER
-from fixtures.ports import free_ports
-from fixtures.procs import wait_until
+# The repository root (the lab package) is on PYTHONPATH: bench/faults/run sources scripts/pythonpath.
+from lab import faults
+from lab import patroni as patroni_fx
+from lab.agent import AgentProcess
+from lab.dbcheck import write_dbcheck_config
+from lab.patroni import HBA_REJECTED_USER
+from lab.ports import free_ports
+from lab.procs import wait_until
 
 from fault_observe import (AGENT_SETTINGS, HEAL_WAIT_S, UNRESOLVABLE, WRONG_PG_PASSWORD, Target, reported,
                            short)

@@ -1,15 +1,15 @@
 """The fault matrix's Redis/Sentinel rows against the shared Sentinel lab, in table order; each
-declared once in ROWS (bench/fault_registry.py)."""
+declared once in ROWS (bench/faults/fault_registry.py)."""
 
 import functools
 import time
 from contextlib import contextmanager
 
-# tests/integration (the fixtures package) is on PYTHONPATH: bench/fault-matrix sources scripts/pythonpath.
-from fixtures import faults, redis as redis_fx
-from fixtures.agent import AgentProcess
-from fixtures.dbcheck import write_redis_config
-from fixtures.fake_resp import FakeResp
+# The repository root (the lab package) is on PYTHONPATH: bench/faults/run sources scripts/pythonpath.
+from lab import faults, redis as redis_fx
+from lab.agent import AgentProcess
+from lab.dbcheck import write_redis_config
+from lab.fake_resp import FakeResp
 
 from fault_observe import AGENT_SETTINGS, UNRESOLVABLE, WRONG_REDIS_PASSWORD, Target
 from fault_registry import Rows

@@ -1,7 +1,7 @@
-"""The fault matrix's runner: the shared labs (any lab of tests/integration/fixtures/lab.py, with
+"""The fault matrix's runner: the shared labs (any lab of lab/protocol.py, with
 one dbcheck-agent per node), the targets on their primary and replica, and one row measured
 from injection to "healthy again"; plus the fault helpers rows share (a fault in dbcheck's own
-configuration, fake peers). The rows themselves are in bench/fault_rows_*.py.
+configuration, fake peers). The rows themselves are in bench/faults/fault_rows_*.py.
 """
 
 import functools
@@ -13,15 +13,15 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-# tests/integration (the fixtures package) is on PYTHONPATH: bench/fault-matrix sources scripts/pythonpath.
-from fixtures.agent import start_pg_agents, start_redis_agents
-from fixtures.binaries import agent_bin, dbcheck_bin
-from fixtures.dbcheck import run_dbcheck, write_dbcheck_config, write_redis_config
-from fixtures.fake_http import FakeHttp
-from fixtures.fake_resp import FakeResp
-from fixtures.patroni import PatroniCluster
-from fixtures.procs import wait_until
-from fixtures.redis import RedisSentinelCluster
+# The repository root (the lab package) is on PYTHONPATH: bench/faults/run sources scripts/pythonpath.
+from lab.agent import start_pg_agents, start_redis_agents
+from lab.binaries import agent_bin, dbcheck_bin
+from lab.dbcheck import run_dbcheck, write_dbcheck_config, write_redis_config
+from lab.fake_http import FakeHttp
+from lab.fake_resp import FakeResp
+from lab.patroni import PatroniCluster
+from lab.procs import wait_until
+from lab.redis import RedisSentinelCluster
 
 from fault_observe import (AGENT_SETTINGS, CHECK_CAP_S, HEAL_WAIT_S, MARGIN_S, ROW_CAP_S, TIMEOUT_S,
                            VERDICT_WAIT_S, AgentWatch, Line, Target, check_secrets, matches, reported, short)
@@ -36,9 +36,9 @@ AGENT = agent_bin()
 class Engine:
     """What the runner needs to know of one shared lab's engine."""
 
-    cluster: type          # the lab class (fixtures/lab.py protocol)
-    start_agents: object   # fixtures.agent start_*_agents(workdir, cluster, agent_bin, **settings)
-    write_config: object   # fixtures.dbcheck write_*_config(dir, cluster, **kw)
+    cluster: type          # the lab class (lab/protocol.py protocol)
+    start_agents: object   # lab.agent start_*_agents(workdir, cluster, agent_bin, **settings)
+    write_config: object   # lab.dbcheck write_*_config(dir, cluster, **kw)
     write_backend: str
     read_backend: str
     primary_role: str      # how the table names the primary

@@ -9,15 +9,15 @@ aligned anonymous regions), the live threads' stacks (found by each thread's sta
 /proc/<pid>/task/<tid>/syscall), other anonymous memory, and each file (the agent's binary,
 each library). CPU: user + system ticks of /proc/<pid>/stat over the window.
 
-Standalone, it starts the lab itself (fixtures of tests/integration: etcd + 3 Patroni members,
+Standalone, it starts the lab itself (the lab package: etcd + 3 Patroni members,
 or 2 Redis nodes + 3 Sentinels, one agent per node) and measures the agent of the primary and,
-for PostgreSQL, the floor beside it (bench/floor/pg_resident.c: libpq alone, connected):
+for PostgreSQL, the floor beside it (bench/perf/floor/pg_resident.c: libpq alone, connected):
 
   . scripts/pythonpath
-  DBCHECK_AGENT_BIN=build-mem/agent/dbcheck-agent python3 bench/agent_footprint.py [--engine pg|redis]
+  DBCHECK_AGENT_BIN=build-mem/agent/dbcheck-agent python3 bench/perf/agent_footprint.py [--engine pg|redis]
       [--seconds 60] [--detail]
 
-bench/main.py runs it as its "agent footprint" part (10 s windows in --smoke mode).
+bench/perf/main.py runs it as its "agent footprint" part (10 s windows in --smoke mode).
 """
 
 import argparse
@@ -248,10 +248,10 @@ def detail_table(f, top=80):
 
 # ------------------------------------------------------------------ the floor
 def libpq_floor(work, primary, seconds, detail):
-    """The Footprint of bench/floor/pg_resident.c (libpq alone, one kept connection to Patroni
+    """The Footprint of bench/perf/floor/pg_resident.c (libpq alone, one kept connection to Patroni
     member `primary`, one query a second) over `seconds`: what no PostgreSQL agent built on
     Debian's libpq can go under. Stopped (by PID) at the end."""
-    from fixtures.patroni import HC_PASSWORD, HC_USER
+    from lab.patroni import HC_PASSWORD, HC_USER
     from main import BUILD_BENCH, build_tools
     tool = build_tools(BUILD_BENCH)["pg_resident"]
     pgpass = work / "floor.pgpass"
@@ -264,7 +264,8 @@ def libpq_floor(work, primary, seconds, detail):
         time.sleep(2)  # connected and asked, as the agent was before its window
         if proc.poll() is not None:
             raise RuntimeError(f"pg_resident exited {proc.returncode} (its reason is above)")
-        return window("floor: libpq alone, connected (bench/floor/pg_resident.c)", proc.pid, seconds, detail)
+        return window("floor: libpq alone, connected (bench/perf/floor/pg_resident.c)", proc.pid, seconds,
+                      detail)
     finally:
         proc.terminate()
         proc.wait()
@@ -275,9 +276,9 @@ def run_lab(engine, work, agent_bin, seconds, detail):
     """Start the lab of `engine` ('pg' or 'redis') under `work`, one agent per node at
     interval 1s, measure the primary's agent (and, for 'pg', the libpq floor beside it): a list
     of Footprints; everything stopped (by PID) at the end."""
-    from fixtures.agent import start_pg_agents, start_redis_agents
-    from fixtures.patroni import PatroniCluster
-    from fixtures.redis import RedisSentinelCluster
+    from lab.agent import start_pg_agents, start_redis_agents
+    from lab.patroni import PatroniCluster
+    from lab.redis import RedisSentinelCluster
     if engine == "pg":
         cluster, start, backend, label = (PatroniCluster(work / "pg"), start_pg_agents, "pg_write",
                                           "PostgreSQL")
@@ -310,7 +311,7 @@ def main():
                     help="also write the tables (with --detail's, top 25) to docs/results.md, section "
                          "agent-footprint")
     args = ap.parse_args()
-    from fixtures.binaries import agent_bin
+    from lab.binaries import agent_bin
     work = Path(tempfile.mkdtemp(prefix="dbcheck-footprint.", dir="/tmp"))
     work.chmod(0o755)
     rows = [f for e in (("pg", "redis") if args.engine == "both" else (args.engine,))
@@ -327,7 +328,7 @@ def main():
                  "ones included; PSS divides those among the processes mapping them; private "
                  "dirty is the agent's alone. The floor row is a C program that links only libpq "
                  "and keeps one connection to the same node, asking it once a second "
-                 "(bench/floor/pg_resident.c): what no PostgreSQL agent on Debian's libpq (OpenSSL, "
+                 "(bench/perf/floor/pg_resident.c): what no PostgreSQL agent on Debian's libpq (OpenSSL, "
                  "GnuTLS through LDAP, Kerberos) can go under.")
         body = ["## dbcheck-agent at rest: memory and CPU (the targets: RSS ≤ 10 MB, CPU ≤ 1 % of a core)",
                 "", intro, "", *table(rows)]

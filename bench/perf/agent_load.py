@@ -1,5 +1,5 @@
 """Load clients and counters for the agent benchmark: many concurrent pollers on the agent-check
-port (our own C client, bench/load/agent_poll.c: one TCP connection per answer, as HAProxy's
+port (our own C client, bench/perf/load/agent_poll.c: one TCP connection per answer, as HAProxy's
 agent-check), wrk on
 HTTP endpoints, the agent's CPU and RSS from /proc, and the check statements/commands the
 databases see.
@@ -38,7 +38,7 @@ class Load:
 # ------------------------------------------------------------------ agent-check port
 def poll_agent_port(client, port, backend, pollers, seconds, expect="up"):
     """`pollers` concurrent clients asking the agent-check port for `backend` for `seconds`,
-    with bench/load/agent_poll.c (built at `client`): epoll in C, so that the client's lag is
+    with bench/perf/load/agent_poll.c (built at `client`): epoll in C, so that the client's lag is
     not mistaken for the agent's (the agent answers a line that has not arrived within 100 ms
     with its default). A reply not starting with `expect` counts as "unexpected"."""
     res = subprocess.run([str(client), str(port), backend, str(pollers), str(seconds), expect],

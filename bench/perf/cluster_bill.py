@@ -26,9 +26,9 @@ pg_stat_database sessions and xact_commit + xact_rollback, pg_stat_statements ca
 check role; SYNs to the Patroni REST ports (an nftables table of ours, counters only, removed
 afterwards); Redis/Sentinel INFO stats. A row with M = 0 (nothing checking) is the idle floor.
 
-  bench/cluster_bill.py [--smoke] [--m 1,3,10] [--seconds 20]   (after `. scripts/pythonpath`,
-                                                                 as root)
-bench/main.py runs it as a section of the benchmarks in the lab it has started.
+  bench/perf/cluster_bill.py [--smoke] [--m 1,3,10] [--seconds 20]   (after `. scripts/pythonpath`,
+                                                                      as root)
+bench/perf/main.py runs it as a section of the benchmarks in the lab it has started.
 """
 
 import argparse
@@ -46,18 +46,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import agent_load as load
-import results
-from fixtures import redis as redis_fx
-from fixtures.agent import render_agent_example, render_redis_agent_example, start_pg_agents, \
+from bench.failover import variants as anchors  # the failover proof's anchor configs, measured alike
+from lab import redis as redis_fx, results
+from lab.agent import render_agent_example, render_redis_agent_example, start_pg_agents, \
     start_redis_agents, stop_agents
-from fixtures.binaries import agent_bin, dbcheck_bin
-from fixtures.dbcheck import write_check_wrapper, write_dbcheck_config, write_redis_config
-from fixtures.haproxy import HAProxy, render_example_for, render_redis_example_for
-from fixtures.patroni import PatroniCluster
-from fixtures.ports import free_ports
-from fixtures.procs import wait_until
-from fixtures.redis import RedisSentinelCluster
-import variants as anchors  # bench/failover/variants.py: the failover proof's anchor configs
+from lab.binaries import agent_bin, dbcheck_bin
+from lab.dbcheck import write_check_wrapper, write_dbcheck_config, write_redis_config
+from lab.haproxy import HAProxy, render_example_for, render_redis_example_for
+from lab.patroni import PatroniCluster
+from lab.ports import free_ports
+from lab.procs import wait_until
+from lab.redis import RedisSentinelCluster
 
 MODES = {
     "full": dict(ms=(1, 3, 10), seconds=20, settle=3),
@@ -310,7 +309,7 @@ class Bill:
                 stop_agents(agents)
 
     def run(self, engine, cluster):
-        """Every window of `engine` ("PostgreSQL" or "Redis", bench/main.py's lab names) on
+        """Every window of `engine` ("PostgreSQL" or "Redis", bench/perf/main.py's lab names) on
         the started `cluster`."""
         (self.postgres if engine == "PostgreSQL" else self.redis)(cluster)
 
@@ -567,7 +566,7 @@ def main():
             failed = True
         finally:
             cluster.stop()
-    text = bill.markdown(" ".join(["bench/cluster_bill.py", *sys.argv[1:]]))
+    text = bill.markdown(" ".join(["bench/perf/cluster_bill.py", *sys.argv[1:]]))
     print("\n" + text)
     if failed:
         print(f"FAILED; docs/results.md not written; logs kept in {work}")

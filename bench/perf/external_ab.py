@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """A/B of the external check's cost: two or more installs of dbcheck (each `cmake --install
-BUILD --prefix DIR --strip`), interleaved in one run by bench/external_cost.py's own method
+BUILD --prefix DIR --strip`), interleaved in one run by bench/perf/external_cost.py's own method
 (whole-process CPU from wait4, a warm-up round, each round in a rotated order), beside the
 floor that links libpq and makes its own GET and an empty C program. Starts its own Patroni
-lab (fixtures of tests/integration) and stops it (by PID) at the end.
+lab (the lab package) and stops it (by PID) at the end.
 
   . scripts/pythonpath
-  python3 bench/external_ab.py [--write] ROUNDS [LABEL=]DIR [[LABEL=]DIR ...]
+  python3 bench/perf/external_ab.py [--write] ROUNDS [LABEL=]DIR [[LABEL=]DIR ...]
 
 Prints, per variant, the CPU and wall medians of the PostgreSQL writer check and of
 `dbcheck --help`, and each one's CPU ratio to its floor (the targets: a PostgreSQL check within
@@ -22,8 +22,8 @@ import tempfile
 from pathlib import Path
 
 import external_cost as ext
-from fixtures.dbcheck import write_dbcheck_config
-from fixtures.patroni import HC_PASSWORD, HC_USER, PatroniCluster
+from lab.dbcheck import write_dbcheck_config
+from lab.patroni import HC_PASSWORD, HC_USER, PatroniCluster
 from main import BUILD_BENCH, build_tools
 
 FLOOR = "floor, libpq + own GET"
@@ -75,7 +75,8 @@ def main():
     if args.write:
         import results
         intro = (f"Installs of dbcheck (stripped, with their modules) interleaved in one run, {args.rounds} "
-                 "rounds, by bench/external_cost.py's method (CPU = user+sys from wait4), beside its floors: "
+                 "rounds, by bench/perf/external_cost.py's method (CPU = user+sys from wait4), "
+                 "beside its floors: "
                  "the PostgreSQL writer check as HAProxy runs it against a live Patroni lab, and `--help`.")
         body = ["## External check before and after (the targets: PostgreSQL check ≤ 1.2× the libpq + "
                 "own GET floor, `--help` ≤ 2× an empty C program)", "", intro, "", *rows]

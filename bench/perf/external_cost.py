@@ -1,6 +1,6 @@
-"""The cost of one external check: dbcheck beside its I/O floor (bench/floor/, the same
+"""The cost of one external check: dbcheck beside its I/O floor (bench/perf/floor/, the same
 questions asked by a minimal C program) and beside the hand-rolled script an operator would
-write (bench/scripts/), all three run N times round-robin against the same live lab, so that
+write (bench/perf/scripts/), all three run N times round-robin against the same live lab, so that
 drift on the shared machine hits every variant alike.
 
 Wall time is measured around fork+exec+wait from Python (the same overhead for all three);
@@ -10,7 +10,7 @@ CPU time is the child's user+sys from os.wait4(), which includes the children it
 The targets for the process itself, each pair from the same interleaved run (CPU
 medians): a Redis check within 2× redis_floor; a PostgreSQL check within 1.2× pg_http_floor
 (libpq and a hand-written HTTP GET: the least a C program loads); `dbcheck --help` within 2× an
-empty C program (bench/floor/empty.c). TARGETS and target_lines().
+empty C program (bench/perf/floor/empty.c). TARGETS and target_lines().
 """
 
 import os
@@ -22,9 +22,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-SCRIPTS = REPO / "bench" / "scripts"
-# The C programs of bench/floor/ (compiled by bench/main.py with `cc -O2`): name -> (source,
+REPO = Path(__file__).resolve().parents[2]
+SCRIPTS = REPO / "bench" / "perf" / "scripts"
+# The C programs of bench/perf/floor/ (compiled by bench/perf/main.py with `cc -O2`): name -> (source,
 # pkg-config packages).
 FLOORS = {
     "pg_floor": ("floor/pg_floor.c", ["libpq", "libcurl"]),
@@ -109,7 +109,7 @@ def measure(variants, rounds):
 
 def pg_variants(dbcheck_bin, config, floors, pgpass, leader):
     """dbcheck (as HAProxy runs it), pg_floor (libpq + libcurl), pg_http_floor (libpq + its own
-    GET) and bench/scripts/pg_check.sh, each asking whether Patroni member `leader` is the writer;
+    GET) and bench/perf/scripts/pg_check.sh, each asking whether Patroni member `leader` is the writer;
     and `dbcheck --help` beside an empty C program, the cost of starting alone. `config` is a
     dbcheck.toml with backend pg_write, `pgpass` a 0600 libpq password file for the check user,
     `floors` {name: path} of FLOORS."""
@@ -132,7 +132,7 @@ def pg_variants(dbcheck_bin, config, floors, pgpass, leader):
 
 
 def redis_variants(dbcheck_bin, config, floors, cluster, master, user, password, master_name):
-    """dbcheck (as HAProxy runs it), redis_floor and bench/scripts/redis_check.sh, each asking
+    """dbcheck (as HAProxy runs it), redis_floor and bench/perf/scripts/redis_check.sh, each asking
     whether data node `master` of RedisSentinelCluster `cluster` is the writer. `config` is a
     dbcheck.toml with backend redis_write, `floors` {name: path} of FLOORS."""
     host, port = master.addr.split(":")

@@ -1,20 +1,20 @@
-"""dbcheck benchmarks, side by side in one run on a real local lab (run via bench/run):
+"""dbcheck benchmarks, side by side in one run on a real local lab (run via bench/perf/run):
 
-1. External check cost: dbcheck doing one writer check, its I/O floor (bench/floor/) and the
-   hand-rolled script (bench/scripts/), interleaved, for PostgreSQL/Patroni and Redis/Sentinel.
+1. External check cost: dbcheck doing one writer check, its I/O floor (bench/perf/floor/) and the
+   hand-rolled script (bench/perf/scripts/), interleaved, for PostgreSQL/Patroni and Redis/Sentinel.
 2. dbcheck-agent under polling: answers/s and latency at 1, 100 and 1,000 concurrent pollers on
    the agent-check port and the HTTP endpoint, beside Patroni's own GET /primary; the check
    statements/commands the databases see; the agent's CPU and RSS.
-3. dbcheck-agent under open-loop polling (bench/openloop.py): 100, 1,000 and 10,000 pollers at
+3. dbcheck-agent under open-loop polling (bench/perf/openloop.py): 100, 1,000 and 10,000 pollers at
    1 Hz each on their own schedule, as HAProxy's checks, latency from the scheduled send time.
 
-The cluster's bill (bench/cluster_bill.py) runs in each lab before its agents start: what M
+The cluster's bill (bench/perf/cluster_bill.py) runs in each lab before its agents start: what M
 HAProxies checking it cost Patroni, etcd, PostgreSQL, Redis and Sentinel (section "cluster-bill").
 
 Prints the tables and writes them into docs/results.md (section "bench"). Exits 1 if anything
 failed: a check that did not pass the writer, a wrong or missing answer, wrk failing.
 
-  bench/run [--smoke]      # smoke: few invocations, 2 s windows (CI keeps it working)
+  bench/perf/run [--smoke]      # smoke: few invocations, 2 s windows (CI keeps it working)
 """
 
 import argparse
@@ -27,21 +27,22 @@ import time
 import traceback
 from pathlib import Path
 
-# tests/integration (the fixtures package) is on PYTHONPATH: bench/run sources scripts/pythonpath.
+# The repository root (the lab package) is on PYTHONPATH: bench/perf/run sources scripts/pythonpath;
+# the modules beside this one are on sys.path as this script's own directory.
 import agent_footprint as footprint
 import agent_load as load
 import cluster_bill
 import external_cost as ext
 import openloop
-from fixtures import redis as redis_fx
-from fixtures.agent import start_pg_agents, start_redis_agents
-from fixtures.binaries import agent_bin, dbcheck_bin
-from fixtures.dbcheck import write_dbcheck_config, write_redis_config
-from fixtures.patroni import HC_PASSWORD, HC_USER, PatroniCluster
-from fixtures.redis import RedisSentinelCluster
-import results
+from lab import redis as redis_fx, results
+from lab.agent import start_pg_agents, start_redis_agents
+from lab.binaries import agent_bin, dbcheck_bin
+from lab.dbcheck import write_dbcheck_config, write_redis_config
+from lab.patroni import HC_PASSWORD, HC_USER, PatroniCluster
+from lab.redis import RedisSentinelCluster
 
-REPO = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent  # bench/perf: the C programs' sources are relative to it
+REPO = HERE.parents[1]
 DBCHECK = dbcheck_bin()
 AGENT = agent_bin()
 BUILD_BENCH = Path(os.environ.get("DBCHECK_BENCH_BUILD") or REPO / "build-bench")
@@ -64,7 +65,7 @@ MODES = {
                   open_seconds=3, open_pollers=(100,), open_redis_pollers=(100,)),
 }
 
-# Seconds of the footprint window (bench/agent_footprint.py: 10 pollers at 1 Hz on both ports).
+# Seconds of the footprint window (bench/perf/agent_footprint.py: 10 pollers at 1 Hz on both ports).
 FOOTPRINT_SECONDS = {"full": 60, "smoke": 10}
 FOOTPRINT_BACKEND = {"PostgreSQL": "pg_write", "Redis": "redis_write"}
 
@@ -101,7 +102,7 @@ class Bench:
 
     # ------------------------------------------------------------------ PostgreSQL
     def lab(self, name, cluster, start_agents, external, polling, open_loop):
-        """Start `cluster` (a lab of fixtures/lab.py), then run external(cluster, writer) on the
+        """Start `cluster` (a lab of lab/protocol.py), then run external(cluster, writer) on the
         primary its manager names and, with one agent per node started by
         start_agents(workdir, cluster, agent_bin, ...), polling(cluster, writer, the writer's
         agent) then open_loop(cluster, writer, agent); everything is stopped (by PID) at the end."""
@@ -225,8 +226,8 @@ class Bench:
         out = ["", "### dbcheck-agent at rest (the targets: RSS ≤ 10 MB, CPU ≤ 1 % of a core)", "",
                f"The writer's agent (`interval = 1s`) right after it started, before the load above, for "
                f"{FOOTPRINT_SECONDS[self.mode]} s while 10 pollers each ask its agent-check port and GET "
-               "its `/backend/<writer>` once a second (`bench/agent_footprint.py`; standalone: "
-               "`python3 bench/agent_footprint.py --detail`). Memory at the window's end from "
+               "its `/backend/<writer>` once a second (`bench/perf/agent_footprint.py`; standalone: "
+               "`python3 bench/perf/agent_footprint.py --detail`). Memory at the window's end from "
                "`/proc/PID/smaps_rollup` (PSS shares each library page among the processes mapping it; "
                "private dirty is what this process alone holds), CPU = user + system over the window.",
                ""]
@@ -256,11 +257,12 @@ class Bench:
             "parallel: Patroni `GET /cluster` from a majority of the members, or the three Sentinels; the "
             "full writer query; verdict). The binary as the package ships it: stripped "
             "(`cmake --install build --strip`), libpq and libcurl in its modules, loaded on first use.",
-            "- **floor** (`bench/floor/*.c`, `cc -O2`): the same I/O and nothing else. PostgreSQL: one libpq "
+            "- **floor** (`bench/perf/floor/*.c`, `cc -O2`): the same I/O and nothing else. "
+            "PostgreSQL: one libpq "
             "connect+auth+`SELECT pg_is_in_recovery()` and, in parallel, one libcurl `GET /cluster`. Redis: "
             "hiredis AUTH+ROLE on the node and AUTH+`SENTINEL GET-MASTER-ADDR-BY-NAME` on each of three "
             "Sentinels, in parallel.",
-            "- **script** (`bench/scripts/*.sh`): what an operator writes: `psql -tAc 'select "
+            "- **script** (`bench/perf/scripts/*.sh`): what an operator writes: `psql -tAc 'select "
             "pg_is_in_recovery()'` then `curl` Patroni `/primary`; `redis-cli ROLE` then `redis-cli` to each "
             "Sentinel, one after another.",
             "",
@@ -278,8 +280,8 @@ class Bench:
             out.append(f"| {engine} | {d[0] / f[0]:.2f}× | {d[2] / f[2]:.2f}× | {s[0] / d[0]:.2f}× | "
                        f"{s[2] / d[2]:.2f}× |")
         out += ["", "The external check's cost against the issue-15 targets (CPU p50, same interleaved run; "
-                "**floor, libpq + own GET** is `bench/floor/pg_http_floor.c`, **empty C program** "
-                "`bench/floor/empty.c`):", "", *ext.target_lines(self.ext_rows)]
+                "**floor, libpq + own GET** is `bench/perf/floor/pg_http_floor.c`, **empty C program** "
+                "`bench/perf/floor/empty.c`):", "", *ext.target_lines(self.ext_rows)]
         out += self._polling_markdown()
         out += self._footprint_markdown()
         return "\n".join(out) + "\n"
@@ -292,7 +294,8 @@ class Bench:
             "",
             "Lab: etcd + 3 Patroni members, one agent per member (`interval = 1s`); the pollers ask the "
             "leader's agent for `pg_write` and Patroni's REST API on the leader for `/primary`. Agent-check "
-            "port: our epoll client (`bench/load/agent_poll.c`: one TCP connection per answer, the backend "
+            "port: our epoll client (`bench/perf/load/agent_poll.c`: one TCP connection per answer, "
+            "the backend "
             "name sent as soon as it is connected, as HAProxy's agent-check). "
             "HTTP: `wrk -c N -t 2 -d S --latency` on `/backend/pg_write` and on Patroni `/primary`. The "
             "agent keeps an HTTP/1.1 connection alive (wrk's keep-alive rows reuse it), while Patroni 3.0.2 "
@@ -382,7 +385,7 @@ def build_tools(out_dir):
         flags = subprocess.run(["pkg-config", "--cflags", "--libs", *packages], check=True,
                                capture_output=True, text=True).stdout.split() if packages else []
         built[name] = out_dir / name
-        subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-o", str(built[name]), str(REPO / "bench" / source),
+        subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-o", str(built[name]), str(HERE / source),
                         *flags, "-lpthread"], check=True)
     return built
 
@@ -400,7 +403,7 @@ def main():
     ap.add_argument("--smoke", action="store_true", help="short run that keeps the benchmarks working (CI)")
     args = ap.parse_args()
     mode = "smoke" if args.smoke else "full"
-    command = "bench/run --smoke" if args.smoke else "bench/run"
+    command = "bench/perf/run --smoke" if args.smoke else "bench/perf/run"
     t0 = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="dbcheck-bench.", dir="/tmp"))
     work.chmod(0o755)

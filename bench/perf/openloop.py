@@ -1,7 +1,7 @@
-"""dbcheck-agent under open-loop polling, part of bench/run.
+"""dbcheck-agent under open-loop polling, part of bench/perf/run.
 
 N pollers, each asking once a second on its own schedule (a random phase), as HAProxy's checks
-of N servers do, with bench/load/openloop.c: latency is counted from the scheduled send time, so
+of N servers do, with bench/perf/load/openloop.c: latency is counted from the scheduled send time, so
 a stall of the agent counts for every ask it delayed (no coordinated omission). Rows of 100,
 1,000 and 10,000 pollers on the agent-check port (connect, send the backend, read one line,
 close) and on HTTP (keep-alive, and one connection per ask); per row the latency percentiles,
@@ -110,7 +110,8 @@ def markdown(rows, title, db_label, seconds):
         f"### dbcheck-agent under open-loop polling ({title}: {seconds} s per row, "
         f"{RATE_HZ:g} Hz per poller)",
         "",
-        "`bench/load/openloop.c`: N pollers, each asking once a second on its own schedule (random phase), "
+        "`bench/perf/load/openloop.c`: N pollers, each asking once a second on its own schedule "
+        "(random phase), "
         "as HAProxy's checks of N servers do; one thread, epoll, beside the agent on the same 2 cores. "
         "Latency runs from the **scheduled** send time, so a stall counts for every ask it delayed (no "
         "coordinated omission); it includes the generator's own lag (`late`: asks sent more than 1 ms "

@@ -1,4 +1,4 @@
--- wrk script for bench/run: at the end, one JSON line on stdout with what the table needs
+-- wrk script for bench/perf/run: at the end, one JSON line on stdout with what the table needs
 -- (wrk's own text report is for people; this one is for the parser).
 done = function(summary, latency, requests)
   local e = summary.errors

@@ -14,13 +14,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from fixtures.binaries import agent_bin as default_agent_bin, dbcheck_bin as default_dbcheck_bin
-from fixtures.heartbeat import Heartbeat
-from fixtures.procs import processes_matching, stop_pid, wait_until
-from fixtures.dbcheck import write_check_wrapper, write_dbcheck_config, write_redis_config
-from fixtures.haproxy import HAPROXY, HAProxy
-from fixtures.patroni import ETCD, PATRONI, PATRONICTL, PG_BIN, PSQL, PatroniCluster
-from fixtures.redis import REDIS_BINARIES, RedisSentinelCluster
+from lab.binaries import agent_bin as default_agent_bin, dbcheck_bin as default_dbcheck_bin
+from lab.heartbeat import Heartbeat
+from lab.procs import processes_matching, stop_pid, wait_until
+from lab.dbcheck import write_check_wrapper, write_dbcheck_config, write_redis_config
+from lab.haproxy import HAPROXY, HAProxy
+from lab.patroni import ETCD, PATRONI, PATRONICTL, PG_BIN, PSQL, PatroniCluster
+from lab.redis import REDIS_BINARIES, RedisSentinelCluster
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_CFG = REPO_ROOT / "haproxy-examples" / "postgres-patroni.cfg"

@@ -9,7 +9,7 @@ not asserted: see the bound below). Each hostile client reconnects a second afte
 it: a population of slow and idle clients, as the issue names them, not a connection-rate flood
 (SYN floods are the kernel's and the firewall's: SYN cookies, the unit's IPAddressAllow=).
 
-The hostile clients and the poller run as processes of their own (fixtures/abuse.py): the
+The hostile clients and the poller run as processes of their own (lab/abuse.py): the
 attackers at nice 10, standing in for hosts of their own (on a real network the attackers'
 CPU is not the agent's; the kernel's work for their connections still is, on both ends here),
 the poller at the test's priority. The same HAProxy checks two agents nobody attacks on the same
@@ -27,12 +27,12 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.agent import http_get, render_agent_example, start_pg_agents, stop_agents
-from fixtures.procs import wait_until
-from fixtures.test_ca import issue, make_ca
-from fixtures.periodic import Periodic
+from lab.agent import http_get, render_agent_example, start_pg_agents, stop_agents
+from lab.procs import wait_until
+from lab.test_ca import issue, make_ca
+from lab.periodic import Periodic
 
-HERE = Path(__file__).resolve().parent  # fixtures.abuse runs as a module from here
+REPO = Path(__file__).resolve().parents[2]  # lab.abuse runs as a module from the repository root
 ATTACK_S = 60
 # HAProxy and the poller ask from 127.0.0.1; the attackers from 127.0.0.16-31, also allowed:
 # the worst case is a hostile neighbour the operator had to admit. 127.0.0.99 is outside.
@@ -108,14 +108,14 @@ class HaproxyView(Periodic):
 
 
 def _spawn(workdir, name, args, hostile):
-    """fixtures.abuse with `args`; a hostile one at nice 10: it stands for hosts of their own,
+    """lab.abuse with `args`; a hostile one at nice 10: it stands for hosts of their own,
     whose CPU is not the agent's, yet keeps attacking when the machine is loaded (under
     SCHED_IDLE, beside stress-ng, the attackers opened 10,000 connections in 60 s instead of
     ~460,000: no attack at all)."""
     out = workdir / f"{name}.json"
-    cmd = [*(["nice", "-n", "10"] if hostile else []), sys.executable, "-m", "fixtures.abuse", *args,
+    cmd = [*(["nice", "-n", "10"] if hostile else []), sys.executable, "-m", "lab.abuse", *args,
            "--out", str(out)]
-    return subprocess.Popen(cmd, cwd=HERE, stdout=subprocess.DEVNULL,
+    return subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL,
                             stderr=open(workdir / f"{name}.err", "w")), out
 
 

@@ -7,11 +7,11 @@ import time
 
 import pytest
 
-from fixtures.agent import agent_ask, http_get, render_agent_example, start_pg_agents, stop_agents
-from fixtures.faults import connections_exhausted, frozen
-from fixtures.patroni import APP_DB
-from fixtures.procs import wait_until
-from fixtures.sampler import Sampler
+from lab.agent import agent_ask, http_get, render_agent_example, start_pg_agents, stop_agents
+from lab.faults import connections_exhausted, frozen
+from lab.patroni import APP_DB
+from lab.procs import wait_until
+from lab.sampler import Sampler
 
 
 @pytest.fixture

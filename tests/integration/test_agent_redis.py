@@ -11,11 +11,11 @@ import time
 
 import pytest
 
-from fixtures.agent import (AgentProcess, agent_ask, http_get, render_redis_agent_example, start_redis_agents,
-                            stop_agents)
-from fixtures.dbcheck import write_redis_config
-from fixtures.procs import wait_until
-from fixtures.sampler import Sampler
+from lab.agent import (AgentProcess, agent_ask, http_get, render_redis_agent_example, start_redis_agents,
+                       stop_agents)
+from lab.dbcheck import write_redis_config
+from lab.procs import wait_until
+from lab.sampler import Sampler
 
 
 @pytest.fixture

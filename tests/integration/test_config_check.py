@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.dbcheck import write_dbcheck_config
-from fixtures.haproxy import EXAMPLE_SERVERS, render_example
-from fixtures.ports import free_ports
+from lab.dbcheck import write_dbcheck_config
+from lab.haproxy import EXAMPLE_SERVERS, render_example
+from lab.ports import free_ports
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "haproxy-examples"
 # Each shipped HAProxy example and the dbcheck.toml example it goes with.

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.procs import rerun_until, wait_until
+from lab.procs import rerun_until, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 

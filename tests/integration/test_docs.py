@@ -7,7 +7,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from fixtures.agent import http_get, start_pg_agents
+from lab.agent import http_get, start_pg_agents
 
 REPO = Path(__file__).resolve().parents[2]
 MAN = REPO / "docs" / "man"

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.dbcheck import write_check_wrapper, write_dbcheck_config, write_redis_config
-from fixtures.haproxy import EXAMPLE_SERVERS, HAPROXY, REDIS_EXAMPLE_SERVERS, render_example
-from fixtures.ports import free_ports
-from fixtures.procs import wait_until
-from fixtures.sampler import Sampler
+from lab.dbcheck import write_check_wrapper, write_dbcheck_config, write_redis_config
+from lab.haproxy import EXAMPLE_SERVERS, HAPROXY, REDIS_EXAMPLE_SERVERS, render_example
+from lab.ports import free_ports
+from lab.procs import wait_until
+from lab.sampler import Sampler
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "haproxy-examples"
 COMBINED_PORTS = {5000: "pg_write", 5001: "pg_read", 6380: "redis_write", 6381: "redis_read"}

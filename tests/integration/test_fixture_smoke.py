@@ -6,12 +6,12 @@ import time
 
 import psycopg2
 
-from fixtures import peers
-from fixtures.haproxy import HAProxy, render_example_for
-from fixtures.heartbeat import Heartbeat
-from fixtures.patroni import HC_PASSWORD, HC_USER, PatroniCluster
-from fixtures.procs import pid_alive, processes_matching, wait_until
-from fixtures.sampler import Sampler
+from lab import peers
+from lab.haproxy import HAProxy, render_example_for
+from lab.heartbeat import Heartbeat
+from lab.patroni import HC_PASSWORD, HC_USER, PatroniCluster
+from lab.procs import pid_alive, processes_matching, wait_until
+from lab.sampler import Sampler
 
 
 def test_fixture_smoke(servers_installed, workdir):

@@ -7,8 +7,8 @@ import os
 import shutil
 import subprocess
 
-from fixtures.haproxy import render_example_for, timestamped_log
-from fixtures.procs import wait_until
+from lab.haproxy import render_example_for, timestamped_log
+from lab.procs import wait_until
 
 ROUTING_TIMEOUT = 30
 

@@ -1,6 +1,6 @@
 """Host names the managers report: Patroni advertising postgresql.connect_address as
 a name, Sentinel with resolve-hostnames/announce-hostnames, both against HAProxy's addresses.
-The names live in this machine's /etc/hosts (fixtures/hosts_file.py), so Patroni, libpq,
+The names live in this machine's /etc/hosts (lab/hosts_file.py), so Patroni, libpq,
 Redis, Sentinel and dbcheck all resolve them as they would in production. A silent DNS server
 (the peer that "resolves slowly") is a UDP and TCP socket that never answers, in a mount
 namespace whose /etc/resolv.conf points at it and whose /etc/hosts lacks the names."""
@@ -15,12 +15,12 @@ import time
 import pytest
 
 from conftest import require_servers, started_cluster
-from fixtures.agent import AgentProcess
-from fixtures.dbcheck import (OUTER_SLACK, DbcheckRun, assert_in_time, explain,
-                              write_dbcheck_config, write_redis_config)
-from fixtures.hosts_file import etc_hosts, hosts_text_without_marks
-from fixtures.patroni import PatroniCluster
-from fixtures.redis import MASTER_NAME, RedisSentinelCluster
+from lab.agent import AgentProcess
+from lab.dbcheck import (OUTER_SLACK, DbcheckRun, assert_in_time, explain,
+                         write_dbcheck_config, write_redis_config)
+from lab.hosts_file import etc_hosts, hosts_text_without_marks
+from lab.patroni import PatroniCluster
+from lab.redis import MASTER_NAME, RedisSentinelCluster
 
 SUFFIX = ".dbcheck.test"
 TIMEOUT = 0.8

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.patroni import ETCD, PG_BIN
-from fixtures.ports import free_ports
-from fixtures.procs import run_as, start_daemon, wait_until
-from fixtures.redis import REDIS_SERVER, redis_pipeline
+from lab.patroni import ETCD, PG_BIN
+from lab.ports import free_ports
+from lab.procs import run_as, start_daemon, wait_until
+from lab.redis import REDIS_SERVER, redis_pipeline
 
 REPO = Path(__file__).resolve().parents[2]
 # A package of the full set that nothing else depends on: removed, then reinstalled by the script.

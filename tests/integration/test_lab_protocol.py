@@ -1,13 +1,13 @@
-"""Both cluster classes satisfy the lab protocol (fixtures/lab.py), checked without a server:
+"""Both cluster classes satisfy the lab protocol (lab/protocol.py), checked without a server:
 the classes are inspected, and objects are only constructed (ports chosen, nothing started)."""
 
 import inspect
 
 import pytest
 
-from fixtures.lab import LAB_MEMBERS, NODE_MEMBERS, Lab, LabNode
-from fixtures.patroni import Member, PatroniCluster
-from fixtures.redis import Instance, RedisSentinelCluster
+from lab.protocol import LAB_MEMBERS, NODE_MEMBERS, Lab, LabNode
+from lab.patroni import Member, PatroniCluster
+from lab.redis import Instance, RedisSentinelCluster
 
 CLUSTERS = [PatroniCluster, RedisSentinelCluster]
 

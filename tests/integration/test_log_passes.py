@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from fixtures.dbcheck import write_dbcheck_config
-from fixtures.syslog import Syslog
+from lab.dbcheck import write_dbcheck_config
+from lab.syslog import Syslog
 
 # Inside a private mount namespace: a tmpfs over /dev holding the few devices a check may
 # open, and /dev/log as a symbolic link to the test's datagram socket (argument 1: its dir).

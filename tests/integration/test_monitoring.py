@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.agent import http_get, start_pg_agents, start_redis_agents, stop_agents
-from fixtures.ports import free_ports
-from fixtures.procs import start_daemon, wait_until
+from lab.agent import http_get, start_pg_agents, start_redis_agents, stop_agents
+from lab.ports import free_ports
+from lab.procs import start_daemon, wait_until
 
 MONITORING = Path(__file__).resolve().parents[2] / "monitoring"
 RULES = MONITORING / "dbcheck-alerts.yml"

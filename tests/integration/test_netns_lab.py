@@ -1,4 +1,4 @@
-"""The partition lab itself (fixtures/netns.py): hosts that reach one another, cuts that drop
+"""The partition lab itself (lab/netns.py): hosts that reach one another, cuts that drop
 exactly what they say in the direction they say, heals that restore it, and nothing left behind."""
 
 import os
@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from fixtures.netns import IP, NetLab, pids_inside, sweep_stale
-from fixtures.procs import wait_until
+from lab.netns import IP, NetLab, pids_inside, sweep_stale
+from lab.procs import wait_until
 
 
 def _netns_refused():

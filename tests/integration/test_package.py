@@ -19,12 +19,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from fixtures import peers
-from fixtures.agent import agent_section, http_get
-from fixtures.dbcheck import write_dbcheck_config
-from fixtures.deb import BUILD, REPO, build_deb, run
-from fixtures.ports import free_ports
-from fixtures.procs import start_daemon, wait_until
+from lab import peers
+from lab.agent import agent_section, http_get
+from lab.dbcheck import write_dbcheck_config
+from lab.deb import BUILD, REPO, build_deb, run
+from lab.ports import free_ports
+from lab.procs import start_daemon, wait_until
 
 UNIT = Path("/usr/lib/systemd/system/dbcheck-agent.service")
 # Opt-in: shipped where the operator copies it from, never where systemd reads it.

@@ -20,13 +20,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from fixtures import peers
-from fixtures.dbcheck import write_dbcheck_config
-from fixtures.deb import build_deb, run
-from fixtures.haproxy import EXAMPLE_CFG, EXAMPLE_DBCHECK, EXAMPLE_SERVERS, EXAMPLE_STATS_SOCKET, \
+from lab import peers
+from lab.dbcheck import write_dbcheck_config
+from lab.deb import build_deb, run
+from lab.haproxy import EXAMPLE_CFG, EXAMPLE_DBCHECK, EXAMPLE_SERVERS, EXAMPLE_STATS_SOCKET, \
     render_example
-from fixtures.procs import pid_alive, stop_pid
-from fixtures.syslog import Syslog
+from lab.procs import pid_alive, stop_pid
+from lab.syslog import Syslog
 
 # In the new mount namespace, before the chroot: argument 1 is the root, the rest the command.
 # /dev is a tmpfs holding the host's few devices a program opens (not the host's whole /dev:

@@ -11,10 +11,10 @@ import subprocess
 import pytest
 
 from conftest import started_cluster
-from fixtures.dbcheck import assert_in_time, explain, operator_lines, write_dbcheck_config
-from fixtures.patroni import PatroniCluster, RestTls
-from fixtures.procs import wait_until
-from fixtures.test_ca import issue, make_ca
+from lab.dbcheck import assert_in_time, explain, operator_lines, write_dbcheck_config
+from lab.patroni import PatroniCluster, RestTls
+from lab.procs import wait_until
+from lab.test_ca import issue, make_ca
 
 TIMEOUT = 0.8
 

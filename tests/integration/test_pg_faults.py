@@ -6,11 +6,11 @@ import signal
 
 import pytest
 
-from fixtures.dbcheck import assert_in_time, explain, run_dbcheck, write_dbcheck_config
-from fixtures.fake_http import FakeHttp
-from fixtures.faults import connections_exhausted
-from fixtures.patroni import HBA_REJECTED_USER
-from fixtures.ports import free_ports
+from lab.dbcheck import assert_in_time, explain, run_dbcheck, write_dbcheck_config
+from lab.fake_http import FakeHttp
+from lab.faults import connections_exhausted
+from lab.patroni import HBA_REJECTED_USER
+from lab.ports import free_ports
 
 TIMEOUT = 0.8        # dbcheck's own deadline in these configs
 MARGIN = 0.1         # the bound: a check ends within timeout + 100 ms

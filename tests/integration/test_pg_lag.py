@@ -16,9 +16,9 @@ import time
 
 import pytest
 
-from fixtures.dbcheck import assert_in_time, explain, write_dbcheck_config
-from fixtures.patroni import APP_DB, PG_BIN
-from fixtures.procs import run_as, wait_until
+from lab.dbcheck import assert_in_time, explain, write_dbcheck_config
+from lab.patroni import APP_DB, PG_BIN
+from lab.procs import run_as, wait_until
 
 MAX_LAG = 1.0
 MB = 1024 * 1024

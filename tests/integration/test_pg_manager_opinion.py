@@ -3,10 +3,10 @@ own Patroni must confirm it. A real cluster for the unmanaged leader (its Patron
 PostgreSQL left running); fake members for the lies a real Patroni cannot be made to tell
 on demand (a stale view answering first, a leader that lost the DCS)."""
 
-from fixtures.dbcheck import assert_in_time, explain, write_dbcheck_config
-from fixtures.fake_patroni import FakePatroni, cluster_doc, status_doc
-from fixtures.ports import free_ports
-from fixtures.procs import wait_until
+from lab.dbcheck import assert_in_time, explain, write_dbcheck_config
+from lab.fake_patroni import FakePatroni, cluster_doc, status_doc
+from lab.ports import free_ports
+from lab.procs import wait_until
 
 TIMEOUT = 0.8
 

@@ -6,11 +6,11 @@ commented `backup track` lines, through a real HAProxy."""
 import psycopg2
 import pytest
 
-from fixtures import peers
-from fixtures.dbcheck import assert_in_time, explain, write_check_wrapper, write_dbcheck_config
-from fixtures.haproxy import render_example_for
-from fixtures.patroni import APP_DB, APP_PASSWORD, APP_USER
-from fixtures.procs import wait_until
+from lab import peers
+from lab.dbcheck import assert_in_time, explain, write_check_wrapper, write_dbcheck_config
+from lab.haproxy import render_example_for
+from lab.patroni import APP_DB, APP_PASSWORD, APP_USER
+from lab.procs import wait_until
 
 TIMEOUT = 0.8
 SYNC_READER = """

@@ -3,9 +3,9 @@ check, in front of a real 3-member Patroni cluster: steady state and switchover.
 
 import time
 
-from fixtures.haproxy import timestamped_log, render_example_for
-from fixtures.procs import wait_until
-from fixtures.sampler import Sampler
+from lab.haproxy import timestamped_log, render_example_for
+from lab.procs import wait_until
+from lab.sampler import Sampler
 
 # rise 3 x inter 1s (+ check time) for the writer, rise 2 for readers, plus ample slack for a
 # loaded machine (checks are processes: their start-up counts here).

@@ -9,8 +9,8 @@ import stat
 import threading
 import time
 
-from fixtures.dbcheck import explain, write_dbcheck_config
-from fixtures.procs import wait_until
+from lab.dbcheck import explain, write_dbcheck_config
+from lab.procs import wait_until
 
 MAX_AGE = "2s"
 

@@ -7,10 +7,10 @@ and the reason says why no sample was taken."""
 import pytest
 
 from conftest import started_cluster
-from fixtures.dbcheck import assert_in_time, explain, write_dbcheck_config
-from fixtures.heartbeat import Heartbeat
-from fixtures.patroni import PatroniCluster
-from fixtures.procs import wait_until
+from lab.dbcheck import assert_in_time, explain, write_dbcheck_config
+from lab.heartbeat import Heartbeat
+from lab.patroni import PatroniCluster
+from lab.procs import wait_until
 
 TIMEOUT = 0.8
 

@@ -6,9 +6,9 @@ the leader's WAL position, not pg2's)."""
 import pytest
 
 from conftest import started_cluster
-from fixtures.dbcheck import assert_in_time, explain, write_dbcheck_config
-from fixtures.patroni import PatroniCluster
-from fixtures.procs import wait_until
+from lab.dbcheck import assert_in_time, explain, write_dbcheck_config
+from lab.patroni import PatroniCluster
+from lab.procs import wait_until
 
 TIMEOUT = 0.8
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from conftest import started_cluster
-from fixtures.agent import AgentProcess
-from fixtures.dbcheck import assert_in_time, explain, write_dbcheck_config
-from fixtures.patroni import CERT_USER, PatroniCluster
-from fixtures.procs import wait_until
-from fixtures.test_ca import issue, make_ca
+from lab.agent import AgentProcess
+from lab.dbcheck import assert_in_time, explain, write_dbcheck_config
+from lab.patroni import CERT_USER, PatroniCluster
+from lab.procs import wait_until
+from lab.test_ca import issue, make_ca
 
 TIMEOUT = 0.8
 

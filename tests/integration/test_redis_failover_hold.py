@@ -6,10 +6,10 @@ import time
 
 import pytest
 
-from fixtures.agent import start_redis_agents
-from fixtures.dbcheck import explain, write_redis_config
-from fixtures.procs import wait_until
-from fixtures.redis import MASTER_NAME, pairs
+from lab.agent import start_redis_agents
+from lab.dbcheck import explain, write_redis_config
+from lab.procs import wait_until
+from lab.redis import MASTER_NAME, pairs
 
 FAILOVER_TIMEOUT_MS = 6000  # on the Sentinel that runs the failover, for this test only
 

@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.dbcheck import assert_in_time, explain, run_dbcheck, write_redis_config
-from fixtures.fake_resp import FakeResp
-from fixtures.ports import free_ports
-from fixtures.procs import wait_until
-from fixtures.redis import RedisSentinelCluster
+from lab.dbcheck import assert_in_time, explain, run_dbcheck, write_redis_config
+from lab.fake_resp import FakeResp
+from lab.ports import free_ports
+from lab.procs import wait_until
+from lab.redis import RedisSentinelCluster
 
 TIMEOUT = 0.8
 MARGIN = 0.1

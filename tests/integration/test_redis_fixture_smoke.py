@@ -12,13 +12,13 @@ import tomllib
 
 import pytest
 
-from fixtures import peers
-from fixtures.dbcheck import write_redis_config
-from fixtures.haproxy import HAPROXY, REDIS_EXAMPLE_CFG, HAProxy, render_redis_example_for
-from fixtures.procs import pid_alive, processes_matching, wait_until
-from fixtures.redis import ADMIN_PASSWORD, HC_PASSWORD, HC_USER, MASTER_NAME, RedisError, \
+from lab import peers
+from lab.dbcheck import write_redis_config
+from lab.haproxy import HAPROXY, REDIS_EXAMPLE_CFG, HAProxy, render_redis_example_for
+from lab.procs import pid_alive, processes_matching, wait_until
+from lab.redis import ADMIN_PASSWORD, HC_PASSWORD, HC_USER, MASTER_NAME, RedisError, \
     RedisSentinelCluster, pairs, redis_pipeline
-from fixtures.sampler import Sampler
+from lab.sampler import Sampler
 
 
 def served_by(port, *command):
@@ -46,7 +46,7 @@ def test_redis_fixture_smoke(servers_installed, workdir, figures):
         redis1, redis2 = cluster.nodes()
         s1, s2, s3 = cluster.sentinels()
 
-        # every node and Sentinel runs the chosen server (Redis or Valkey, as fixtures/peers.py chose)
+        # every node and Sentinel runs the chosen server (Redis or Valkey, as lab/peers.py chose)
         field, version = peers.redis_version_field()
         for x in (redis1, redis2, s1, s2, s3):
             ask = cluster.admin if x.kind == "node" else cluster.sentinel_admin

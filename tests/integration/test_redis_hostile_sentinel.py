@@ -14,9 +14,9 @@ import time
 
 import pytest
 
-from fixtures.agent import AgentProcess
-from fixtures.dbcheck import DbcheckRun, assert_in_time, write_redis_config
-from fixtures.fake_resp import FakeResp
+from lab.agent import AgentProcess
+from lab.dbcheck import DbcheckRun, assert_in_time, write_redis_config
+from lab.fake_resp import FakeResp
 
 TIMEOUT = 0.8
 # Peak resident memory a check may add, while three Sentinels announce a gigabyte each, to what

@@ -6,10 +6,10 @@ import time
 
 import pytest
 
-from fixtures.dbcheck import assert_in_time, explain, write_redis_config
-from fixtures.periodic import Periodic
-from fixtures.procs import wait_until
-from fixtures.redis import ADMIN_PASSWORD, RedisError, redis_pipeline
+from lab.dbcheck import assert_in_time, explain, write_redis_config
+from lab.periodic import Periodic
+from lab.procs import wait_until
+from lab.redis import ADMIN_PASSWORD, RedisError, redis_pipeline
 
 MAX_LAG = 1.0
 TIMEOUT = 0.8

@@ -4,10 +4,10 @@ failover."""
 
 import time
 
-from fixtures.haproxy import render_redis_example_for
-from fixtures.periodic import Periodic
-from fixtures.procs import wait_until
-from fixtures.sampler import Sampler
+from lab.haproxy import render_redis_example_for
+from lab.periodic import Periodic
+from lab.procs import wait_until
+from lab.sampler import Sampler
 
 ROUTING_TIMEOUT = 30  # rise x inter plus ample slack for a loaded machine
 

@@ -16,14 +16,14 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import started_cluster
-from fixtures.agent import AgentProcess, http_get
-from fixtures import redis as redis_fx
-from fixtures.dbcheck import explain, operator_lines, run_dbcheck, write_check_wrapper, write_redis_config
-from fixtures.haproxy import render_redis_example_for
-from fixtures.ports import free_ports
-from fixtures.procs import wait_until
-from fixtures.redis import RedisSentinelCluster, TlsFiles
-from fixtures.test_ca import issue, make_ca
+from lab.agent import AgentProcess, http_get
+from lab import redis as redis_fx
+from lab.dbcheck import explain, operator_lines, run_dbcheck, write_check_wrapper, write_redis_config
+from lab.haproxy import render_redis_example_for
+from lab.ports import free_ports
+from lab.procs import wait_until
+from lab.redis import RedisSentinelCluster, TlsFiles
+from lab.test_ca import issue, make_ca
 
 ROUTING_TIMEOUT = 30  # rise x inter plus ample slack for a loaded machine
 

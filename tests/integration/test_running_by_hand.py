@@ -7,8 +7,8 @@ import pwd
 import re
 import subprocess
 
-from fixtures.haproxy import render_example_for
-from fixtures.procs import wait_until
+from lab.haproxy import render_example_for
+from lab.procs import wait_until
 
 # rise 3 x inter 1s for the writer, plus slack for a loaded machine (checks are processes).
 ROUTING_TIMEOUT = 30

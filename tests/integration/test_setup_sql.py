@@ -11,9 +11,9 @@ from pathlib import Path
 import psycopg2
 import pytest
 
-from fixtures.dbcheck import write_dbcheck_config
-from fixtures.patroni import APP_DB, HC_PASSWORD, HC_USER
-from fixtures.procs import rerun_until
+from lab.dbcheck import write_dbcheck_config
+from lab.patroni import APP_DB, HC_PASSWORD, HC_USER
+from lab.procs import rerun_until
 
 REPO = Path(__file__).resolve().parents[2]
 PG_ROWS = REPO / "common" / "core" / "pg_rows.hpp"

@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from fixtures.haproxy import render_example_for, render_redis_example_for
-from fixtures.procs import rerun_until, wait_until
-from fixtures.redis import HC_USER
+from lab.haproxy import render_example_for, render_redis_example_for
+from lab.procs import rerun_until, wait_until
+from lab.redis import HC_USER
 
 
 def _files(pg_cluster, dbcheck_setup, workdir):

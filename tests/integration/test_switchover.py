@@ -13,12 +13,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from fixtures import redis as redis_fx
-from fixtures.dbcheck import operator_lines, write_check_wrapper, write_dbcheck_config, write_redis_config
-from fixtures.haproxy import render_example_for, render_redis_example_for
-from fixtures.patroni import APP_DB, APP_PASSWORD, APP_USER, LOOP_WAIT
-from fixtures.procs import wait_until
-from fixtures.writers import PgWriter, RedisWriter
+from lab import redis as redis_fx
+from lab.dbcheck import operator_lines, write_check_wrapper, write_dbcheck_config, write_redis_config
+from lab.haproxy import render_example_for, render_redis_example_for
+from lab.patroni import APP_DB, APP_PASSWORD, APP_USER, LOOP_WAIT
+from lab.procs import wait_until
+from lab.writers import PgWriter, RedisWriter
 
 
 EXIT_INTERRUPTED, EXIT_LEFT_PAUSED = 9, 10

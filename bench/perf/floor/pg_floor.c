@@ -1,6 +1,6 @@
 /* The I/O floor of one PostgreSQL writer check: one libpq connect + auth + query on the node and
  * one HTTP GET to Patroni, in parallel (as dbcheck asks its two opinions), and nothing else: no
- * configuration, no parsing, no verdict beyond "both answered". bench/run times it beside dbcheck.
+ * configuration, no parsing, no verdict beyond "both answered". bench/perf/run times it beside dbcheck.
  *
  *   PGPASSFILE=FILE pg_floor HOST PORT DBNAME USER PATRONI_URL
  *

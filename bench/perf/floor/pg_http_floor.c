@@ -1,6 +1,6 @@
 /* The I/O floor of one PostgreSQL writer check with the least a C program needs to load: libpq
  * for the node and a hand-written HTTP/1.0 GET to Patroni over a plain socket (no libcurl), in
- * parallel, and nothing else. bench/run times it beside dbcheck and pg_floor.
+ * parallel, and nothing else. bench/perf/run times it beside dbcheck and pg_floor.
  *
  *   PGPASSFILE=FILE pg_http_floor HOST PORT DBNAME USER http://IP:PORT/PATH
  *

@@ -1,7 +1,7 @@
 /* The resident floor of a PostgreSQL agent: a C program that links only libpq, keeps one
  * connection to the node and asks it one question a second, as the agent's prober does with its
  * kept connection, and nothing else (no HTTP client, no server, no configuration).
- * bench/agent_footprint.py reads its memory beside the agent's.
+ * bench/perf/agent_footprint.py reads its memory beside the agent's.
  *
  *   PGPASSFILE=FILE pg_resident HOST PORT DBNAME USER
  *

@@ -1,7 +1,7 @@
 /* The I/O floor of one Redis writer check: AUTH + ROLE on the node and AUTH + SENTINEL
  * GET-MASTER-ADDR-BY-NAME on each of three Sentinels, the four in parallel (as dbcheck asks
  * them), and nothing else: no configuration, no majority rule beyond "every one answered".
- * bench/run times it beside dbcheck.
+ * bench/perf/run times it beside dbcheck.
  *
  *   REDISCLI_AUTH=PASSWORD redis_floor USER MASTER_NAME NODE_PORT SENTINEL_PORT...
  *

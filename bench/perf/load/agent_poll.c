@@ -1,7 +1,7 @@
 /* Load client for the agent-check port: CONNECTIONS pollers, each connecting, sending
  * "BACKEND\n" as soon as the connection is up (as HAProxy's agent-send does), reading one reply
  * line and closing — one TCP connection per answer, again and again for SECONDS. One thread, epoll,
- * so that the client costs little of the CPU it shares with the agent (bench/run).
+ * so that the client costs little of the CPU it shares with the agent (bench/perf/run).
  *
  *   agent_poll PORT BACKEND CONNECTIONS SECONDS EXPECT
  *

@@ -1,6 +1,6 @@
 #!/bin/sh
 # A hand-rolled HAProxy external check for a PostgreSQL writer, as an operator would write it
-# (bench/run times it beside dbcheck): the node is a writer when it is not in recovery and its
+# (bench/perf/run times it beside dbcheck): the node is a writer when it is not in recovery and its
 # Patroni answers GET /primary with 200.
 #   PGPASSFILE=FILE PATRONI_URL=http://host:8008 pg_check.sh PROXY_ADDR PROXY_PORT HOST PORT
 # The password comes from PGPASSFILE, never from argv. Exit 0 writer, 1 not.

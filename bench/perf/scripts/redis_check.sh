@@ -1,6 +1,6 @@
 #!/bin/sh
 # A hand-rolled HAProxy external check for a Redis writer, as an operator would write it
-# (bench/run times it beside dbcheck): the node is a writer when it says ROLE master and a
+# (bench/perf/run times it beside dbcheck): the node is a writer when it says ROLE master and a
 # majority of the Sentinels name it master.
 #   REDISCLI_AUTH=PASSWORD MASTER_NAME=name SENTINELS="host:port ..." redis_check.sh \
 #     PROXY_ADDR PROXY_PORT HOST PORT
