@@ -8,16 +8,15 @@ time.monotonic().
 """
 
 import pwd
-import select
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import psycopg2
-import psycopg2.extensions as ext
 
 from lab.dbcheck import password_owner
 from lab.periodic import Periodic
+from lab.writers import pg_wait
 
 ROLE_TIMEOUT = 0.5  # seconds a node has to answer its role; silence is recorded as such
 PRIMARY, REPLICA = "primary", "replica"
@@ -91,27 +90,15 @@ class PgRole:
     def __init__(self, dsn):
         self.dsn, self.conn = dsn, None
 
-    def _wait(self, deadline):
-        while True:
-            state = self.conn.poll()
-            if state == ext.POLL_OK:
-                return
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError("no answer in time")
-            fd = self.conn.fileno()
-            select.select([fd] if state == ext.POLL_READ else [], [fd] if state == ext.POLL_WRITE else [], [],
-                          left)
-
     def __call__(self):
         deadline = time.monotonic() + ROLE_TIMEOUT
         try:
             if self.conn is None:
                 self.conn = psycopg2.connect(async_=1, **self.dsn)
-                self._wait(deadline)
+                pg_wait(self.conn, deadline)
             cur = self.conn.cursor()
             cur.execute("SELECT pg_is_in_recovery()")
-            self._wait(deadline)
+            pg_wait(self.conn, deadline)
             return REPLICA if cur.fetchone()[0] else PRIMARY
         except Exception:
             self.close()  # a late answer must never be read as the next one
