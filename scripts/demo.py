@@ -188,7 +188,7 @@ def main():
     hap = rhap = None
     started_agents, started_haproxies = [], []
     try:
-        print("starting etcd + 3 Patroni members (PostgreSQL 15) ...")
+        print(f"starting etcd + 3 Patroni members (PostgreSQL {peers.pg_version()}) ...")
         cluster.start()
         print(f"cluster up in {cluster.up_seconds:.1f}s")
         print("starting 2 Redis nodes + 3 Sentinels ...")

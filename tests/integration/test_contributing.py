@@ -26,8 +26,8 @@ RUN_ELSEWHERE = {
     "./scripts/build-checked": ("scripts/test", r"^nice -n 19 \./scripts/build-checked "),
     "./build-asan/tests/unit/unit_tests": ("scripts/test", r"^  \./build-asan/tests/unit/unit_tests$"),
     './scripts/in-root "$(./scripts/trixie-root | tail -n 1)" ./scripts/build':
-        ("scripts/test-debian13", r'^root=\$\(tail -n 1 .*trixie-root\.log\)$(?s:.*)'
-                                  r'^"\$\{low\[@\]\}" \./scripts/in-root "\$root" \./scripts/build$'),
+        ("scripts/test-debian13", r'^ *root=\$\(tail -n 1 .*trixie-root\.log\)$(?s:.*)'
+                                  r'^ *"\$\{low\[@\]\}" \./scripts/in-root "\$root" \./scripts/build$'),
 }
 # The proof's entry point: not run here (a minute of a saturated machine); its arguments are
 # checked (argparse reads them before --help, and a scenario the lab lacks is refused), and the
