@@ -25,7 +25,7 @@ from lab.dbcheck import operator_lines, write_check_wrapper, write_dbcheck_confi
 from lab.haproxy import HAProxy
 from lab.patroni import APP_DB, APP_PASSWORD, APP_USER, SUPERUSER, PatroniCluster
 from lab.procs import wait_until
-from lab.test_ca import issue, make_ca
+from lab.ca import issue, make_ca
 from lab.writers import PgWriter, RedisWriter
 
 

@@ -29,7 +29,7 @@ import pytest
 
 from lab.agent import http_get, render_agent_example, start_pg_agents, stop_agents
 from lab.procs import wait_until
-from lab.test_ca import issue, make_ca
+from lab.ca import issue, make_ca
 from lab.periodic import Periodic
 
 REPO = Path(__file__).resolve().parents[2]  # lab.abuse runs as a module from the repository root

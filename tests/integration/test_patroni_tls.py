@@ -14,7 +14,7 @@ from conftest import started_cluster
 from lab.dbcheck import assert_in_time, explain, operator_lines, write_dbcheck_config
 from lab.patroni import PatroniCluster, RestTls
 from lab.procs import wait_until
-from lab.test_ca import issue, make_ca
+from lab.ca import issue, make_ca
 
 TIMEOUT = 0.8
 

@@ -16,7 +16,7 @@ from lab.agent import AgentProcess
 from lab.dbcheck import assert_in_time, explain, write_dbcheck_config
 from lab.patroni import CERT_USER, PatroniCluster
 from lab.procs import wait_until
-from lab.test_ca import issue, make_ca
+from lab.ca import issue, make_ca
 
 TIMEOUT = 0.8
 

@@ -23,7 +23,7 @@ from lab.haproxy import render_redis_example_for
 from lab.ports import free_ports
 from lab.procs import wait_until
 from lab.redis import RedisSentinelCluster, TlsFiles
-from lab.test_ca import issue, make_ca
+from lab.ca import issue, make_ca
 
 ROUTING_TIMEOUT = 30  # rise x inter plus ample slack for a loaded machine
 
