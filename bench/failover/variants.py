@@ -235,7 +235,7 @@ def redis_seed_002(cluster, workdir, fall_rise=EXTERNAL_SETTINGS):
             "    tcp-check connect\n" + _auth_line() +
             '    tcp-check send "ROLE\\r\\n"\n    tcp-check expect string master\n')
     body += "".join(f"    server {n.port} {n.addr} check\n" for n in cluster.nodes())
-    return Variant(key, "seed 002: one Sentinel + ROLE", head + body, port, "redis_write",
+    return Variant(key, "tcp-check one Sentinel + ROLE", head + body, port, "redis_write",
                    check_bound(HAPROXY_CHECK_TIMEOUT, fall=fall_rise[0]), settings_label(fall_rise),
                    names_by_port=True)
 
