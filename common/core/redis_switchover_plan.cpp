@@ -75,6 +75,16 @@ std::vector<std::string> replicas_behind(long long master_offset,
   return behind;
 }
 
+FailoverSent failover_sent_for(const RespValue& reply) {
+  if (reply.type != RespValue::Type::error) {
+    return FailoverSent::accepted;
+  }
+  // Unpausing the old master now would let it acknowledge writes the failover under way
+  // discards when it demotes it: this reply must keep the pause, as a lost reply does.
+  return classify_redis_error(reply.str).code == "INPROG" ? FailoverSent::in_progress
+                                                          : FailoverSent::refused;
+}
+
 Release release_for(bool failover_sent, const std::optional<util::HostPort>& majority,
                     const util::HostPort& old) {
   const bool moved = majority && !util::same_endpoint(*majority, old);

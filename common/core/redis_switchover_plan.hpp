@@ -1,9 +1,9 @@
 #pragma once
 // The Redis switchover's decisions, apart from the I/O that feeds them: which replicas may be
 // promoted, how long the pause holds writes, the plan shown to the operator, whether those
-// replicas have caught up with the paused master, and what to do with a paused old master when
-// a run cannot go on. Pure: switchover/redis_switchover.cpp asks
-// the Sentinels and the nodes, and acts on what these return.
+// replicas have caught up with the paused master, what SENTINEL FAILOVER's reply means, and what
+// to do with a paused old master when a run cannot go on. Pure: switchover/redis_switchover.cpp
+// asks the Sentinels and the nodes, and acts on what these return.
 
 #include "redis_replies.hpp"
 
@@ -41,11 +41,20 @@ struct RedisPlan {
   std::vector<std::string> steps;             // the plan as the operator reads it
 };
 
+// What became of one SENTINEL FAILOVER.
+enum class FailoverSent {
+  refused, // an error reply but -INPROG, or it never left (no connection, AUTH failed)
+  accepted,
+  unknown,    // sent, and the reply never came: the Sentinel may have accepted it
+  in_progress // -INPROG: this Sentinel is already failing the master over, so one may be under way
+};
+
 // After a failure once writes are paused: what to do with the old master.
 enum class ReleaseAction {
   unpause,      // it is still the master and no failover was asked for: release it as it is
   demote,       // make it a replica of `target` (the master the majority names), then unpause
-  keep_looking, // FAILOVER was (or may have been) accepted: wait, bounded, for a new master
+  keep_looking, // a failover may be under way (FailoverSent other than refused): wait, bounded,
+                // for a new master
 };
 
 // The release decision and the master to follow when demoting.
@@ -73,8 +82,14 @@ tl::expected<RedisPlan, std::string> plan_redis_switchover(const RedisPlanInput&
 std::vector<std::string> replicas_behind(long long master_offset,
                                          const std::vector<ReplicaProgress>& seen);
 
-// What to do with the paused old master `old`, given whether SENTINEL FAILOVER was (or may
-// have been) accepted and the master the Sentinel majority names now (none: no majority).
+// What SENTINEL FAILOVER's reply `reply` says: -INPROG is in_progress, as a failover already
+// under way may demote the old master any moment; any other error (-NOGOODSLAVE, -ERR, ...)
+// refused, since Sentinel started nothing; anything else accepted.
+FailoverSent failover_sent_for(const RespValue& reply);
+
+// What to do with the paused old master `old`, given whether a failover may be under way
+// (SENTINEL FAILOVER accepted, its reply lost, or -INPROG) and the master the Sentinel majority
+// names now (none: no majority).
 // Never unpauses a node while another may be a master: without FAILOVER sent, a majority
 // naming someone else means a failover not ours moved it.
 Release release_for(bool failover_sent, const std::optional<util::HostPort>& majority,

@@ -10,6 +10,7 @@
 
 namespace dbcheck::switchover {
 
+using core::FailoverSent;
 using probe::auth_command;
 using probe::Deadline;
 using probe::k_grace;
@@ -96,10 +97,12 @@ FailoverReply RedisOperator::failover(const util::HostPort& sentinel, const Dead
   if (!replies) {
     return {FailoverSent::unknown, replies.error().detail};
   }
-  if (replies->front().type == core::RespValue::Type::error) {
-    return {FailoverSent::refused, "SENTINEL FAILOVER: " + replies->front().str};
+  const core::RespValue& reply = replies->front();
+  const FailoverSent sent = core::failover_sent_for(reply);
+  if (reply.type == core::RespValue::Type::error) {
+    return {sent, "SENTINEL FAILOVER: " + reply.str};
   }
-  return {FailoverSent::accepted, "OK"};
+  return {sent, "OK"};
 }
 
 std::vector<util::HostPort> RedisOperator::sentinels_naming(const util::HostPort& master,

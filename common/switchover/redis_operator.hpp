@@ -9,6 +9,7 @@
 
 #include <config/config.hpp>
 #include <core/redis_replies.hpp>
+#include <core/redis_switchover_plan.hpp>
 #include <core/resp.hpp>
 #include <probe/redis_link.hpp>
 #include <util/host_port.hpp>
@@ -20,16 +21,9 @@
 
 namespace dbcheck::switchover {
 
-// What became of one SENTINEL FAILOVER.
-enum class FailoverSent {
-  refused, // an error reply, or it never left (no connection, AUTH failed): not accepted
-  accepted,
-  unknown // sent, and the reply never came: the Sentinel may have accepted it
-};
-
 // One SENTINEL FAILOVER's outcome and what was said (the error, or "OK").
 struct FailoverReply {
-  FailoverSent sent = FailoverSent::refused;
+  core::FailoverSent sent = core::FailoverSent::refused;
   std::string text;
 };
 
@@ -59,7 +53,8 @@ public:
                                                   const probe::Deadline& deadline);
 
   // SENTINEL FAILOVER on `sentinel`, AUTH first in its own round trip so that a lost reply can
-  // only mean a FAILOVER that may have been accepted.
+  // only mean a FAILOVER that may have been accepted; its reply as core::failover_sent_for
+  // reads it.
   FailoverReply failover(const util::HostPort& sentinel, const probe::Deadline& deadline);
 
   // The configured Sentinels that each name `master` as a vote right now. Each is asked alone

@@ -20,6 +20,7 @@ namespace dbcheck::switchover {
 using namespace std::chrono_literals;
 namespace {
 
+using core::FailoverSent;
 using probe::Clock;
 using probe::Deadline;
 using probe::sentinel_majority;
@@ -252,17 +253,28 @@ private:
           return false;
         }
         const FailoverReply r = m_ops->failover(s, m_d.step());
-        if (r.sent == FailoverSent::accepted) {
+        switch (r.sent) {
+        case FailoverSent::accepted:
           m_failover_sent = true;
           accepted = "accepted by " + util::to_string(s);
           return true;
-        }
-        if (r.sent == FailoverSent::unknown) {
+        case FailoverSent::unknown:
           // Another Sentinel could start a second failover: go on as if it was accepted.
           m_failover_sent = true;
           accepted = util::format("sent to {}, no reply ({}): taken as accepted",
                                   util::to_string(s), r.text);
           return true;
+        case FailoverSent::in_progress:
+          // The failover under way will demote the old master: keep it paused and wait for
+          // the new master, as after a lost reply, never asking another Sentinel for a second.
+          m_failover_sent = true;
+          m_failover_in_progress = true;
+          accepted = util::format("{} answered {}: a failover of {} was already in progress, "
+                                  "taken as accepted",
+                                  util::to_string(s), r.text, m_d.result.old_primary);
+          return true;
+        case FailoverSent::refused:
+          break;
         }
         last_error = util::to_string(s) + ": " + r.text;
       }
@@ -345,8 +357,10 @@ private:
         "master, the failover did not happen: CLIENT UNPAUSE on {0}. To hold its writes longer "
         "meanwhile: CLIENT PAUSE <ms> WRITE on {0}",
         old,
-        m_failover_sent ? "SENTINEL FAILOVER was accepted (or may have been)"
-                        : "the Sentinel majority names another master",
+        m_failover_in_progress ? "a failover of it was already in progress (SENTINEL "
+                                 "FAILOVER answered -INPROG)"
+        : m_failover_sent      ? "SENTINEL FAILOVER was accepted (or may have been)"
+                               : "the Sentinel majority names another master",
         pause_left_s(), m_c.master_name);
     return m_d.fail(util::format("{}; {} LEFT PAUSED: {}", error, old, why));
   }
@@ -361,7 +375,8 @@ private:
   std::vector<util::HostPort> m_eligible;    // the replicas Sentinel may promote (the plan's)
   std::vector<std::string> m_eligible_names; // the same, as "host:port"
   Clock::time_point m_paused_at;
-  bool m_failover_sent = false; // accepted, or sent without a reply
+  bool m_failover_sent = false; // a failover may be under way: accepted, no reply, or -INPROG
+  bool m_failover_in_progress = false; // -INPROG: the failover under way is not this run's
 };
 
 } // namespace

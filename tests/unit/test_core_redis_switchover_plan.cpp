@@ -144,3 +144,19 @@ TEST_CASE("the paused old master is released only when no second master can exis
     CHECK(moved.target == fresh);
   }
 }
+
+TEST_CASE("FAILOVER answered -INPROG may be under way; other errors are refusals",
+          "[core][switchover]") {
+  CHECK(failover_sent_for(RespValue::status("OK")) == FailoverSent::accepted);
+  // A failover already under way demotes the old master: it must stay paused.
+  CHECK(failover_sent_for(RespValue::error("INPROG Failover already in progress")) ==
+        FailoverSent::in_progress);
+  CHECK(failover_sent_for(RespValue::error("NOGOODSLAVE No suitable replica to promote")) ==
+        FailoverSent::refused);
+  CHECK(failover_sent_for(RespValue::error("NOGOODSLAVE No suitable slave to promote")) ==
+        FailoverSent::refused);
+  CHECK(failover_sent_for(RespValue::error("ERR No such master with that name")) ==
+        FailoverSent::refused);
+  // Only the code counts, not the word anywhere in the text.
+  CHECK(failover_sent_for(RespValue::error("ERR INPROG")) == FailoverSent::refused);
+}

@@ -30,9 +30,12 @@ constexpr const char* k_demoted = "10.0.0.2 6379"; // REPLICAOF's arguments, fol
 
 // What the Sentinels do with SENTINEL FAILOVER.
 enum class FailoverAnswer {
-  accept,    // OK
-  lose,      // accepted, but the reply never arrives (a network error after sending)
-  refuse_all // an error reply from every Sentinel
+  accept,     // OK
+  lose,       // accepted, but the reply never arrives (a network error after sending)
+  refuse_all, // -ERR from every Sentinel
+  no_good,    // -NOGOODSLAVE from every Sentinel: no replica it would promote
+  in_progress // -INPROG from every Sentinel: a failover not the run's is under way, and
+              // (if `promotes`) names the replica after k_looks_under_way more looks
 };
 
 // When the run is asked to stop (as SIGTERM would).
@@ -46,6 +49,7 @@ enum class Replica {
   unreachable // every connection refused
 };
 constexpr int k_looks_behind = 3;
+constexpr int k_looks_under_way = 6; // GET-MASTER-ADDR-BY-NAMEs before it names the replica
 
 // One Redis scenario: how the peers behave.
 struct RedisScript {
@@ -70,6 +74,9 @@ struct RedisWorld {
   int replica_roles_at_failover = -1;   // replica_roles when the first FAILOVER was asked
   std::optional<std::string> replicaof; // "host port" given to REPLICAOF on the old master
   bool promoted = false;
+  bool under_way = false;          // a failover not the run's was met (-INPROG answered)
+  int looks_under_way = 0;         // GET-MASTER-ADDR-BY-NAMEs since
+  bool unpaused_as_master = false; // CLIENT UNPAUSE came before any REPLICAOF
 };
 
 R ok() {
@@ -83,6 +90,9 @@ std::vector<R> sentinel_replies(RedisWorld& w, const std::vector<probe::RedisCom
     if (c[0] == "AUTH") {
       out.push_back(ok());
     } else if (c.at(1) == "GET-MASTER-ADDR-BY-NAME") {
+      if (w.under_way && ++w.looks_under_way > k_looks_under_way) {
+        w.promoted = w.script.promotes;
+      }
       out.push_back(R::array({R::string(w.promoted ? "10.0.0.2" : "10.0.0.1"), R::string("6379")}));
     } else if (c.at(1) == "MASTER") {
       out.push_back(R::array({R::string("name"), R::string("mymaster"), R::string("flags"),
@@ -97,7 +107,16 @@ std::vector<R> sentinel_replies(RedisWorld& w, const std::vector<probe::RedisCom
         w.replica_roles_at_failover = w.replica_roles;
       }
       if (w.script.failover == FailoverAnswer::refuse_all) {
-        out.push_back(R::error("ERR NOGOODSLAVE No suitable replica to promote"));
+        out.push_back(R::error("ERR No such master with that name"));
+        continue;
+      }
+      if (w.script.failover == FailoverAnswer::no_good) {
+        out.push_back(R::error("NOGOODSLAVE No suitable replica to promote"));
+        continue;
+      }
+      if (w.script.failover == FailoverAnswer::in_progress) {
+        w.under_way = true;
+        out.push_back(R::error("INPROG Failover already in progress"));
         continue;
       }
       ++w.failovers_taken;
@@ -121,6 +140,7 @@ std::vector<R> old_master_replies(RedisWorld& w, const std::vector<probe::RedisC
     } else if (c[0] == "CLIENT" && c.at(1) == "UNPAUSE") {
       w.paused = false;
       ++w.unpauses;
+      w.unpaused_as_master = w.unpaused_as_master || !w.replicaof;
       out.push_back(ok());
     } else if (c[0] == "REPLICAOF") {
       w.replicaof = c.at(1) + " " + c.at(2);
@@ -254,6 +274,21 @@ TEST_CASE("every Redis switchover outcome, and what it leaves behind", "[switcho
        {FailoverAnswer::refuse_all, true, false, Signal::none, Replica::caught_up},
        Phase::request, "no Sentinel accepted the failover", false, 0, true, std::nullopt, 1,
        false, 1},
+      {"FAILOVER answered -NOGOODSLAVE: a refusal, unpaused as the master it still is",
+       {FailoverAnswer::no_good, true, false, Signal::none, Replica::caught_up},
+       Phase::request,
+       "no Sentinel accepted the failover: 10.0.1.3:26379: SENTINEL FAILOVER: NOGOODSLAVE No "
+       "suitable replica to promote; 10.0.0.1:6379 is still the master (SENTINEL FAILOVER was "
+       "not sent); writes on it unpaused",
+       false, 0, true, std::nullopt, 1, false, 1},
+      {"FAILOVER answered -INPROG, the majority then names the replica: as a lost reply, "
+       "demoted before unpaused",
+       {FailoverAnswer::in_progress, true, false, Signal::none, Replica::caught_up},
+       std::nullopt, "", false, 0, true, k_demoted, 1, false, 1},
+      {"FAILOVER answered -INPROG, no new master named: left paused, never unpaused as master",
+       {FailoverAnswer::in_progress, false, false, Signal::none, Replica::caught_up},
+       Phase::confirm, "no new master confirmed before the deadline", false, 0, true,
+       std::nullopt, 0, true, 1},
       {"no Sentinel majority after the pause: FAILOVER never sent, unpaused",
        {FailoverAnswer::accept, true, true, Signal::none, Replica::caught_up},
        Phase::request, "no Sentinel majority names 10.0.0.1:6379 now", false, 0, false,
@@ -292,10 +327,23 @@ TEST_CASE("every Redis switchover outcome, and what it leaves behind", "[switcho
         (world->script.signal == Signal::once_failover_taken && world->failovers_taken > 0);
     return stop ? std::optional<std::string>{"SIGTERM"} : std::nullopt;
   };
-  const auto r = switchover::run_switchover(config::Cluster{cluster}, options, {}, peers);
+  std::string requested; // what the request phase ended with, once it did
+  const auto progress = [&requested](const switchover::SwitchoverEvent& e) {
+    if (e.phase == Phase::request && e.finished && e.ok) {
+      requested = e.text;
+    }
+  };
+  const auto r = switchover::run_switchover(config::Cluster{cluster}, options, progress, peers);
   REQUIRE(testing::settled(peers));
 
   CAPTURE(r.error);
+  if (row.script.failover == FailoverAnswer::in_progress) {
+    CHECK_THAT(requested, dbcheck_test::Contains("INPROG Failover already in progress: a failover "
+                                                 "of 10.0.0.1:6379 was already in progress"));
+    if (row.left_paused) {
+      CHECK_THAT(r.advice, dbcheck_test::Contains("a failover of it was already in progress"));
+    }
+  }
   CHECK(r.ok == !row.failed);
   CHECK(r.failed == row.failed);
   CHECK_THAT(r.error, dbcheck_test::Contains(row.error));
@@ -315,6 +363,10 @@ TEST_CASE("every Redis switchover outcome, and what it leaves behind", "[switcho
   CHECK(world->unpauses == row.unpauses);
   CHECK(world->paused == row.left_paused);
   CHECK(world->replica_roles_at_failover == row.replica_roles_at_failover);
+  // Whenever a failover was or may have been under way, writes were released on a replica only.
+  if (row.demoted || row.left_paused) {
+    CHECK_FALSE(world->unpaused_as_master);
+  }
 }
 
 namespace {
