@@ -1,6 +1,7 @@
 // The only file that includes microhttpd.h.
 #include "http_server.hpp"
 
+#include "admission.hpp"
 #include "log_line.hpp"
 
 #include <util/format.hpp>
@@ -31,7 +32,7 @@ using namespace std::chrono_literals;
 // A connection that has not been answered this long after accept is shut down, whatever it
 // is doing: libmicrohttpd's own timeout only measures inactivity, which a client sending one
 // byte a second never reaches.
-constexpr auto k_deadline = 1s;
+constexpr auto k_answer_deadline = 1s;
 // A kept-alive connection must have its next answer this long after the previous one, or it is
 // shut down (idle, or trickling its next request). Not a whole second: a poller asking once a
 // second (or every 2 s) must not send its request just as the connection is being closed.
@@ -39,11 +40,9 @@ constexpr auto k_keepalive_deadline = 1500ms;
 constexpr auto k_sweep_every = 100ms;
 // libmicrohttpd's own inactivity timeout, seconds: beyond the deadlines above, which cut first.
 constexpr unsigned k_idle_timeout_s = 2;
-// One address cannot hold more than this many connections: one HAProxy checking 1,000 servers
-// of this agent (one connection each, at once after a stall) is never refused, while a
-// neighbour inside `allow` holds at most a quarter of the port, each connection for the
+// One address holds at most admission's k_per_address connections, as on the agent-check port:
+// a neighbour inside `allow` then holds at most a quarter of this port, each connection for the
 // deadline above at most.
-constexpr unsigned k_per_address = 1024;
 constexpr unsigned k_max_connections = 4096;
 // Each connection's memory pool (request line and headers, the answer's headers; the body is
 // sent from the response): libmicrohttpd's default 32 KiB would make 4,096 kept-alive
@@ -157,7 +156,7 @@ struct HttpServer::Impl {
     }
   }
 
-  // Shuts down every connection past its deadline (k_deadline after accept, or
+  // Shuts down every connection past its deadline (k_answer_deadline after accept, or
   // k_keepalive_deadline after its last answer), every k_sweep_every, until stopped.
   void sweep() {
     std::unique_lock lock(mutex);
@@ -166,7 +165,7 @@ struct HttpServer::Impl {
       for (auto& [c, o] : open) {
         if (!o.cut && o.fd >= 0 &&
             now - o.since >= (o.answered ? Clock::duration{k_keepalive_deadline}
-                                         : Clock::duration{k_deadline})) {
+                                         : Clock::duration{k_answer_deadline})) {
           // libmicrohttpd sees the end of the stream on its next poll and closes the connection.
           ::shutdown(o.fd, SHUT_RDWR);
           o.cut = true;
@@ -227,7 +226,7 @@ tl::expected<void, std::string> HttpServer::start() {
   s.daemon = MHD_start_daemon(
       flags, listen.port, &Impl::admit, &s, &handle, &s.handler, MHD_OPTION_SOCK_ADDR, addr,
       MHD_OPTION_CONNECTION_LIMIT, k_max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-      k_per_address, MHD_OPTION_CONNECTION_TIMEOUT, k_idle_timeout_s,
+      static_cast<unsigned>(k_per_address), MHD_OPTION_CONNECTION_TIMEOUT, k_idle_timeout_s,
       MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096U, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
       k_connection_memory, MHD_OPTION_NOTIFY_CONNECTION, &Impl::notify, &s,
       MHD_OPTION_NOTIFY_COMPLETED, &Impl::completed, &s, MHD_OPTION_ARRAY, tls_options,

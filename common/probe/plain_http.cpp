@@ -31,7 +31,7 @@ constexpr std::size_t k_max_unread = 2 * static_cast<std::size_t>(k_max_headers)
 struct Call;
 
 // One GET: where its reply goes and what libevent said of it.
-struct Transfer {
+struct EventTransfer {
   Call* call = nullptr;
   std::size_t index = 0;
   Clock::time_point started;
@@ -74,7 +74,8 @@ bool socket_failure(int err) {
 
 // Why a GET failed, in words; `status` is what its status line said (0: none read), `err` errno
 // as libevent left it for the callback.
-std::string failure_words(const Transfer& t, long status, int err, const HttpOptions& options) {
+std::string failure_words(const EventTransfer& t, long status, int err,
+                          const HttpOptions& options) {
   if (!t.refused.empty()) {
     return t.refused;
   }
@@ -119,7 +120,7 @@ std::string failure_words(const Transfer& t, long status, int err, const HttpOpt
 }
 
 // Hands a finished GET's reply to `enough`, and ends the loop when nothing more is awaited.
-void finish(Transfer& t, HttpReply& r) noexcept {
+void finish(EventTransfer& t, HttpReply& r) noexcept {
   Call& call = *t.call;
   t.done = true;
   try {
@@ -138,7 +139,7 @@ void finish(Transfer& t, HttpReply& r) noexcept {
 // A GET has ended: answered (req, with a status and no error) or not (no req).
 extern "C" void on_done(evhttp_request* req, void* arg) {
   const int err = errno;
-  auto* t = static_cast<Transfer*>(arg);
+  auto* t = static_cast<EventTransfer*>(arg);
   if (t->done) {
     return;
   }
@@ -175,13 +176,13 @@ extern "C" void on_done(evhttp_request* req, void* arg) {
 
 // libevent names the failure here, just before it calls on_done without a request.
 extern "C" void on_error(evhttp_request_error error, void* arg) {
-  static_cast<Transfer*>(arg)->error = error;
+  static_cast<EventTransfer*>(arg)->error = error;
 }
 
 // Ends a GET that must not go on, outside libevent's reading (abort_soon): the connection is
 // reset (no further callback of ours), the reply says why.
 extern "C" void on_abort(evutil_socket_t /*fd*/, short /*what*/, void* arg) {
-  auto* t = static_cast<Transfer*>(arg);
+  auto* t = static_cast<EventTransfer*>(arg);
   if (t->done) {
     return;
   }
@@ -191,7 +192,7 @@ extern "C" void on_abort(evutil_socket_t /*fd*/, short /*what*/, void* arg) {
 
 // Schedules on_abort for `t` with `reason`, once; libevent cannot be told to stop from inside
 // its own read callbacks.
-void abort_soon(Transfer& t, std::string reason) {
+void abort_soon(EventTransfer& t, std::string reason) {
   if (t.aborting || t.done) {
     return;
   }
@@ -206,7 +207,7 @@ void abort_soon(Transfer& t, std::string reason) {
 // The status line and headers are in. An interim answer (1xx) is refused: a GET never asks for
 // one, and libevent would keep every interim answer's headers, 64 KiB at a time, unbounded.
 extern "C" int on_headers(evhttp_request* req, void* arg) {
-  auto* t = static_cast<Transfer*>(arg);
+  auto* t = static_cast<EventTransfer*>(arg);
   const int code = evhttp_request_get_response_code(req);
   if (code >= 100 && code < 200) {
     t->refused = util::format("{} sent an interim answer ({}) to a GET", t->origin, code);
@@ -217,7 +218,7 @@ extern "C" int on_headers(evhttp_request* req, void* arg) {
 
 // Watches a connection's unread bytes (k_max_unread).
 extern "C" void on_unread(evbuffer* buffer, const evbuffer_cb_info* /*info*/, void* arg) {
-  auto* t = static_cast<Transfer*>(arg);
+  auto* t = static_cast<EventTransfer*>(arg);
   if (evbuffer_get_length(buffer) > k_max_unread) {
     abort_soon(*t, util::format("answer larger than {} bytes, or its chunked encoding malformed",
                                 t->call->options.max_body));
@@ -261,17 +262,17 @@ std::vector<HttpReply> plain_get_all(const std::vector<std::string>& urls,
   std::vector<HttpReply> replies(urls.size());
   BasePtr base(new_base(), &event_base_free);
   Call call{replies, options, enough, base.get()};
-  // Each Transfer frees its request when destroyed, which must come after its connection's end:
-  // `connections` is declared later, so it is destroyed first.
-  struct TransferFree {
-    void operator()(Transfer* t) const {
+  // Each EventTransfer frees its request when destroyed, which must come after its connection's
+  // end: `connections` is declared later, so it is destroyed first.
+  struct EventTransferFree {
+    void operator()(EventTransfer* t) const {
       if (t->req != nullptr) {
         evhttp_request_free(t->req);
       }
       delete t;
     }
   };
-  std::vector<std::unique_ptr<Transfer, TransferFree>> transfers;
+  std::vector<std::unique_ptr<EventTransfer, EventTransferFree>> transfers;
   std::vector<ConnectionPtr> connections;
   // libevent's own timeouts stay behind the deadline's timer, which alone ends the GETs.
   const timeval backstop = to_timeval(deadline.remaining() + std::chrono::seconds{1});
@@ -279,7 +280,7 @@ std::vector<HttpReply> plain_get_all(const std::vector<std::string>& urls,
   for (std::size_t i = 0; i < urls.size() && !call.stop; ++i) {
     HttpReply& r = replies[i];
     r.attempt.url = util::redact_url(urls[i]);
-    auto& t = *transfers.emplace_back(new Transfer);
+    auto& t = *transfers.emplace_back(new EventTransfer);
     t.call = &call;
     t.index = i;
     t.started = Clock::now();
@@ -305,7 +306,7 @@ std::vector<HttpReply> plain_get_all(const std::vector<std::string>& urls,
                         &t);
       }
       if (t.req != nullptr) {
-        evhttp_request_own(t.req); // its status outlives a failure; freed by TransferFree
+        evhttp_request_own(t.req); // its status outlives a failure; freed by EventTransferFree
         evhttp_request_set_header_cb(t.req, &on_headers);
         evhttp_request_set_error_cb(t.req, &on_error);
         evkeyvalq* headers = evhttp_request_get_output_headers(t.req);
