@@ -82,7 +82,7 @@ def main():
     else:
         status = 0
     if not args.no_write and not args.only:
-        from results import write_section
+        from lab.results import write_section
         write_section("faults", body)
     if status == 0:
         shutil.rmtree(workdir, ignore_errors=True)

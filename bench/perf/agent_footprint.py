@@ -321,7 +321,7 @@ def main():
     for f in rows if args.detail else ():
         print("\n" + "\n".join(detail_table(f)))
     if args.write:
-        import results
+        from lab import results
         intro = ("One agent per node at `interval = 1s`, the primary's measured over "
                  f"{args.seconds:g} s while 10 pollers each ask its agent-check port and its HTTP "
                  "endpoint once a second. RSS counts every resident page, the libraries' shared "

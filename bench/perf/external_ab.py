@@ -73,7 +73,7 @@ def main():
     rows = table(variants)
     print("\n".join(rows))
     if args.write:
-        import results
+        from lab import results
         intro = (f"Installs of dbcheck (stripped, with their modules) interleaved in one run, {args.rounds} "
                  "rounds, by bench/perf/external_cost.py's method (CPU = user+sys from wait4), "
                  "beside its floors: "
