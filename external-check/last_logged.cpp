@@ -23,11 +23,12 @@ constexpr std::string_view k_magic = "dbcheck last logged 1\n";
 
 constexpr std::array<core::State, 4> k_states = {core::State::up, core::State::down,
                                                  core::State::drain, core::State::maint};
-constexpr std::array<core::Failure, 12> k_failures = {
-    core::Failure::none,      core::Failure::network, core::Failure::timeout,
-    core::Failure::protocol,  core::Failure::auth,    core::Failure::not_ready,
-    core::Failure::saturated, core::Failure::role,    core::Failure::lag,
-    core::Failure::policy,    core::Failure::config,  core::Failure::internal};
+constexpr std::array<core::Failure, 15> k_failures = {
+    core::Failure::none,       core::Failure::network, core::Failure::timeout,
+    core::Failure::protocol,   core::Failure::auth,    core::Failure::not_ready,
+    core::Failure::saturated,  core::Failure::role,    core::Failure::lag,
+    core::Failure::policy,     core::Failure::config,  core::Failure::internal,
+    core::Failure::unwritable, core::Failure::slow,    core::Failure::identity};
 
 // True when `fd` is owned by this user, closed to group and others, and of the expected kind.
 bool ours(int fd, bool directory) {

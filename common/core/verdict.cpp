@@ -46,6 +46,12 @@ std::string_view to_string(Failure f) {
     return "not_ready";
   case Failure::saturated:
     return "saturated";
+  case Failure::unwritable:
+    return "unwritable";
+  case Failure::slow:
+    return "slow";
+  case Failure::identity:
+    return "identity";
   case Failure::role:
     return "role";
   case Failure::lag:

@@ -11,18 +11,21 @@ enum class State { up, down, drain, maint };
 
 // Why a verdict is not plainly "up"; none for an unqualified pass.
 enum class Failure {
-  none,      // both opinions agree, nothing to report
-  network,   // refused, reset, unreachable
-  timeout,   // the deadline passed before an answer
-  protocol,  // an answer that could not be understood (garbage JSON, non-200, bad rows)
-  auth,      // password or pg_hba rejection: a configuration problem on one side
-  not_ready, // starting up, shutting down, not consistent, no WAL receiver
-  saturated, // alive but refusing new connections (53300)
-  role,      // the node or the manager says it is the wrong role for this backend
-  lag,       // a replica too far behind, or its lag cannot be bounded
-  policy,    // excluded on purpose (e.g. Patroni's noloadbalance tag)
-  config,    // dbcheck's own configuration is unusable
-  internal,  // dbcheck itself could not run the check (no thread, no memory): fail closed
+  none,       // both opinions agree, nothing to report
+  network,    // refused, reset, unreachable
+  timeout,    // the deadline passed before an answer
+  protocol,   // an answer that could not be understood (garbage JSON, non-200, bad rows)
+  auth,       // password or pg_hba rejection: a configuration problem on one side
+  not_ready,  // starting up, shutting down, not consistent, no WAL receiver
+  saturated,  // alive but refusing new connections (53300)
+  unwritable, // a writer that refuses writes: disk full, MISCONF, OOM, NOREPLICAS
+  slow,       // answered, but slower than the backend's max_latency
+  identity,   // not the node the manager means: another cluster, or a master restarted empty
+  role,       // the node or the manager says it is the wrong role for this backend
+  lag,        // a replica too far behind, or its lag cannot be bounded
+  policy,     // excluded on purpose (e.g. Patroni's noloadbalance tag)
+  config,     // dbcheck's own configuration is unusable
+  internal,   // dbcheck itself could not run the check (no thread, no memory): fail closed
 };
 
 // Whom the manager named the writer in one writer check.

@@ -22,6 +22,12 @@ std::string headline(std::string_view subject, const ProbeError& error) {
     return util::format("{} not ready", subject);
   case Failure::saturated:
     return util::format("{} full", subject);
+  case Failure::unwritable:
+    return util::format("{} refuses writes", subject);
+  case Failure::slow:
+    return util::format("{} too slow", subject);
+  case Failure::identity:
+    return util::format("{} is not the node the manager means", subject);
   case Failure::config:
     return util::format("cannot check {} as configured", subject);
   case Failure::internal:
