@@ -4,12 +4,14 @@ declared once in ROWS (bench/faults/fault_registry.py)."""
 import functools
 import time
 from contextlib import contextmanager
+from pathlib import Path
 
 # The repository root (the lab package) is on PYTHONPATH: bench/faults/run sources scripts/pythonpath.
 from lab import faults, redis as redis_fx
 from lab.agent import AgentProcess
 from lab.dbcheck import write_redis_config
 from lab.fake_resp import FakeResp
+from lab.procs import wait_until
 
 from fault_observe import AGENT_SETTINGS, UNRESOLVABLE, WRONG_REDIS_PASSWORD, Target
 from fault_registry import Rows
@@ -130,3 +132,91 @@ def loading(m, name):
         m.notes.append(f"{name}: {node.keys:,} keys populated and saved in {populated:.1f}s; "
                        f"the restarted node answered -LOADING until {state['loaded']:.1f}s after the "
                        f"restart")
+
+
+@contextmanager
+def master_config(r, settings):
+    """The master's CONFIG `settings` ({name: value}) for the block; the old values after."""
+    master = r.wait_primary()
+    old = {k: r.admin(master, "CONFIG", "GET", k)[1] for k in settings}
+    try:
+        for k, v in settings.items():
+            r.admin(master, "CONFIG", "SET", k, v)
+        yield master
+    finally:
+        for k, v in old.items():
+            r.admin(master, "CONFIG", "SET", k, v)
+
+
+def refused(r, master, code):
+    """Wait (bounded) until a client's write to `master` is refused with `code`; return when."""
+    def refusing():
+        try:
+            r.admin(master, "SET", "fault-matrix-write", "x")
+        except Exception as e:  # noqa: BLE001 - the refusal is what is awaited
+            return str(e).startswith(code)
+        return False
+    wait_until(refusing, 15, f"the master refusing writes with {code}")
+    return time.monotonic()
+
+
+@ROWS.row("redis-oom", lab="redis")
+def oom(m, name):
+    r = m.redis
+
+    @contextmanager
+    def at_maxmemory():
+        with master_config(r, {"maxmemory": "1", "maxmemory-policy": "noeviction"}) as master:
+            yield refused(r, master, "OOM")
+    m.row(name, "maxmemory reached under noeviction (CONFIG SET maxmemory 1): every write gets OOM; "
+          "time from the first refused write", m.targets("redis", expect=("down", "unwritable")),
+          at_maxmemory, settle=lambda: r.wait_primary(30))
+
+
+@ROWS.row("redis-noreplicas", lab="redis")
+def noreplicas(m, name):
+    r = m.redis
+
+    @contextmanager
+    def replicas_gone():
+        with master_config(r, {"min-replicas-to-write": "1", "min-replicas-max-lag": "1"}) as master:
+            with faults.frozen([r.pid(x) for x in r.replicas(master)]):
+                yield refused(r, master, "NOREPLICAS")
+    m.row(name, "min-replicas-to-write 1 (max lag 1 s) and every replica frozen (SIGSTOP): every "
+          "write gets NOREPLICAS; time from the first refused write",
+          m.targets("redis", expect=("down", "unwritable")), replicas_gone,
+          settle=lambda: r.wait_primary(30))
+
+
+@ROWS.row("redis-misconf", lab="redis")
+def misconf(m, name):
+    """A snapshot that cannot be written (its path is a non-empty directory) while `save` is set:
+    Redis refuses writes and PING with MISCONF."""
+    r = m.redis
+
+    @contextmanager
+    def save_failed():
+        master = r.wait_primary()
+        dump = (Path(r.admin(master, "CONFIG", "GET", "dir")[1])
+                / r.admin(master, "CONFIG", "GET", "dbfilename")[1])
+        aside = dump.with_name(dump.name + ".aside")
+        had_dump = dump.exists()
+        if had_dump:
+            dump.rename(aside)
+        (dump / "keep").mkdir(parents=True)
+        try:
+            with master_config(r, {"save": "3600 1"}):
+                r.admin(master, "BGSAVE")
+                yield refused(r, master, "MISCONF")
+        finally:
+            (dump / "keep").rmdir()
+            dump.rmdir()
+            if had_dump:
+                aside.rename(dump)
+            r.admin(master, "BGSAVE")  # a good snapshot clears the error for the rows after
+            wait_until(lambda: "rdb_last_bgsave_status:ok" in r.admin(master, "INFO", "persistence"),
+                       10, "a BGSAVE that succeeds")
+    m.row(name, "a failed background save under stop-writes-on-bgsave-error (the dump path is a "
+          "directory): writes and PING get MISCONF; time from the first refused write",
+          m.targets("redis", expect=("down", "unwritable")), save_failed,
+          settle=lambda: r.wait_primary(30))

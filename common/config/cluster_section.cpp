@@ -223,6 +223,7 @@ const std::vector<KeySpec<Rc>>& redis_keys() {
         store("operator_user", &Rc::operator_user, want_string),
         store("operator_password_file", &Rc::operator_password_file, want_string),
         store("require_tls", &Rc::require_tls, want_bool),
+        store("write_probe", &Rc::write_probe, want_bool),
     };
     for (auto& spec : redis_tls_keys("", &Rc::tls)) {
       v.push_back(std::move(spec));

@@ -72,6 +72,9 @@ struct RedisCluster {
   RedisTls tls;             // the data nodes
   RedisTls sentinel_tls;    // the Sentinels
   bool require_tls = false; // a plain-text link to a data node or a Sentinel: an error at load
+  // Writer checks also send a write that changes nothing (LPUSHX on an absent key), so a master
+  // that refuses writes (MISCONF, OOM, NOREPLICAS) is not passed as a writer.
+  bool write_probe = true;
   // `dbcheck switchover` only: the ACL user with pause and failover rights on the data nodes
   // and Sentinels, and the path of its password file (read only when a switchover runs).
   std::optional<std::string> operator_user;

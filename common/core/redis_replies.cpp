@@ -78,12 +78,32 @@ ProbeError classify_redis_error(const std::string& message) {
     kind = Failure::not_ready;
   } else if (message.find("max number of clients reached") != std::string::npos) {
     kind = Failure::saturated;
+  } else if (starts("MISCONF") || starts("OOM") || starts("NOREPLICAS")) {
+    // Redis's gates that refuse every write: a failed save (stop-writes-on-bgsave-error),
+    // maxmemory under noeviction, min-replicas-to-write unmet.
+    kind = Failure::unwritable;
   }
   // Redis leads an error with its code in capitals ("MISCONF ...", "ERR ...").
   const std::string code = message.substr(0, message.find(' '));
   const bool is_code =
       !code.empty() && code.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ") == std::string::npos;
   return ProbeError{kind, message, is_code ? code : ""};
+}
+
+WriteProbe parse_write_probe(const RespValue& r) {
+  if (r.type == RespValue::Type::integer) {
+    return {WriteProbe::Outcome::accepted, ""};
+  }
+  if (r.type != RespValue::Type::error) {
+    return {WriteProbe::Outcome::unknown, "an answer that is neither a count nor an error"};
+  }
+  if (r.str.rfind("WRONGTYPE", 0) == 0) {
+    return {WriteProbe::Outcome::accepted, ""};
+  }
+  const ProbeError e = classify_redis_error(r.str);
+  return {e.kind == Failure::unwritable ? WriteProbe::Outcome::refused
+                                        : WriteProbe::Outcome::unknown,
+          r.str};
 }
 
 tl::expected<RedisRole, ProbeError> parse_role(const RespValue& r) {

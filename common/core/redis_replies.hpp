@@ -22,6 +22,23 @@ struct RedisRole {
   std::string link_state;     // replica only: connected, connect, connecting, sync, handshake, ...
 };
 
+// A writer check's write probe: LPUSHX on a key that does not exist, a write that changes
+// nothing, replicates nothing, and is refused exactly when Redis refuses writes (MISCONF, OOM,
+// NOREPLICAS); a PING refused with MISCONF says the same.
+struct WriteProbe {
+  enum class Outcome {
+    not_asked, // write_probe = false, or not a writer check
+    accepted,  // Redis ran it: writes are taken
+    refused,   // Redis refused it for a reason that refuses every write
+    unknown,   // refused for a reason of its own (NOPERM, a renamed command): proves nothing
+  };
+  Outcome outcome = Outcome::not_asked;
+  std::string detail; // refused, unknown: Redis's error line
+};
+
+// The key the write probe names: it must never exist (an existing list would get an element).
+inline constexpr const char* k_write_probe_key = "dbcheck:write-probe";
+
 // One Sentinel's view of the monitored master.
 struct SentinelView {
   std::optional<util::HostPort> master; // GET-MASTER-ADDR-BY-NAME; nullopt: unknown name (nil)
@@ -47,8 +64,8 @@ struct SentinelReplica {
 // --- Interface ---
 
 // Classifies an error reply (NOAUTH, WRONGPASS, NOPERM -> auth; LOADING, MASTERDOWN ->
-// not_ready; "max number of clients" -> saturated; anything else -> protocol), with the
-// reply's code ("MISCONF") as the error's code.
+// not_ready; "max number of clients" -> saturated; MISCONF, OOM, NOREPLICAS -> unwritable;
+// anything else -> protocol), with the reply's code ("MISCONF") as the error's code.
 ProbeError classify_redis_error(const std::string& message);
 
 // Parses ROLE. Errors name what was malformed; a Sentinel's ROLE is an error too.
@@ -56,6 +73,11 @@ tl::expected<RedisRole, ProbeError> parse_role(const RespValue& reply);
 
 // Checks PING: PONG passes; an error reply (LOADING, ...) is classified.
 tl::expected<void, ProbeError> parse_ping(const RespValue& reply);
+
+// Reads the reply to the write probe: an integer, or WRONGTYPE (the key exists: the write got
+// past every gate), is accepted; an unwritable class of error is refused; any other error is
+// unknown.
+WriteProbe parse_write_probe(const RespValue& reply);
 
 // Parses GET-MASTER-ADDR-BY-NAME: [host, port] -> the address, nil -> nullopt.
 tl::expected<std::optional<util::HostPort>, ProbeError> parse_master_addr(const RespValue& reply);

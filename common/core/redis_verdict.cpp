@@ -81,6 +81,23 @@ Opinion node_writer_opinion(const RedisObservation& obs) {
   if (!obs.node_answer->master) {
     return {false, util::format("Redis ROLE says {}", describe(*obs.node_answer)), Failure::role};
   }
+  switch (obs.write.outcome) {
+  case WriteProbe::Outcome::refused:
+    return {false,
+            util::format("Redis ROLE says master but it refuses writes: {}", obs.write.detail),
+            Failure::unwritable};
+  case WriteProbe::Outcome::accepted:
+    return {true, "Redis ROLE says master and it accepts writes", Failure::none};
+  case WriteProbe::Outcome::unknown:
+    // A probe the check user may not send knows nothing: the writer is judged as before.
+    return {true,
+            util::format("Redis ROLE says master (writes not probed: {}; grant +lpushx ~{} or "
+                         "set write_probe = false)",
+                         obs.write.detail, k_write_probe_key),
+            Failure::none};
+  case WriteProbe::Outcome::not_asked:
+    break;
+  }
   return {true, "Redis ROLE says master", Failure::none};
 }
 

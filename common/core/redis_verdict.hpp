@@ -23,6 +23,7 @@ struct RedisObservation {
   std::size_t configured_sentinels = 0;
   tl::expected<RedisRole, ProbeError> node_answer; // AUTH + ROLE + PING, first failure wins
   LagEstimate lag;                                 // replicas only
+  WriteProbe write{};                              // writers only: does it take writes
 };
 
 // --- Interface ---
@@ -30,6 +31,8 @@ struct RedisObservation {
 // Writer: up only when a strict majority of the configured Sentinels name `node` (exact
 // host:port, settled) AND the node's ROLE says master and PING is not LOADING. A node refusing
 // clients ("max number of clients reached") with the majority's agreement follows `saturation`.
+// A master whose write probe was refused (MISCONF, OOM, NOREPLICAS) is down, class unwritable:
+// every write through it would fail, and only a down server fires HAProxy's alerts and backups.
 Verdict evaluate_redis_writer(const RedisObservation& obs, SaturationPolicy saturation);
 
 // Reader: up when ROLE says replica, linked ("connected") to the master a Sentinel majority

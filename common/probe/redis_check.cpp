@@ -14,56 +14,85 @@ namespace {
 using core::ProbeError;
 using core::RespValue;
 
-// AUTH (if configured), ROLE and PING on a data node: the node's own opinion.
+// AUTH (if configured), ROLE and PING on a data node: the node's own opinion; a writer check
+// adds the write probe.
 struct NodeAnswer {
   tl::expected<core::RedisRole, ProbeError> role;
   Clock::time_point at;
+  core::WriteProbe write{};
 };
 
-std::vector<RedisCommand> node_commands(const config::RedisCluster& cluster) {
-  std::vector<RedisCommand> cmds =
-      auth_command(cluster.user.value_or(""), cluster.password.reveal());
-  cmds.push_back({"ROLE"});
-  cmds.push_back({"PING"});
-  return cmds;
+// The commands, and where ROLE's reply is among the replies (PING's follows, then the probe's).
+struct NodeCommands {
+  std::vector<RedisCommand> cmds;
+  std::size_t role_at = 0;
+  bool write_probe = false;
+};
+
+NodeCommands node_commands(const config::RedisCluster& cluster, bool write_probe = false) {
+  NodeCommands n;
+  n.cmds = auth_command(cluster.user.value_or(""), cluster.password.reveal());
+  n.role_at = n.cmds.size();
+  n.cmds.push_back({"ROLE"});
+  n.cmds.push_back({"PING"});
+  if (write_probe) {
+    // A list push only onto an existing list: on the absent key it writes, replicates and
+    // stores nothing, yet passes through every gate Redis puts before a write.
+    n.cmds.push_back({"LPUSHX", core::k_write_probe_key, "1"});
+    n.write_probe = true;
+  }
+  return n;
 }
 
-NodeAnswer ask_node(Peers& peers, RedisPeer& link, const std::vector<RedisCommand>& cmds,
+NodeAnswer ask_node(Peers& peers, RedisPeer& link, const NodeCommands& n,
                     const Deadline& deadline) {
-  auto replies = link.pipeline(cmds, deadline);
+  auto replies = link.pipeline(n.cmds, deadline);
   const auto at = peers.now();
   if (!replies) {
-    return {tl::make_unexpected(replies.error()), at};
+    return {tl::make_unexpected(replies.error()), at, {}};
   }
-  const std::size_t first = cmds.size() - 2;
-  if (first == 1 && (*replies)[0].type == RespValue::Type::error) {
-    return {tl::make_unexpected(core::classify_redis_error((*replies)[0].str)), at};
+  if (n.role_at == 1 && (*replies)[0].type == RespValue::Type::error) {
+    return {tl::make_unexpected(core::classify_redis_error((*replies)[0].str)), at, {}};
   }
-  auto role = core::parse_role((*replies)[first]);
+  auto role = core::parse_role((*replies)[n.role_at]);
   if (!role) {
-    return {tl::make_unexpected(role.error()), at};
+    return {tl::make_unexpected(role.error()), at, {}};
   }
-  if (auto ping = core::parse_ping((*replies)[first + 1]); !ping) {
-    return {tl::make_unexpected(ping.error()), at};
+  core::WriteProbe write;
+  if (n.write_probe) {
+    write = core::parse_write_probe((*replies)[n.role_at + 2]);
   }
-  return {std::move(*role), at};
+  if (auto ping = core::parse_ping((*replies)[n.role_at + 1]); !ping) {
+    if (ping.error().kind != core::Failure::unwritable) {
+      return {tl::make_unexpected(ping.error()), at, {}};
+    }
+    // A master that cannot persist refuses PING with its writes: its role is still known.
+    write = {core::WriteProbe::Outcome::refused, ping.error().detail};
+  }
+  return {std::move(*role), at, std::move(write)};
 }
 
 core::Step node_step(const util::HostPort& node, const config::RedisTls& tls,
-                     const std::vector<RedisCommand>& cmds) {
+                     const NodeCommands& n) {
   core::Step s;
   s.opinion = "node";
   s.peer = util::to_string(node) + (tls.enabled ? " (TLS)" : "");
-  for (const auto& c : cmds) {
+  for (const auto& c : n.cmds) {
     s.asked += (s.asked.empty() ? "" : "; ") + redacted(c);
   }
   return s;
 }
 
 void finish_node_step(core::Step& step, const tl::expected<core::RedisRole, ProbeError>& role,
-                      Clock::time_point t0, Clock::time_point t1) {
+                      Clock::time_point t0, Clock::time_point t1,
+                      const core::WriteProbe& write = {}) {
   step.latency_ms = elapsed_ms(t0, t1);
   step.answer = role ? core::describe(*role) : role.error().detail;
+  if (role && write.outcome == core::WriteProbe::Outcome::accepted) {
+    step.answer += "; the write probe was accepted";
+  } else if (role && write.outcome != core::WriteProbe::Outcome::not_asked) {
+    step.answer += "; the write probe was refused: " + write.detail;
+  }
 }
 
 // The master's replication offset, and when it was asked for (for the lag bound).
@@ -106,23 +135,23 @@ core::Report check_writer(const config::RedisCluster& cluster, const config::Bac
                           const util::HostPort& node, const Deadline& deadline,
                           const std::shared_ptr<Peers>& peers) {
   auto sentinels = ask_all_sentinels(peers, cluster, deadline);
-  const auto cmds = node_commands(cluster);
+  const auto cmds = node_commands(cluster, cluster.write_probe);
   core::Step nstep = node_step(node, cluster.tls, cmds);
   const auto t0 = peers->now();
   const auto link = peers->redis(node, cluster.tls);
   const auto opened = link->open(deadline);
-  auto role = opened
-                  ? ask_node(*peers, *link, cmds, deadline).role
-                  : tl::expected<core::RedisRole, ProbeError>(tl::make_unexpected(opened.error()));
-  finish_node_step(nstep, role, t0, peers->now());
+  NodeAnswer answer = opened ? ask_node(*peers, *link, cmds, deadline)
+                             : NodeAnswer{tl::make_unexpected(opened.error()), peers->now(), {}};
+  finish_node_step(nstep, answer.role, t0, peers->now(), answer.write);
 
   core::Report report;
   std::vector<core::SentinelAnswer> answers =
       collect_sentinels(sentinels, cluster, deadline, report);
   NameBook book{*peers, node};
   resolve_masters(book, answers, deadline, report);
-  const core::RedisObservation obs{
-      node, std::move(answers), cluster.sentinels.size(), std::move(role), {}};
+  core::RedisObservation obs{
+      node, std::move(answers), cluster.sentinels.size(), std::move(answer.role), {}};
+  obs.write = std::move(answer.write);
   report.steps.push_back(std::move(nstep));
   report.own = core::own_words(obs.node_answer);
   report.verdict = core::evaluate_redis_writer(obs, backend.on_saturation);
@@ -169,7 +198,7 @@ core::Report check_replica(const config::RedisCluster& cluster, const config::Ba
   evidence.primary_problem = sample.problem;
 
   NodeAnswer answer = opened ? ask_node(*peers, *link, cmds, deadline)
-                             : NodeAnswer{tl::make_unexpected(opened.error()), peers->now()};
+                             : NodeAnswer{tl::make_unexpected(opened.error()), peers->now(), {}};
   if (opened) {
     const std::vector<RedisCommand> role_only{{"ROLE"}};
     const int again = poll_catch_up(

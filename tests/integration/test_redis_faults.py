@@ -9,7 +9,7 @@ from lab.dbcheck import assert_in_time, explain, run_dbcheck, write_redis_config
 from lab.fake_resp import FakeResp
 from lab.ports import free_ports
 from lab.procs import wait_until
-from lab.redis import RedisSentinelCluster
+from lab.redis import HC_PASSWORD, HC_USER, RedisSentinelCluster
 
 TIMEOUT = 0.8
 MARGIN = 0.1
@@ -160,8 +160,8 @@ def test_shipped_acl_cannot_write(redis_cluster):
 def test_a_master_that_refuses_commands_is_not_called_not_the_writer(redis_cluster, dbcheck_bin,
                                                                      redis_config, figures):
     """The master cannot persist (a BGSAVE failed while `save` is set): Redis refuses writes and
-    PING with MISCONF. It is still the master every Sentinel names: the reason must say that
-    Redis refuses the check's commands, not that the node is not the writer."""
+    PING with MISCONF. It is still the master every Sentinel names: the writer is down as
+    unwritable, and the reason says the master refuses writes, not that it is not the writer."""
     master = redis_cluster.wait_stable()
     config = redis_config("misconf")
     dump = Path(redis_cluster.admin(master, "CONFIG", "GET", "dir")[1]) / \
@@ -186,7 +186,65 @@ def test_a_master_that_refuses_commands_is_not_called_not_the_writer(redis_clust
         redis_cluster.admin(master, "BGSAVE")  # leaves no failed snapshot behind for later tests
         wait_until(lambda: "rdb_last_bgsave_status:ok" in redis_cluster.admin(master, "INFO", "persistence"),
                    10, "a BGSAVE that succeeds")
-    assert run.rc == 1 and run.failure == "protocol", run
-    assert run.reason.startswith("Redis refused the check's commands: MISCONF"), run
+    assert run.rc == 1 and run.failure == "unwritable", run
+    assert run.reason.startswith("Redis ROLE says master but it refuses writes: MISCONF"), run
     assert "3 of 3 Sentinels name this node master" in run.reason, run
+    assert_in_time(run, TIMEOUT, MARGIN)
     figures("redis master refusing PING (MISCONF)", f"writer DOWN ({run.failure}): {run.reason[:110]}")
+
+
+def repl_offset(cluster, node):
+    """The node's master_repl_offset: every byte it has sent its replicas."""
+    info = cluster.admin(node, "INFO", "replication")
+    return int(next(line.split(":")[1] for line in info.splitlines()
+                    if line.startswith("master_repl_offset:")))
+
+
+def test_a_master_that_refuses_writes_is_unwritable(redis_cluster, dbcheck_bin, redis_config, figures):
+    """maxmemory reached under noeviction (OOM) and min-replicas-to-write unmet (NOREPLICAS):
+    ROLE says master and every Sentinel names it, yet every write fails. The writer check's
+    write probe (LPUSHX on an absent key) is refused the same way: down, class unwritable. The
+    probe itself stores and replicates nothing."""
+    master = redis_cluster.wait_stable()
+    config = redis_config("unwritable")
+    before = repl_offset(redis_cluster, master)
+    for _ in range(20):
+        ok = explain(dbcheck_bin, config, "redis_write", master.addr)
+        assert ok.rc == 0 and ok.reason.endswith("Redis ROLE says master and it accepts writes"), ok
+    # Had the probe replicated, 20 LPUSHX would have added 20 x 45 bytes; the master's own
+    # replication PING adds 14 bytes every 10 s.
+    assert repl_offset(redis_cluster, master) - before < 200
+    assert redis_cluster.admin(master, "EXISTS", "dbcheck:write-probe") == 0
+    for setting, value, code in (("maxmemory", "1", "OOM"), ("min-replicas-to-write", "10", "NOREPLICAS")):
+        old = redis_cluster.admin(master, "CONFIG", "GET", setting)[1]
+        try:
+            redis_cluster.admin(master, "CONFIG", "SET", setting, value)
+            with pytest.raises(Exception, match=f"^{code}"):
+                redis_cluster.admin(master, "SET", "a-client-write", "x")
+            run = explain(dbcheck_bin, config, "redis_write", master.addr)
+        finally:
+            redis_cluster.admin(master, "CONFIG", "SET", setting, old)
+        assert run.rc == 1 and run.failure == "unwritable", run
+        assert run.reason.startswith(f"Redis ROLE says master but it refuses writes: {code}"), run
+        assert "3 of 3 Sentinels name this node master" in run.reason, run
+        assert_in_time(run, TIMEOUT, MARGIN)
+        figures(f"redis master refusing writes ({code})", f"writer DOWN ({run.failure}): {run.reason[:110]}")
+    assert explain(dbcheck_bin, config, "redis_write", master.addr).rc == 0
+
+
+def test_a_check_user_without_the_write_probe_is_judged_as_before(redis_cluster, dbcheck_bin, redis_config):
+    """A check user made from an older ACL (PING and ROLE only) may not send the probe: the
+    writer passes on its two opinions, and the reason says writes were not probed and how to
+    fix that; write_probe = false stops sending it."""
+    master = redis_cluster.wait_stable()
+    for node in redis_cluster.nodes():
+        redis_cluster.admin(node, "ACL", "SETUSER", "oldacl", "on", ">oldacl-pw", "resetkeys", "-@all",
+                            "+ping", "+role")
+    old = {"user": "oldacl", "password": "oldacl-pw", "sentinel_user": HC_USER,
+           "sentinel_password": HC_PASSWORD}
+    run = explain(dbcheck_bin, redis_config("oldacl", **old), "redis_write", master.addr)
+    assert run.rc == 0 and run.failure == "none", run
+    assert "writes not probed: NOPERM" in run.reason and "write_probe = false" in run.reason, run
+    quiet = explain(dbcheck_bin, redis_config("oldacl-off", cluster_extra="write_probe = false", **old),
+                    "redis_write", master.addr)
+    assert quiet.rc == 0 and quiet.reason.endswith("Redis ROLE says master"), quiet

@@ -61,13 +61,15 @@ def test_redis_fixture_smoke(servers_installed, workdir, figures):
         assert cluster.wait_stable(5) == redis1
         assert cluster.admin(redis1, "SET", "smoke", "1") == "OK"
 
-        # ACL on the data nodes (docs/redis/data-node-acl.conf): PING and ROLE only
+        # ACL on the data nodes (docs/redis/data-node-acl.conf): PING, ROLE and the write probe
         for n in (redis1, redis2):
             assert cluster.hc(n, "PING") == "PONG"
             assert cluster.hc(n, "ROLE")[0] in ("master", "slave")
-        for cmd in (("SET", "smoke", "2"), ("GET", "smoke"), ("CONFIG", "GET", "maxmemory")):
+        for cmd in (("SET", "smoke", "2"), ("GET", "smoke"), ("CONFIG", "GET", "maxmemory"),
+                    ("LPUSHX", "smoke", "2")):
             with pytest.raises(RedisError, match="^NOPERM"):
                 cluster.hc(redis1, *cmd)
+        assert cluster.hc(redis1, "LPUSHX", "dbcheck:write-probe", "1") == 0  # the write probe
         with pytest.raises(RedisError, match="^WRONGPASS"):
             cluster.command(redis1, "PING", user=HC_USER, password="not-" + HC_PASSWORD)
 

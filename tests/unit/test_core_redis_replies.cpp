@@ -77,10 +77,40 @@ TEST_CASE("error replies are classified", "[core][redis][errors]") {
   CHECK(classify_redis_error("ERR unknown command 'FOO'").kind == Failure::protocol);
   // The reply's own code marks an answer the server chose to give (a refusal), not garbage.
   const ProbeError misconf = classify_redis_error("MISCONF Redis is configured to save RDB");
-  CHECK(misconf.kind == Failure::protocol);
+  CHECK(misconf.kind == Failure::unwritable);
   CHECK(misconf.code == "MISCONF");
+  CHECK(classify_redis_error("OOM command not allowed when used memory > 'maxmemory'.").kind ==
+        Failure::unwritable);
+  CHECK(classify_redis_error("NOREPLICAS Not enough good replicas to write.").kind ==
+        Failure::unwritable);
+  CHECK(classify_redis_error("ERR OOM-like words later do not count").kind == Failure::protocol);
   CHECK(classify_redis_error("Protocol error, got \"<\"").code.empty());
   CHECK(parse_ping(R::string("pong")).error().code.empty());
+}
+
+TEST_CASE("the write probe's reply says whether writes are taken", "[core][redis][errors]") {
+  using O = WriteProbe::Outcome;
+  CHECK(parse_write_probe(R::number(0)).outcome == O::accepted);
+  // The key exists as another type: the write got past every gate before it.
+  CHECK(parse_write_probe(R::error("WRONGTYPE Operation against a key holding the wrong kind of "
+                                   "value"))
+            .outcome == O::accepted);
+  const WriteProbe oom =
+      parse_write_probe(R::error("OOM command not allowed when used memory > 'maxmemory'."));
+  CHECK(oom.outcome == O::refused);
+  CHECK(oom.detail == "OOM command not allowed when used memory > 'maxmemory'.");
+  CHECK(parse_write_probe(R::error("NOREPLICAS Not enough good replicas to write.")).outcome ==
+        O::refused);
+  CHECK(parse_write_probe(R::error("MISCONF Errors writing to the AOF file: No space left on "
+                                   "device"))
+            .outcome == O::refused);
+  // Refusals of the probe itself prove nothing about other writes.
+  CHECK(parse_write_probe(R::error("NOPERM User healthcheck has no permissions to run the "
+                                   "'lpushx' command"))
+            .outcome == O::unknown);
+  CHECK(parse_write_probe(R::error("READONLY You can't write against a read only replica."))
+            .outcome == O::unknown);
+  CHECK(parse_write_probe(R::status("OK")).outcome == O::unknown);
 }
 
 TEST_CASE("GET-MASTER-ADDR-BY-NAME replies", "[core][redis][sentinel]") {

@@ -227,7 +227,18 @@ TEST_CASE("writer reasons say who said what", "[core][verdict][redis]") {
   CHECK(evaluate_redis_writer(sat, SaturationPolicy::down).reason ==
         "saturated: 3 of 3 Sentinels name this node master (need 2); Redis full: ERR max number "
         "of clients reached; on_saturation=down");
-  // A master that cannot persist refuses writes, and PING with them: it said no, not "replica".
+  // A master whose write probe is refused (or whose PING is, for MISCONF) cannot take writes.
+  RedisObservation full{
+      k_node, {says(0, k_node), says(1, k_node), says(2, k_node)}, 3, master_role(), {}};
+  full.write = {WriteProbe::Outcome::refused,
+                "OOM command not allowed when used memory > 'maxmemory'."};
+  const Verdict refused = evaluate_redis_writer(full, SaturationPolicy::up);
+  CHECK(refused.state == State::down);
+  CHECK(refused.failure == Failure::unwritable);
+  CHECK(refused.reason ==
+        "Redis ROLE says master but it refuses writes: OOM command not allowed when used memory > "
+        "'maxmemory'.; 3 of 3 Sentinels name this node master (need 2)");
+  // A refusal that arrives in place of the node's answer is classified the same way.
   const RedisObservation misconf{
       k_node,
       {says(0, k_node), says(1, k_node), says(2, k_node)},
@@ -236,12 +247,31 @@ TEST_CASE("writer reasons say who said what", "[core][verdict][redis]") {
           "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to "
           "persist to disk.")),
       {}};
-  const Verdict refused = evaluate_redis_writer(misconf, SaturationPolicy::up);
-  CHECK(refused.failure == Failure::protocol);
-  CHECK(refused.reason ==
-        "Redis refused the check's commands: MISCONF Redis is configured to save RDB snapshots, "
-        "but it's currently unable to persist to disk.; 3 of 3 Sentinels name this node master "
-        "(need 2)");
+  CHECK(evaluate_redis_writer(misconf, SaturationPolicy::up).failure == Failure::unwritable);
+  CHECK(evaluate_redis_writer(misconf, SaturationPolicy::up).reason ==
+        "Redis refuses writes: MISCONF Redis is configured to save RDB snapshots, but it's "
+        "currently unable to persist to disk.; 3 of 3 Sentinels name this node master (need 2)");
+  // The Sentinels naming another master outrank it: not the writer, whatever it can do.
+  RedisObservation elsewhere{
+      k_node, {says(0, k_other), says(1, k_other), says(2, k_node)}, 3, master_role(), {}};
+  elsewhere.write = full.write;
+  CHECK(evaluate_redis_writer(elsewhere, SaturationPolicy::up).failure == Failure::role);
+  // Accepted, or a probe the check user may not send: judged on the two opinions.
+  RedisObservation taken = full;
+  taken.write = {WriteProbe::Outcome::accepted, ""};
+  CHECK(evaluate_redis_writer(taken, SaturationPolicy::up).reason ==
+        "3 of 3 Sentinels name this node master (need 2); Redis ROLE says master and it accepts "
+        "writes");
+  RedisObservation unprobed = full;
+  unprobed.write = {WriteProbe::Outcome::unknown,
+                    "NOPERM User healthcheck has no permissions to run the 'lpushx' command"};
+  const Verdict v = evaluate_redis_writer(unprobed, SaturationPolicy::up);
+  CHECK(v.state == State::up);
+  CHECK(v.failure == Failure::none);
+  CHECK(v.reason ==
+        "3 of 3 Sentinels name this node master (need 2); Redis ROLE says master (writes not "
+        "probed: NOPERM User healthcheck has no permissions to run the 'lpushx' command; grant "
+        "+lpushx ~dbcheck:write-probe or set write_probe = false)");
   const RedisObservation wrongpass{
       k_node,
       {says(0, k_node), says(1, k_node), says(2, k_node)},

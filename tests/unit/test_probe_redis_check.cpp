@@ -173,3 +173,78 @@ TEST_CASE("a master name that does not resolve counts as Sentinels that did not 
                                     "resolve: no such name"));
   CHECK(f->count("open redis1.example") == 0); // no blocking lookup behind the deadline's back
 }
+
+namespace {
+
+// The master's data node answering ROLE master, PING with `ping` and the write probe with
+// `probe`.
+void master_answers(FakePeers& f, R ping, R probe) {
+  f.redis_answers["10.0.0.1:6379"] = [ping, probe](const std::vector<probe::RedisCommand>& cmds) {
+    std::vector<R> out;
+    for (const auto& c : cmds) {
+      out.push_back(c[0] == "PING" ? ping
+                    : c[0] == "LPUSHX"
+                        ? probe
+                        : R::array({R::string("master"), R::number(1000), R::array({})}));
+    }
+    return out;
+  };
+}
+
+} // namespace
+
+TEST_CASE("a Redis writer check sends the write probe with ROLE and PING, a reader does not",
+          "[probe][redis]") {
+  auto f = lab({1000});
+  master_answers(*f, R::status("PONG"), R::number(0));
+  const auto w = check(f, config::Role::primary, k_master);
+  CHECK(f->count("redis 10.0.0.1:6379 ROLE; PING; LPUSHX dbcheck:write-probe 1") == 1);
+  CHECK(w.verdict.state == core::State::up);
+  CHECK(w.verdict.reason.find("accepts writes") != std::string::npos);
+  check(f, config::Role::replica, k_replica);
+  CHECK(f->count("redis 10.0.0.2:6379 ROLE; PING") == 1);
+  CHECK(f->count("redis 10.0.0.2:6379 ROLE; PING; LPUSHX") == 0);
+
+  auto quiet = lab({1000});
+  auto c = cluster();
+  c.write_probe = false;
+  const auto r = probe::check_redis(c, backend(config::Role::primary), k_master,
+                                    probe::Deadline::in(util::Duration{10000}), quiet);
+  REQUIRE(testing::settled(quiet));
+  CHECK(quiet->count("redis 10.0.0.1:6379 ROLE; PING") == 1);
+  CHECK(quiet->count("redis 10.0.0.1:6379 ROLE; PING; LPUSHX") == 0);
+  CHECK(r.verdict.reason.find("Redis ROLE says master") != std::string::npos);
+}
+
+TEST_CASE("a Redis master that refuses writes is down as unwritable, its role still known",
+          "[probe][redis]") {
+  const std::string misconf =
+      "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist "
+      "to disk.";
+  auto f = lab({1000});
+  // A failed save refuses PING too: the role read in the same pipeline still counts.
+  master_answers(*f, R::error(misconf), R::error(misconf));
+  auto r = check(f, config::Role::primary, k_master);
+  CHECK(r.verdict.state == core::State::down);
+  CHECK(r.verdict.failure == core::Failure::unwritable);
+  CHECK(r.verdict.reason.find("refuses writes: MISCONF") != std::string::npos);
+  bool shown = false;
+  for (const auto& s : r.steps) {
+    shown = shown || (s.opinion == "node" &&
+                      s.answer.find("the write probe was refused: MISCONF") != std::string::npos);
+  }
+  CHECK(shown); // explain shows what was asked and what came back
+
+  master_answers(*f, R::status("PONG"), R::error("NOREPLICAS Not enough good replicas to write."));
+  r = check(f, config::Role::primary, k_master);
+  CHECK(r.verdict.failure == core::Failure::unwritable);
+  CHECK(r.verdict.reason.find("NOREPLICAS") != std::string::npos);
+
+  // A check user without the right to send the probe: judged as before, and told so.
+  master_answers(*f, R::status("PONG"),
+                 R::error("NOPERM User healthcheck has no permissions to run the 'lpushx' "
+                          "command"));
+  r = check(f, config::Role::primary, k_master);
+  CHECK(r.verdict.state == core::State::up);
+  CHECK(r.verdict.reason.find("writes not probed: NOPERM") != std::string::npos);
+}
