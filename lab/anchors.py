@@ -231,7 +231,8 @@ def _auth(user, password, where):
 
 
 def redis_writer_steps(sentinel_addr, master_name, node_port, user, password):
-    """(b) the writer's tcp-check (module docstring), for the server named by its port."""
+    """(b) the writer's tcp-check (module docstring), for the server named by its port: one
+    Step per line of the config, in its order."""
     return [Step("connect", addr=sentinel_addr), *_auth(user, password, "Sentinel"),
             Step("send", _resp("SENTINEL", "get-master-addr-by-name", master_name)),
             Step("expect", f"\r\n{node_port}\r\n".encode(), what="Sentinel names it"),

@@ -1,6 +1,7 @@
 """The fault matrix's runner: the shared labs (any lab of lab/protocol.py, with
 one dbcheck-agent per node), the targets on their primary and replica, and one row measured
-from injection to "healthy again"; plus the fault helpers rows share (a fault in dbcheck's own
+from injection to "healthy again", each external check with its anchor asked beside it
+(lab/anchors.py); plus the fault helpers rows share (a fault in dbcheck's own
 configuration, fake peers). The rows themselves are in bench/faults/fault_rows_*.py.
 """
 
@@ -244,8 +245,9 @@ class Matrix:
                 line.ext.report else line.ext_error
             agent = "/".join(reported(line.agent_entry)) if line.agent_entry else "-"
             ttv = f"{line.agent_ttv:.1f}s" if line.agent_ttv is not None else line.agent_note
+            took = f" in {line.anchor.seconds * 1000:.0f}ms" if hasattr(line.anchor, "seconds") else ""
             print(f"   {line.target.label}: external {ext}; agent {agent} {ttv}; anchor "
-                  f"{anchor_cell(line)}"
+                  f"{anchor_cell(line)}{took}"
                   + (f"  PROBLEMS: {line.problems}" if line.problems else ""), flush=True)
         print(f"   ({time.monotonic() - t_row:.1f}s)", flush=True)
 
