@@ -1,8 +1,9 @@
 """The fault matrix: each fault injected against real servers on 127.0.0.1, with the
 verdict of the external check (`dbcheck explain --json`, its own wall time) and of the
 dbcheck-agent serving that node (its /health: reported state, failure, reason, and the time
-from injection until it reported the expected verdict), then the fault removed and health
-awaited (bounded).
+from injection until it reported the expected verdict), what the anchors (Patroni's httpchk,
+the Sentinel + ROLE tcp-check: lab/anchors.py) answered for that node at the same moment,
+then the fault removed and health awaited (bounded).
 
 Run through bench/faults/run (root, Debian's /usr/bin/python3, build/ already built).
 Exit status 1 when any row broke the deadline (timeout + 100 ms), hung (hard caps: the check
@@ -68,7 +69,12 @@ def main():
         "on that node (interval 1 s, fall 2, rise 3), its `/health` reported verdict; time to verdict from "
         "the injection until it reported the expected verdict, polled every 100 ms (its own check duration "
         "in brackets). Faults in dbcheck's configuration (fake peers, passwords, names) reach the agent by "
-        "a reload (SIGHUP).",
+        "a reload (SIGHUP). Anchors, asked beside the external check for the same node (evidence, never a "
+        "failing row): Patroni's `option httpchk GET /primary` (writer) or `GET /replica` (reader), "
+        "`http-check expect status 200`; the Sentinel + ROLE tcp-check (the first Sentinel's "
+        "`get-master-addr-by-name` names the server, then AUTH and ROLE `master`; a reader: ROLE `slave`). "
+        "Both with their own right settings, sent as HAProxy sends them from Python (lab/anchors.py), "
+        "connect 1 s, check 1 s: one check's answer, not a fall/rise series.",
         table(m.lines),
         *m.notes,
     ])

@@ -1,6 +1,6 @@
 """The fault matrix's observations and table: the limits every row is judged by, one agent's
 /health polled while a row runs, the expected and observed verdicts of one backend (Target,
-Line), the secret scan and the Markdown table.
+Line) with its anchor's answer, the secret scan and the Markdown table.
 """
 
 import time
@@ -12,6 +12,9 @@ from lab.periodic import Periodic
 
 TIMEOUT_S, MARGIN_S = 0.8, 0.1    # the configured check deadline and the issue's margin
 CHECK_CAP_S = TIMEOUT_S + 5       # a check process still running then is killed: a hang
+# The anchors end by their own timeouts (lab/anchors.py: connect 1 s, check 1 s; two connects
+# for the Sentinel + ROLE check); past this the row goes on without their answer.
+ANCHOR_CAP_S = 4
 ROW_CAP_S = 150                   # hard wall-clock cap of one row (SIGALRM)
 AGENT_SETTINGS = {"interval": "1s", "fall": 2, "rise": 3}  # haproxy-examples/dbcheck-agent.toml
 VERDICT_WAIT_S = 15               # bound on the agent's time to verdict
@@ -85,6 +88,7 @@ class Line:
     agent_entry: dict = None
     agent_ttv: float = None
     agent_note: str = ""
+    anchor: object = None       # lab.anchors.Answer, or a note why there is none
     problems: list = field(default_factory=list)
 
 
@@ -123,11 +127,25 @@ def check_secrets(line, *texts):
             line.problems.append(f"secret {s[:3]}… leaked")
 
 
+def anchor_cell(line):
+    """What line's anchor answered ("/primary 200 (UP)", "ROLE master: timeout (DOWN)"), or
+    why it has no answer."""
+    a = line.anchor
+    return "—" if a is None else short(a if isinstance(a, str) else a.cell(), 120)
+
+
+def anchor_cells(line):
+    """The table's two anchor cells of `line`: Patroni's, Sentinel + ROLE's ("—" for the other
+    engine's)."""
+    cell = anchor_cell(line)
+    return (cell, "—") if line.target.backend.startswith("pg") else ("—", cell)
+
+
 def table(lines):
     """The Markdown table of `lines`, one table line each."""
     head = ("| row | fault | backend | external verdict | external reason | time | agent verdict | "
-            "agent reason | agent time to verdict |")
-    out = [head, "| --- | --- | --- | --- | --- | ---: | --- | --- | ---: |"]
+            "agent reason | agent time to verdict | Patroni /primary or /replica | Sentinel + ROLE |")
+    out = [head, "| --- | --- | --- | --- | --- | ---: | --- | --- | ---: | --- | --- |"]
     for ln in lines:
         if ln.ext and ln.ext.report:
             # The process's wall time, and the check's own elapsed_ms (the rest is exec and exit).
@@ -144,6 +162,7 @@ def table(lines):
         else:
             agent, areason, ttv = "—", "—", ln.agent_note or "—"
         flag = " **FAIL**" if ln.problems else ""
+        patroni, sentinel = anchor_cells(ln)
         out.append(f"| {ln.row}{flag} | {short(ln.fault, 120)} | {ln.target.label} | {ext} | {reason} | "
-                   f"{t} | {agent} | {areason} | {ttv} |")
+                   f"{t} | {agent} | {areason} | {ttv} | {patroni} | {sentinel} |")
     return "\n".join(out)

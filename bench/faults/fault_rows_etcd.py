@@ -23,6 +23,7 @@ ROWS = Rows()
 def etcd_down(m, before_name, after_name):
     cluster = PatroniCluster(m.workdir / "etcd-lab", members=2)
     m.stack.callback(cluster.stop)
+    m.private_labs.append(cluster)
     cluster.start()
     leader = cluster.wait_primary()
     agent = AgentProcess(m.workdir / "etcd-agent", "agent-etcd-lab", AGENT,

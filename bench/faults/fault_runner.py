@@ -1,6 +1,7 @@
 """The fault matrix's runner: the shared labs (any lab of lab/protocol.py, with
 one dbcheck-agent per node), the targets on their primary and replica, and one row measured
-from injection to "healthy again"; plus the fault helpers rows share (a fault in dbcheck's own
+from injection to "healthy again", each external check with its anchor asked beside it
+(lab/anchors.py); plus the fault helpers rows share (a fault in dbcheck's own
 configuration, fake peers). The rows themselves are in bench/faults/fault_rows_*.py.
 """
 
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # The repository root (the lab package) is on PYTHONPATH: bench/faults/run sources scripts/pythonpath.
+from lab import anchors, redis as redis_fx
 from lab.agent import start_pg_agents, start_redis_agents
 from lab.binaries import agent_bin, dbcheck_bin
 from lab.dbcheck import run_dbcheck, write_dbcheck_config, write_redis_config
@@ -23,8 +25,9 @@ from lab.patroni import PatroniCluster
 from lab.procs import wait_until
 from lab.redis import RedisSentinelCluster
 
-from fault_observe import (AGENT_SETTINGS, CHECK_CAP_S, HEAL_WAIT_S, MARGIN_S, ROW_CAP_S, TIMEOUT_S,
-                           VERDICT_WAIT_S, AgentWatch, Line, Target, check_secrets, matches, reported, short)
+from fault_observe import (AGENT_SETTINGS, ANCHOR_CAP_S, CHECK_CAP_S, HEAL_WAIT_S, MARGIN_S, ROW_CAP_S,
+                           TIMEOUT_S, VERDICT_WAIT_S, AgentWatch, Line, Target, anchor_cell, check_secrets,
+                           matches, reported, short)
 
 # $DBCHECK_BIN / $DBCHECK_AGENT_BIN override them, as for the tests: a fix can be measured from
 # another build dir.
@@ -73,6 +76,7 @@ class Matrix:
         self.stack = ExitStack()
         self.labs = {}    # engine -> started lab
         self.agents = {}  # engine -> {node name: AgentProcess}
+        self.private_labs = []  # labs a row started itself, whose nodes get the anchors too
 
     @property
     def pg(self):
@@ -133,8 +137,50 @@ class Matrix:
         return self.config("redis" if target.backend.startswith("redis") else "pg", "base")
 
     # ---------------------------------------------------------------- one row
+    def anchor(self, target):
+        """What the anchor of target's engine (lab/anchors.py) answers for its node now, with
+        the anchors' own settings (the real Patroni REST API, the first Sentinel, the check
+        user's right password): an anchors.Answer, or a note saying why there is none."""
+        writer = target.backend.endswith("_write")
+        if target.backend.startswith("pg"):
+            labs = [lab for lab in [*self.labs.values(), *self.private_labs]
+                    if isinstance(lab, PatroniCluster)]
+            member = next((m for lab in labs for m in lab.members() if m.pg_addr == target.addr), None)
+            if member is None or member.scheme != "http":
+                return "n/a: not a member of a Patroni lab" if member is None else "n/a: REST API over TLS"
+            return anchors.patroni(f"{member.ip}:{member.rest_port}", "/primary" if writer else "/replica")
+        if self.redis is None:
+            return "n/a: no Sentinel lab"
+        if writer:
+            return anchors.redis_writer(target.addr, self.redis.sentinels()[0].addr, redis_fx.MASTER_NAME,
+                                        redis_fx.HC_USER, redis_fx.HC_PASSWORD)
+        return anchors.redis_reader(target.addr, redis_fx.HC_USER, redis_fx.HC_PASSWORD)
+
+    def _anchor_beside(self, line):
+        """A thread asking line.target's anchor (into line.anchor) while the external check
+        runs: both answer for the same instant, and the anchor adds no time to the row unless
+        it outlasts the check. Evidence only: what it answers never fails the row."""
+        def ask():
+            try:
+                line.anchor = self.anchor(line.target)
+            except Exception as e:  # noqa: BLE001 - a broken anchor is noted, not a failing row
+                line.anchor = f"n/a: {short(repr(e), 80)}"
+        thread = threading.Thread(target=ask, name=f"anchor-{line.target.label}", daemon=True)
+        thread.start()
+        return thread
+
     def external(self, line, config):
-        """Run `dbcheck explain --json` once for line.target; record it and its problems."""
+        """Run `dbcheck explain --json` once for line.target, its anchor beside it; record them
+        and the check's problems."""
+        anchor = self._anchor_beside(line)
+        try:
+            self._external(line, config)
+        finally:
+            anchor.join(ANCHOR_CAP_S)
+            if line.anchor is None:
+                line.anchor = f"n/a: no answer within {ANCHOR_CAP_S:.0f}s"
+
+    def _external(self, line, config):
         t = line.target
         try:
             line.ext = run_dbcheck(DBCHECK, config, "explain", t.backend, t.addr, "--json",
@@ -199,7 +245,9 @@ class Matrix:
                 line.ext.report else line.ext_error
             agent = "/".join(reported(line.agent_entry)) if line.agent_entry else "-"
             ttv = f"{line.agent_ttv:.1f}s" if line.agent_ttv is not None else line.agent_note
-            print(f"   {line.target.label}: external {ext}; agent {agent} {ttv}"
+            took = f" in {line.anchor.seconds * 1000:.0f}ms" if hasattr(line.anchor, "seconds") else ""
+            print(f"   {line.target.label}: external {ext}; agent {agent} {ttv}; anchor "
+                  f"{anchor_cell(line)}{took}"
                   + (f"  PROBLEMS: {line.problems}" if line.problems else ""), flush=True)
         print(f"   ({time.monotonic() - t_row:.1f}s)", flush=True)
 
