@@ -66,7 +66,8 @@ std::string agent_reply_with_reason(const ReplyInput& in) {
     return util::format("{}down #stale: no probe result for {:.1f}s\n", ready, in.age_s);
   }
   if (v.state == core::State::up) {
-    if (v.failure == core::Failure::saturated || v.failure == core::Failure::lag) {
+    if (v.failure == core::Failure::saturated || v.failure == core::Failure::lag ||
+        v.failure == core::Failure::slow) {
       // Degraded but serving: keep it in, with less of the traffic.
       return util::format("{}up 50% #{}\n", ready, reason_text(v.reason));
     }

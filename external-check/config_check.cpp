@@ -122,9 +122,10 @@ int config_check(const std::string& path, const std::string& haproxy_cfg, bool l
   }
   for (const auto& [name, b] : cfg->backends) {
     std::cout << util::format(
-        "  backend {}: cluster {}, role {}, timeout {}{}\n", name, b.cluster,
+        "  backend {}: cluster {}, role {}, timeout {}{}{}\n", name, b.cluster,
         config::to_string(b.role), util::format_duration(b.timeout),
-        b.role == config::Role::replica ? ", max_lag " + util::format_duration(b.max_lag) : "");
+        b.role == config::Role::replica ? ", max_lag " + util::format_duration(b.max_lag) : "",
+        b.max_latency ? ", max_latency " + util::format_duration(*b.max_latency) : "");
   }
   if (haproxy_cfg.empty()) {
     return k_exit_pass;

@@ -102,6 +102,8 @@ struct Backend {
   Role role = Role::primary;
   util::Duration timeout{800};  // deadline for one whole check
   util::Duration max_lag{1000}; // replicas: the most staleness allowed
+  // The node's own answer time beyond which it is slow (below timeout); unset: no bound.
+  std::optional<util::Duration> max_latency;
   core::SaturationPolicy on_saturation = core::SaturationPolicy::up;
   core::ReaderChoice readers = core::ReaderChoice::any; // PostgreSQL replicas: which ones read
   // Where config-check's comparison with haproxy.cfg points: the [backend.NAME] header, and the

@@ -34,6 +34,7 @@ struct BackendDraft {
   toml::source_region where;
   toml::source_region cluster_where;
   toml::source_region max_lag_where;
+  toml::source_region max_latency_where;
   toml::source_region saturation_where;
   std::optional<toml::source_region> readers_where; // set when `readers` was written
   bool has_cluster = false;
@@ -92,6 +93,11 @@ const std::vector<KeySpec<BackendDraft>>& backend_keys() {
        [](B& b, const toml::node& n, Errors& e, const std::string& key) {
          b.max_lag = want_duration(n, e, key);
          b.max_lag_where = n.source();
+       }},
+      {"max_latency",
+       [](B& b, const toml::node& n, Errors& e, const std::string& key) {
+         b.backend.max_latency = want_duration(n, e, key);
+         b.max_latency_where = n.source();
        }},
       {"on_saturation",
        [](B& b, const toml::node& n, Errors& e, const std::string& key) {
@@ -204,6 +210,12 @@ tl::expected<Config, ConfigError> parse_config(std::string_view text, const std:
       b.timeout_line = defaults.timeout_line;
     }
     b.max_lag = d.max_lag.value_or(defaults.max_lag);
+    // A bound at or past the deadline could never fire: the check times out first.
+    if (b.max_latency && *b.max_latency >= b.timeout) {
+      e.add(d.max_latency_where, sec + ".max_latency",
+            util::format("max_latency {} must be below timeout {}",
+                         util::format_duration(*b.max_latency), util::format_duration(b.timeout)));
+    }
     b.on_saturation = d.on_saturation.value_or(defaults.on_saturation);
     cfg.backends.emplace(b.name, std::move(b));
   }

@@ -45,6 +45,9 @@ struct Report {
   // /etc/dbcheck/hc.crt"); empty where the engine has nothing to tell.
   std::string auth;
   std::vector<Step> steps;
+  // The node gave its own opinion: its "node" step's latency_ms is its answer time (the
+  // latency bound judges it; a node that did not answer is judged by its failure instead).
+  bool node_answered = false;
   double elapsed_ms = 0;
   double deadline_ms = 0;
 };

@@ -81,6 +81,7 @@ core::Report check_writer(const config::PostgresCluster& cluster, const config::
 
   core::Report report;
   report.own = core::own_words(role);
+  report.node_answered = role.has_value();
   std::optional<WriterManagerResult> m = await_by(manager, deadline);
   if (m && m->members.shared &&
       !(role && m->members.view && core::shared_view_fits_writer(*m->members.view, node, *role))) {
@@ -192,6 +193,9 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
   const auto t0 = peers->now();
   auto session = peers->pg(target_for(cluster, node));
   const auto opened = session->open(deadline); // meanwhile Patroni
+  // The node's own answer time is its connection and its answer to the replica query: the
+  // wait for Patroni, the leader's sample and the catch-up's pauses are not the node's.
+  const double open_ms = elapsed_ms(t0, peers->now());
 
   core::Report report;
   std::optional<ManagerResult> m = await_by(manager, deadline);
@@ -203,6 +207,7 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
     tl::expected<core::ClusterView, ProbeError> view;
     SampleResult sample;
     tl::expected<core::ReplicaRow, ProbeError> row;
+    double query_ms = 0; // the replica query's round trip
   };
   const auto sample_then_read = [&](std::optional<ManagerResult>& result) {
     Pass p{result ? std::move(result->view)
@@ -224,9 +229,11 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
     } else {
       p.sample.problem = p.view ? "the replica did not answer" : "no view from Patroni";
     }
+    const auto asked_at = peers->now();
     auto rows =
         opened ? session->query(core::k_replica_sql, deadline)
                : tl::expected<std::vector<PgRow>, ProbeError>(tl::make_unexpected(opened.error()));
+    p.query_ms = elapsed_ms(asked_at, peers->now());
     p.row = rows ? core::parse_replica_rows(*rows)
                  : tl::expected<core::ReplicaRow, ProbeError>(tl::make_unexpected(rows.error()));
     return p;
@@ -286,12 +293,13 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
     }
     nstep.answer = core::describe(st, position, 1 + again);
   }
-  nstep.latency_ms = elapsed_ms(t0, peers->now());
+  nstep.latency_ms = open_ms + pass.query_ms;
   if (!status) {
     nstep.answer = status.error().detail;
   }
   report.steps.push_back(std::move(nstep));
   report.own = core::own_words(status);
+  report.node_answered = status.has_value();
   core::ReplicaObservation obs{node,
                                std::move(view),
                                std::move(status),

@@ -84,9 +84,8 @@ core::Step node_step(const util::HostPort& node, const config::RedisTls& tls,
 }
 
 void finish_node_step(core::Step& step, const tl::expected<core::RedisRole, ProbeError>& role,
-                      Clock::time_point t0, Clock::time_point t1,
-                      const core::WriteProbe& write = {}) {
-  step.latency_ms = elapsed_ms(t0, t1);
+                      double latency_ms, const core::WriteProbe& write = {}) {
+  step.latency_ms = latency_ms;
   step.answer = role ? core::describe(*role) : role.error().detail;
   if (role && write.outcome == core::WriteProbe::Outcome::accepted) {
     step.answer += "; the write probe was accepted";
@@ -124,7 +123,7 @@ OffsetSample sample_master(Peers& peers, const config::RedisCluster& cluster,
     s.problem = util::format("master {}: {}", util::to_string(master),
                              role ? "ROLE does not say master" : role.error().detail);
   }
-  finish_node_step(step, role, t0, peers.now());
+  finish_node_step(step, role, elapsed_ms(t0, peers.now()));
   report.steps.push_back(std::move(step));
   return s;
 }
@@ -142,9 +141,10 @@ core::Report check_writer(const config::RedisCluster& cluster, const config::Bac
   const auto opened = link->open(deadline);
   NodeAnswer answer = opened ? ask_node(*peers, *link, cmds, deadline)
                              : NodeAnswer{tl::make_unexpected(opened.error()), peers->now(), {}};
-  finish_node_step(nstep, answer.role, t0, peers->now(), answer.write);
+  finish_node_step(nstep, answer.role, elapsed_ms(t0, peers->now()), answer.write);
 
   core::Report report;
+  report.node_answered = answer.role.has_value();
   std::vector<core::SentinelAnswer> answers =
       collect_sentinels(sentinels, cluster, deadline, report);
   NameBook book{*peers, node};
@@ -172,6 +172,9 @@ core::Report check_replica(const config::RedisCluster& cluster, const config::Ba
   const auto t0 = peers->now();
   const auto link = peers->redis(node, cluster.tls);
   const auto opened = link->open(deadline); // meanwhile the Sentinels answer
+  // The node's own answer time is its connection and its first answer: the wait for the
+  // Sentinels, the master's sample and the catch-up's pauses are not the node's.
+  const double open_ms = elapsed_ms(t0, peers->now());
 
   core::Report report;
   std::vector<core::SentinelAnswer> answers =
@@ -197,8 +200,10 @@ core::Report check_replica(const config::RedisCluster& cluster, const config::Ba
   evidence.primary_sampled = sample.offset.has_value();
   evidence.primary_problem = sample.problem;
 
+  const auto asked_at = peers->now();
   NodeAnswer answer = opened ? ask_node(*peers, *link, cmds, deadline)
                              : NodeAnswer{tl::make_unexpected(opened.error()), peers->now(), {}};
+  const double node_ms = open_ms + elapsed_ms(asked_at, answer.at);
   if (opened) {
     const std::vector<RedisCommand> role_only{{"ROLE"}};
     const int again = poll_catch_up(
@@ -231,8 +236,9 @@ core::Report check_replica(const config::RedisCluster& cluster, const config::Ba
       nstep.asked += util::format(" (ROLE polled {} times)", 1 + again);
     }
   }
-  finish_node_step(nstep, answer.role, t0, peers->now());
+  finish_node_step(nstep, answer.role, node_ms);
   report.steps.push_back(std::move(nstep));
+  report.node_answered = answer.role.has_value();
   if (answer.role && !answer.role->master) {
     // Sentinel's REPLICAOF carries the announced name: compare it as the Sentinels' is.
     if (auto step =

@@ -6,6 +6,7 @@
 #include "pg_check.hpp"
 #include "redis_check.hpp"
 
+#include <core/latency_bound.hpp>
 #include <util/format.hpp>
 
 #include <algorithm>
@@ -59,6 +60,12 @@ core::Report run_check_with(const std::shared_ptr<Peers>& peers, const config::C
     // The check ended before the node's answer was summarised (timeout, no thread).
     report.own = core::no_answer(report.verdict.failure);
   }
+  // The one place the latency bound applies, whatever the engine and whichever binary asks.
+  report.verdict = core::bound_latency(
+      report.verdict,
+      {backend.role == config::Role::replica, core::node_answer_ms(report),
+       backend.max_latency ? std::optional{static_cast<double>(backend.max_latency->count())}
+                           : std::nullopt});
   report.backend = backend.name;
   report.node = util::to_string(node);
   report.role = std::string{config::to_string(backend.role)};

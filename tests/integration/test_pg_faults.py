@@ -193,7 +193,8 @@ def test_config_errors_are_line_numbered(pg_cluster, dbcheck_bin, config_for):
         f'configuration error: {config}:24: backend.pg_other.max_lag: "5x" is not a duration (expected a '
         'number with a unit: ms, s or m, e.g. "800ms" or "1.5s")',
         f'configuration error: {config}:25: backend.pg_other.maxlag: unknown key "maxlag" in '
-        '[backend.pg_other] (expected one of: cluster, role, timeout, max_lag, on_saturation, readers)',
+        '[backend.pg_other] (expected one of: cluster, role, timeout, max_lag, max_latency, '
+        'on_saturation, readers)',
     ], run.stderr
 
 

@@ -125,6 +125,81 @@ def test_wedged_node_and_trickling_peers_end_in_time(redis_cluster, dbcheck_bin,
             f"{max(times) * 1000:.0f} ms (timeout 800 ms), failing with timeout")
 
 
+# Spins the server's one thread for ARGV[1] microseconds: every client waits meanwhile, as on an
+# overloaded node. A read-only script, so a replica runs it too.
+BUSY_SCRIPT = """local t0 = redis.call('TIME')
+local start = t0[1] * 1000000 + t0[2]
+repeat local t = redis.call('TIME') until t[1] * 1000000 + t[2] - start >= tonumber(ARGV[1])
+return 1"""
+
+
+def _explain_while_busy(redis_cluster, dbcheck_bin, config, backend, node, busy_us=800_000):
+    """Blocks `node` with BUSY_SCRIPT, and once it no longer answers PING, checks it."""
+    import threading
+
+    blocker = threading.Thread(target=redis_cluster.admin,
+                               args=(node, "EVAL_RO", BUSY_SCRIPT, "0", str(busy_us)),
+                               kwargs={"timeout": 3.0})
+    blocker.start()
+    try:
+        def busy():
+            try:
+                redis_cluster.admin(node, "PING", timeout=0.05)
+                return False
+            except OSError:
+                return True
+        wait_until(busy, timeout=2, what=f"{node.name} busy in its script")
+        return explain(dbcheck_bin, config, backend, node.addr)
+    finally:
+        blocker.join()
+
+
+def test_slow_node_reader_out_writer_degraded(redis_cluster, dbcheck_bin, redis_config, figures):
+    """max_latency 300ms: a node whose own answer waits ~0.7 s behind a busy script is a slow
+    replica (down) and a slow but passing master (up, failure slow); fast, both pass plainly.
+    The time judged is the node step's, which the check itself reports."""
+    master = redis_cluster.wait_stable()
+    replica = next(n for n in redis_cluster.nodes() if n != master)
+    config = redis_config("slow", timeout="2s", extra="""max_latency = "300ms"
+
+[backend.redis_write_slow]
+cluster = "cache"
+role = "primary"
+max_latency = "300ms"
+""")
+
+    def node_ms(run):
+        return next(s["latency_ms"] for s in run.report["steps"] if s["opinion"] == "node")
+
+    listed = run_dbcheck(dbcheck_bin, config, "config-check")
+    assert listed.rc == 0, listed
+    assert "backend redis_read: cluster cache, role replica, timeout 2s, max_lag 2s, max_latency 300ms" \
+        in listed.stdout, listed.stdout
+
+    fast_reader = explain(dbcheck_bin, config, "redis_read", replica.addr)
+    fast_writer = explain(dbcheck_bin, config, "redis_write_slow", master.addr)
+    assert fast_reader.rc == 0 and fast_reader.failure == "none", fast_reader
+    assert fast_writer.rc == 0 and fast_writer.failure == "none", fast_writer
+    assert node_ms(fast_reader) < 300 and node_ms(fast_writer) < 300
+
+    reader = _explain_while_busy(redis_cluster, dbcheck_bin, config, "redis_read", replica)
+    writer = _explain_while_busy(redis_cluster, dbcheck_bin, config, "redis_write_slow", master)
+    assert reader.rc == 1 and reader.state == "down" and reader.failure == "slow", reader
+    assert reader.reason.startswith("slow: the node answered in "), reader
+    assert "max_latency 300 ms (" in reader.reason, reader
+    assert node_ms(reader) > 300, reader.report["steps"]
+    assert writer.rc == 0 and writer.state == "up" and writer.failure == "slow", writer
+    assert writer.reason.startswith("slow: the node answered in "), writer
+    assert "max_latency 300 ms (" in writer.reason, writer
+    assert node_ms(writer) > 300, writer.report["steps"]
+    for run in (reader, writer):
+        assert_in_time(run, 2.0, MARGIN)
+    redis_cluster.wait_stable()
+    figures("redis slow node (max_latency 300 ms)",
+            f"replica node step {node_ms(reader):.0f} ms: DOWN/slow; master {node_ms(writer):.0f} "
+            f"ms: UP/slow; fast: {node_ms(fast_reader):.1f} / {node_ms(fast_writer):.1f} ms")
+
+
 def test_wrong_password_and_acl_denial(redis_cluster, dbcheck_bin, redis_config):
     master = redis_cluster.wait_stable()
     secret = "wrong-Redis-4711"

@@ -23,6 +23,9 @@ TEST_CASE("agent replies: health, weight, drain, ready, stale, unknown", "[agent
         "up 50% #saturated: 47 of 47\n");
   CHECK(agent_reply(with({State::up, Failure::lag, "lagging for 1.000s"})) ==
         "up 50% #lagging for 1.000s\n");
+  CHECK(agent_reply(with({State::up, Failure::slow,
+                          "slow: the node answered in 612 ms, max_latency 300 ms (ok)"})) ==
+        "up 50% #slow: the node answered in 612 ms, max_latency 300 ms (ok)\n");
   CHECK(agent_reply(with({State::up, Failure::timeout, "failing, 1 of 2 rounds"})) ==
         "up 100% #failing, 1 of 2 rounds\n");
   CHECK(agent_reply(with({State::down, Failure::role, "Patroni names pg2 leader"})) ==

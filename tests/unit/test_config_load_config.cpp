@@ -85,7 +85,7 @@ TEST_CASE("errors name the file, line and key, and what was expected", "[config]
     REQUIRE_FALSE(r);
     CHECK(errors_of(r) == "dbcheck.toml:14: backend.pg_write.maxlag: unknown key \"maxlag\" in "
                           "[backend.pg_write] (expected one of: cluster, role, timeout, max_lag, "
-                          "on_saturation, readers)\n");
+                          "max_latency, on_saturation, readers)\n");
   }
   SECTION("a wrong type, a bad enum and a missing cluster, all at once") {
     std::string text = base;
@@ -109,6 +109,34 @@ TEST_CASE("errors name the file, line and key, and what was expected", "[config]
     REQUIRE_FALSE(r);
     CHECK(errors_of(r) == "dbcheck.toml:14: backend.pg_write.max_lag: applies only to role = "
                           "\"replica\"\n");
+  }
+  SECTION("max_latency: unset is no bound; set, it is kept for either role") {
+    const auto plain = parse_config(base, "dbcheck.toml");
+    REQUIRE(plain);
+    CHECK_FALSE(plain->backends.at("pg_read").max_latency.has_value());
+    CHECK_FALSE(plain->backends.at("pg_write").max_latency.has_value());
+    std::string text = base;
+    text.replace(text.find("role = \"primary\""), 16,
+                 "role = \"primary\"\nmax_latency = \"500ms\"");
+    text.replace(text.find("role = \"replica\""), 16, "role = \"replica\"\nmax_latency = \"0.3s\"");
+    const auto r = parse_config(text, "dbcheck.toml");
+    REQUIRE(r);
+    CHECK(r->backends.at("pg_write").max_latency->count() == 500);
+    CHECK(r->backends.at("pg_read").max_latency->count() == 300);
+  }
+  SECTION("max_latency must be below the timeout that applies") {
+    std::string text = base;
+    // [defaults]' timeout (800ms) applies to pg_read; pg_write states its own.
+    text.replace(text.find("role = \"primary\""), 16,
+                 "role = \"primary\"\ntimeout = \"1s\"\nmax_latency = \"1s\"");
+    text.replace(text.find("role = \"replica\""), 16,
+                 "role = \"replica\"\nmax_latency = \"900ms\"");
+    const auto r = parse_config(text, "dbcheck.toml");
+    REQUIRE_FALSE(r);
+    CHECK(errors_of(r) == "dbcheck.toml:15: backend.pg_write.max_latency: max_latency 1s must be "
+                          "below timeout 1s\n"
+                          "dbcheck.toml:20: backend.pg_read.max_latency: max_latency 900ms must "
+                          "be below timeout 800ms\n");
   }
   SECTION("readers: synchronous replicas only, on a PostgreSQL reader") {
     std::string text = base;

@@ -45,6 +45,10 @@ TEST_CASE("every failure is logged, a pass only when it tells something new", "[
                          changes, 1h));
   CHECK(
       core::should_log(up, logged(core::State::drain, core::Failure::none, 5), k_now, changes, 1h));
+  // A writer kept up but slower than max_latency: logged when it turns slow and when it stops.
+  CHECK(
+      core::should_log(verdict(core::State::up, core::Failure::slow), same_up, k_now, changes, 1h));
+  CHECK(core::should_log(up, logged(core::State::up, core::Failure::slow, 5), k_now, changes, 1h));
 }
 
 TEST_CASE("a quiet pass is logged again after the heartbeat, or when time ran backwards",

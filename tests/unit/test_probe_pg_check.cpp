@@ -119,6 +119,32 @@ TEST_CASE("a replica a little behind the sample is watched until it passes it", 
   CHECK(*r.lag->seconds < 0.1);
 }
 
+TEST_CASE("a replica's node step times the node alone: the leader's sample and the watch are "
+          "not its",
+          "[probe][pg][latency]") {
+  auto f = lab({"0/3000000", "0/3000010", "0/3000060"});
+  FakePeers* peers = f.get();
+  const auto replica = f->pg_answers["10.0.0.2:5432"];
+  f->pg_answers["10.0.0.2:5432"] = [replica, peers](const std::string& sql) {
+    if (sql == core::k_replica_sql) {
+      peers->sleep_for(250ms); // the node's own slowness
+    }
+    return replica(sql);
+  };
+  const auto leader = f->pg_answers["10.0.0.1:5432"];
+  f->pg_answers["10.0.0.1:5432"] = [leader, peers](const std::string& sql) {
+    peers->sleep_for(200ms); // a slow leader is the sample's time, not the replica's
+    return leader(sql);
+  };
+  const auto r = check(f, config::Role::replica, k_replica);
+  CHECK(f->count(k_replay_query) == 2);
+  CHECK(r.node_answered);
+  // Its connection and its answer (1 ms each on the fake clock, and the 250 ms); Patroni's
+  // GETs may tick the shared fake clock meanwhile, a few ms at most.
+  CHECK(node_step(r).latency_ms >= 251.0);
+  CHECK(node_step(r).latency_ms < 260.0);
+}
+
 TEST_CASE("the watch ends once the sample is max_lag old", "[probe][pg]") {
   auto f = lab({"0/3000000"}); // never catches up
   const auto r = check(f, config::Role::replica, k_replica, util::Duration{100});

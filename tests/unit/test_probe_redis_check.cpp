@@ -118,6 +118,36 @@ TEST_CASE("a Redis replica a little behind is watched with ROLE until it passes 
   CHECK(r.verdict.state == core::State::up);
 }
 
+TEST_CASE("a Redis replica's node step times the node alone: the master's sample and the "
+          "watch are not its",
+          "[probe][redis][latency]") {
+  auto f = lab({900, 990, 1000});
+  FakePeers* peers = f.get();
+  const auto replica = f->redis_answers["10.0.0.2:6379"];
+  f->redis_answers["10.0.0.2:6379"] = [replica, peers](const std::vector<probe::RedisCommand>& c) {
+    if (c.size() > 1) {
+      peers->sleep_for(250ms); // the node's own slowness, in its first answer
+    }
+    return replica(c);
+  };
+  const auto master = f->redis_answers["10.0.0.1:6379"];
+  f->redis_answers["10.0.0.1:6379"] = [master, peers](const std::vector<probe::RedisCommand>& c) {
+    peers->sleep_for(200ms); // a slow master is the sample's time, not the replica's
+    return master(c);
+  };
+  const auto r = check(f, config::Role::replica, k_replica);
+  CHECK(f->count("redis 10.0.0.2:6379 ROLE") == 3);
+  CHECK(r.node_answered);
+  for (const auto& s : r.steps) {
+    if (s.opinion == "node") {
+      // Its connection and its answer (1 ms each on the fake clock, and the 250 ms); the
+      // Sentinels may tick the shared fake clock meanwhile, a few ms at most.
+      CHECK(s.latency_ms >= 251.0);
+      CHECK(s.latency_ms < 260.0);
+    }
+  }
+}
+
 TEST_CASE("a Redis replica that stays behind is judged by what the watch saw", "[probe][redis]") {
   auto f = lab({900});
   const auto r = check(f, config::Role::replica, k_replica, util::Duration{100});
