@@ -10,6 +10,7 @@ from pathlib import Path
 from lab import faults, redis as redis_fx
 from lab.agent import AgentProcess
 from lab.dbcheck import write_redis_config
+from lab.delay_proxy import DelayProxy
 from lab.fake_resp import FakeResp
 from lab.procs import wait_until
 
@@ -220,3 +221,43 @@ def misconf(m, name):
           "directory): writes and PING get MISCONF; time from the first refused write",
           m.targets("redis", expect=("down", "unwritable")), save_failed,
           settle=lambda: r.wait_primary(30))
+
+
+# A backend of its own with a latency bound (the lab's backends have none).
+SLOW_BACKEND = """
+[backend.redis_read_bounded]
+cluster = "cache"
+role = "replica"
+max_lag = "2s"
+max_latency = "300ms"
+"""
+
+
+@ROWS.row("redis-slow-replica", lab="redis")
+def slow_replica(m, name):
+    """A real replica behind a proxy that holds each answer 400 ms: alive, correct, and slower
+    than the backend's max_latency (300 ms); its own agent watches it through the proxy."""
+    r = m.redis
+    replica = r.replicas(r.wait_primary())[0]
+    proxy = DelayProxy(replica.addr)
+    m.stack.enter_context(proxy)
+
+    def writer(directory, extra="", **kw):
+        return write_redis_config(directory, cluster=r, owner=None, extra=SLOW_BACKEND + extra, **kw)
+    config = writer(m.workdir / "configs" / "slow")
+    agent = AgentProcess(m.workdir / "slow-agent", "agent-slow", AGENT, writer, "cache", proxy.addr,
+                         **AGENT_SETTINGS)
+    m.stack.callback(agent.stop)
+    agent.start()
+    target = Target("redis_read_bounded", proxy.addr, f"redis_read_bounded @ {replica.name} behind a "
+                    "400 ms delay (max_latency 300ms)", agent, expect=("down", "slow"), healthy=None)
+
+    @contextmanager
+    def delayed():
+        proxy.delay = 0.4
+        try:
+            yield None
+        finally:
+            proxy.delay = 0.0
+    m.row(name, "each answer of the replica held 400 ms by a proxy in front of it; the backend's "
+          "max_latency is 300ms", [target], delayed, config=config, settle=agent.stop)
