@@ -46,8 +46,8 @@ std::string identity_unchecked(std::optional<SystemId> node, std::optional<Syste
     return {};
   }
   if (!node) {
-    return "identity not checked: the check user may not call pg_control_system() (GRANT "
-           "EXECUTE ON FUNCTION pg_catalog.pg_control_system() TO it)";
+    return "identity not checked: pg_control_system() did not answer (revoked from the check "
+           "user? GRANT EXECUTE ON FUNCTION pg_catalog.pg_control_system() TO it)";
   }
   return util::format("identity not checked: {}", cluster_missing);
 }

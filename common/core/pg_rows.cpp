@@ -103,8 +103,13 @@ std::string without_identity(std::string_view sql) {
   return std::string{sql};
 }
 
-bool identity_refused(const ProbeError& error) {
-  return error.code == "42501" && error.detail.find("pg_control_system") != std::string::npos;
+bool identity_unreadable(const ProbeError& error) {
+  const auto says = [&](std::string_view words) {
+    return error.detail.find(words) != std::string::npos;
+  };
+  return (error.code == "42501" && says("pg_control_system")) ||
+         (error.code == "XX000" &&
+          says("calculated CRC checksum does not match value stored in file"));
 }
 
 tl::expected<NodeRole, ProbeError> parse_writer_rows(const std::vector<PgRow>& rows) {

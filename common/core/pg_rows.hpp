@@ -82,9 +82,11 @@ struct ReplicaRow {
 // for a check user that may not call pg_control_system().
 std::string without_identity(std::string_view sql);
 
-// Whether `error` is PostgreSQL refusing the check user pg_control_system() (42501 naming it):
-// the one refusal the question is asked again without_identity() for.
-bool identity_refused(const ProbeError& error);
+// Whether `error` is pg_control_system() failing, the one failure the question is asked again
+// without_identity() for: refused to the check user (42501 naming it), or a pg_control read
+// while the server rewrote it (its CRC error: the file is read on every call without a lock,
+// and a standby rewrites it often while it replays).
+bool identity_unreadable(const ProbeError& error);
 
 // The answer to k_writer_sql, or to it without_identity() (system_id nullopt then); a NULL or
 // garbled identifier is a protocol error naming pg_control_system().

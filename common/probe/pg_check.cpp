@@ -49,12 +49,12 @@ core::Step node_step(const std::string& opinion, const util::HostPort& addr, con
   return s;
 }
 
-// `sql` on `session`; asked again without_identity() when the check user may not call
-// pg_control_system(): a revoked grant leaves the identity unchecked, never the node down.
+// `sql` on `session`; asked again without_identity() when pg_control_system() fails (refused
+// to the check user, or a torn read): the identity is then unchecked, never the node down.
 tl::expected<std::vector<PgRow>, ProbeError> ask_with_identity(PgPeer& session, const char* sql,
                                                                const Deadline& deadline) {
   auto rows = session.query(sql, deadline);
-  if (!rows && core::identity_refused(rows.error())) {
+  if (!rows && core::identity_unreadable(rows.error())) {
     return session.query(core::without_identity(sql), deadline);
   }
   return rows;

@@ -34,8 +34,8 @@ TEST_CASE("a different identifier is another cluster; an unknown one is not chec
 
   CHECK(identity_unchecked(ours, ours, "x").empty());
   CHECK(identity_unchecked(std::nullopt, ours, "x") ==
-        "identity not checked: the check user may not call pg_control_system() (GRANT EXECUTE ON "
-        "FUNCTION pg_catalog.pg_control_system() TO it)");
+        "identity not checked: pg_control_system() did not answer (revoked from the check user? "
+        "GRANT EXECUTE ON FUNCTION pg_catalog.pg_control_system() TO it)");
   CHECK(identity_unchecked(ours, std::nullopt, "Patroni reports none") ==
         "identity not checked: Patroni reports none");
 }

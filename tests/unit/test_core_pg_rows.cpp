@@ -111,11 +111,14 @@ TEST_CASE("each question asks the system identifier last, and can be asked witho
     CHECK(plain + std::string{k_identity_column} == sql);
     CHECK(plain.find("pg_control_system") == std::string::npos);
   }
-  CHECK(identity_refused(
+  CHECK(identity_unreadable(
       ProbeError{Failure::protocol,
                  "42501: ERROR:  permission denied for function pg_control_system", "42501"}));
+  CHECK(identity_unreadable(ProbeError{
+      Failure::protocol,
+      "XX000: ERROR:  calculated CRC checksum does not match value stored in file", "XX000"}));
   // Another refusal is the check's failure as before: not retried.
-  CHECK_FALSE(identity_refused(ProbeError{
+  CHECK_FALSE(identity_unreadable(ProbeError{
       Failure::protocol, "42501: ERROR:  permission denied for view pg_stat_activity", "42501"}));
 }
 

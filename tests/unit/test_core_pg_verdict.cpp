@@ -606,10 +606,12 @@ TEST_CASE("writer: an identity that cannot be read is not checked, and said so",
   Verdict v = evaluate_writer(denied, SaturationPolicy::up);
   CHECK(v.state == State::up);
   CHECK(v.failure == Failure::none);
-  CHECK_THAT(v.reason, dbcheck_test::EndsWith(
-                           "PostgreSQL is read-write, not in recovery; identity not checked: the "
-                           "check user may not call pg_control_system() (GRANT EXECUTE ON "
-                           "FUNCTION pg_catalog.pg_control_system() TO it)"));
+  CHECK_THAT(
+      v.reason,
+      dbcheck_test::EndsWith(
+          "PostgreSQL is read-write, not in recovery; "
+          "identity not checked: pg_control_system() did not answer (revoked from the check user? "
+          "GRANT EXECUTE ON FUNCTION pg_catalog.pg_control_system() TO it)"));
   WriterObservation silent = writer_obs("self", "rw");
   (*silent.leader_report)->status.system_id.reset();
   v = evaluate_writer(silent, SaturationPolicy::up);
@@ -649,9 +651,12 @@ TEST_CASE("reader: an identity that cannot be read is not checked, and said so",
   denied.system_id.reset();
   Verdict v = evaluate_replica({k_replica, replica_view(), denied, lag(0), 3, k_sysid, "pg1"}, 1.0);
   CHECK(v.state == State::up);
-  CHECK_THAT(v.reason, dbcheck_test::EndsWith("; identity not checked: the check user may not "
-                                              "call pg_control_system() (GRANT EXECUTE ON "
-                                              "FUNCTION pg_catalog.pg_control_system() TO it)"));
+  CHECK_THAT(
+      v.reason,
+      dbcheck_test::EndsWith(
+          "; "
+          "identity not checked: pg_control_system() did not answer (revoked from the check user? "
+          "GRANT EXECUTE ON FUNCTION pg_catalog.pg_control_system() TO it)"));
   v = evaluate_replica({k_replica, replica_view(), streaming(), LagEstimate{0.5, "age only"},
                         std::nullopt, std::nullopt, ""},
                        1.0);

@@ -572,8 +572,8 @@ TEST_CASE("a check user refused pg_control_system() is asked again without it",
   CHECK(f->count("sql 10.0.0.1:5432") == 2);
   CHECK(r.verdict.state == core::State::up);
   CHECK_THAT(r.verdict.reason,
-             dbcheck_test::Contains("identity not checked: the check user may not call "
-                                    "pg_control_system()"));
+             dbcheck_test::Contains("identity not checked: pg_control_system() did not "
+                                    "answer"));
   // The reader: the leader's sample is asked again; the replica's identifier is then not
   // compared, and the replica still passes.
   r = check(f, config::Role::replica, k_replica);
