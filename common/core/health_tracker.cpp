@@ -152,8 +152,11 @@ Transition HealthTracker::observe(const Verdict& raw, util::Duration now) {
   }
   m_lag_bad_since.reset();
   ++m_failures;
-  // Hysteresis must never keep an old primary in the write pool.
-  const bool definite = m_policy.writer && raw.failure == Failure::role;
+  // Hysteresis must never keep an old primary in the write pool, nor another cluster's node
+  // in any pool: a system identifier does not change back, so waiting for fall only serves
+  // another cluster's data for longer.
+  const bool definite =
+      (m_policy.writer && raw.failure == Failure::role) || raw.failure == Failure::identity;
   if (first || !was_up || definite || m_failures >= m_policy.fall) {
     return set(State::down, raw.failure, raw.reason, now);
   }

@@ -8,7 +8,8 @@
 //   t=3 up        -> DOWN (recovering 1 of 3)
 //   t=5 up        -> UP   (3 consecutive passes)
 // A replica over max_lag stays UP at reduced weight until the lag has lasted lag_window; a
-// writer that the manager or the node itself says is not the primary goes DOWN at once.
+// writer that the manager or the node itself says is not the primary goes DOWN at once, and so
+// does any server whose node is another cluster's (identity).
 //
 // A writer's rise guards against two writers UP: the old writer's agent demotes at its first
 // round after the manager stopped naming it, so the new one must not come in sooner than

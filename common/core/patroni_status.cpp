@@ -1,5 +1,7 @@
 #include "patroni_status.hpp"
 
+#include "pg_identity.hpp"
+
 #include <nlohmann/json.hpp>
 
 namespace dbcheck::core {
@@ -36,6 +38,15 @@ tl::expected<PatroniStatus, std::string> parse_patroni_status(std::string_view b
   const auto seen = doc->find("dcs_last_seen");
   if (seen != doc->end() && seen->is_number_integer()) {
     s.dcs_last_seen = seen->get<long long>();
+  }
+  if (const auto id = doc->find("database_system_identifier"); id != doc->end()) {
+    // pg_controldata prints it unsigned: a sign is as garbled as a letter.
+    const std::string text = id->is_string() ? id->get<std::string>() : std::string{};
+    s.system_id = text.starts_with('-') ? std::nullopt : parse_system_id(text);
+    if (!s.system_id) {
+      return tl::make_unexpected(
+          std::string{"answer's \"database_system_identifier\" is not an unsigned number"});
+    }
   }
   const auto patroni = doc->find("patroni");
   if (patroni != doc->end() && patroni->is_object()) {

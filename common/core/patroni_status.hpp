@@ -5,6 +5,7 @@
 
 #include <tl/expected.hpp>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,11 +18,15 @@ struct PatroniStatus {
   std::string role;                       // master (3.x) / primary (4.x), replica, standby_leader
   std::optional<long long> dcs_last_seen; // epoch seconds of its last successful DCS read
   std::optional<std::string> name;        // its member name (Patroni 4 reports it; 3.x does not)
+  // database_system_identifier: its PostgreSQL's (pg_controldata), absent while it has none
+  // (bootstrapping, an empty data directory).
+  std::optional<std::uint64_t> system_id;
 };
 
 // --- Interface ---
 
-// Parses the body of GET /patroni or /primary; an error names what is missing or malformed.
+// Parses the body of GET /patroni or /primary; an error names what is missing or malformed
+// (a database_system_identifier that is not a decimal string is malformed).
 tl::expected<PatroniStatus, std::string> parse_patroni_status(std::string_view body);
 
 } // namespace dbcheck::core

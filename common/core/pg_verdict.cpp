@@ -149,7 +149,31 @@ Opinion node_writer_opinion(const WriterObservation& obs) {
 } // namespace
 
 Verdict evaluate_writer(const WriterObservation& obs, SaturationPolicy saturation) {
-  return combine_writer_opinions(manager_writer_opinion(obs), node_writer_opinion(obs), saturation);
+  Verdict v =
+      combine_writer_opinions(manager_writer_opinion(obs), node_writer_opinion(obs), saturation);
+  // Only the leader's own Patroni, asked when the members name this node, reports the
+  // cluster's identifier: elsewhere the node is not the writer anyway.
+  const LeaderReport* report =
+      obs.leader_report && *obs.leader_report ? &**obs.leader_report : nullptr;
+  const auto node_id = obs.node_answer ? obs.node_answer->system_id : std::nullopt;
+  const auto cluster_id = report ? report->status.system_id : std::nullopt;
+  if (auto mismatch =
+          identity_mismatch(node_id, cluster_id,
+                            util::format("Patroni (GET {}/primary)", report ? report->url : ""))) {
+    // Whatever the rest says: the address reaches another cluster's data.
+    v.state = State::down;
+    v.failure = Failure::identity;
+    v.reason = std::move(*mismatch);
+    return v;
+  }
+  if (v.state == State::up && obs.node_answer) { // a node that did not answer says so already
+    if (const std::string unchecked = identity_unchecked(
+            node_id, cluster_id, "Patroni's GET /primary has no database_system_identifier");
+        !unchecked.empty()) {
+      v.reason += "; " + unchecked;
+    }
+  }
+  return v;
 }
 
 Verdict evaluate_replica(const ReplicaObservation& obs, double max_lag_s, ReaderChoice readers) {
@@ -158,6 +182,11 @@ Verdict evaluate_replica(const ReplicaObservation& obs, double max_lag_s, Reader
             describe_failure("PostgreSQL", obs.node_answer.error())};
   }
   const ReplicaStatus& node = *obs.node_answer;
+  // First: a node of another cluster is that, whatever its role or Patroni's list says.
+  if (auto mismatch = identity_mismatch(node.system_id, obs.leader_system_id,
+                                        util::format("its leader {} (sampled)", obs.leader_name))) {
+    return {State::down, Failure::identity, std::move(*mismatch)};
+  }
   if (!node.in_recovery) {
     return {State::down, Failure::role,
             "PostgreSQL is not in recovery (it is a primary), not a replica"};
@@ -233,10 +262,13 @@ Verdict evaluate_replica(const ReplicaObservation& obs, double max_lag_s, Reader
             util::format("replica lag {} > max_lag {} ({}){}", util::format_seconds(lag), max_text,
                          obs.lag.derivation, paused)};
   }
+  const std::string unchecked = identity_unchecked(
+      node.system_id, obs.leader_system_id, "the leader was not sampled with its identifier");
   return {State::up, Failure::none,
-          util::format("streaming {} {}, lag <= {} (max_lag {}): {}{}",
+          util::format("streaming {} {}, lag <= {} (max_lag {}): {}{}{}",
                        is_synchronous_role(self->role) ? self->role : "replica", self->name,
-                       util::format_seconds(lag), max_text, obs.lag.derivation, paused)};
+                       util::format_seconds(lag), max_text, obs.lag.derivation, paused,
+                       unchecked.empty() ? "" : "; " + unchecked)};
 }
 
 } // namespace dbcheck::core

@@ -4,6 +4,7 @@
 
 #include "patroni_cluster.hpp"
 #include "patroni_status.hpp"
+#include "pg_identity.hpp"
 #include "probe_error.hpp"
 #include "replica_lag.hpp"
 #include "verdict.hpp"
@@ -25,6 +26,7 @@ struct NodeRole {
   bool read_only = true;               // current_setting('transaction_read_only') = 'on'
   std::optional<int> connections;      // client backends in use (pg_stat_activity)
   std::optional<int> connection_limit; // max_connections - superuser_reserved_connections
+  std::optional<SystemId> system_id;   // nullopt: the check user may not read it
 };
 
 // What the leader's own Patroni answered to GET /primary: 200 only while it holds the leader
@@ -56,6 +58,7 @@ struct ReplicaStatus {
       receiver_status; // "streaming", ...; nullopt if hidden (no dbcheck views)
   bool replay_paused = false;
   std::optional<std::uint32_t> received_timeline; // pg_stat_wal_receiver.received_tli
+  std::optional<SystemId> system_id;              // nullopt: the check user may not read it
 };
 
 // Everything the reader check saw, with the lag bound already derived.
@@ -65,6 +68,8 @@ struct ReplicaObservation {
   tl::expected<ReplicaStatus, ProbeError> node_answer;
   LagEstimate lag;
   std::optional<std::uint32_t> leader_timeline; // the leader's current timeline, when sampled
+  std::optional<SystemId> leader_system_id;     // the leader's, when sampled with it
+  std::string leader_name;                      // the leader sampled, for the identity reason
 };
 
 // --- Interface ---

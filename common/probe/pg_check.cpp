@@ -49,6 +49,17 @@ core::Step node_step(const std::string& opinion, const util::HostPort& addr, con
   return s;
 }
 
+// `sql` on `session`; asked again without_identity() when pg_control_system() fails (refused
+// to the check user, or a torn read): the identity is then unchecked, never the node down.
+tl::expected<std::vector<PgRow>, ProbeError> ask_with_identity(PgPeer& session, const char* sql,
+                                                               const Deadline& deadline) {
+  auto rows = session.query(sql, deadline);
+  if (!rows && core::identity_unreadable(rows.error())) {
+    return session.query(core::without_identity(sql), deadline);
+  }
+  return rows;
+}
+
 // ---------------------------------------------------------------- writer
 
 // The node's own opinion: the writer query on `node`.
@@ -57,7 +68,7 @@ tl::expected<core::NodeRole, ProbeError> ask_writer_node(PgPeer& session,
   if (auto opened = session.open(deadline); !opened) {
     return tl::make_unexpected(opened.error());
   }
-  auto rows = session.query(core::k_writer_sql, deadline);
+  auto rows = ask_with_identity(session, core::k_writer_sql, deadline);
   if (!rows) {
     return tl::make_unexpected(rows.error());
   }
@@ -115,6 +126,7 @@ core::Report check_writer(const config::PostgresCluster& cluster, const config::
 struct SampleResult {
   std::optional<core::WalSample> wal;
   Clock::time_point sent{};
+  std::string leader;     // the leader's member name, when one was sampled
   std::string problem;    // why there is no sample, for the lag derivation
   bool timed_out = false; // the leader did not answer by the sample's deadline
   std::optional<core::Step> step;
@@ -151,6 +163,7 @@ SampleResult sample_leader(Peers& peers, const config::PostgresCluster& cluster,
     return s;
   }
   core::Step step = node_step("primary_sample", leader->address, core::k_sample_sql);
+  s.leader = leader->name;
   const auto t0 = peers.now();
   auto session = peers.pg(target_for(cluster, leader->address));
   if (auto opened = session->open(deadline); !opened) {
@@ -158,7 +171,7 @@ SampleResult sample_leader(Peers& peers, const config::PostgresCluster& cluster,
     s.timed_out = opened.error().kind == core::Failure::timeout;
   } else {
     s.sent = peers.now();
-    auto rows = session->query(core::k_sample_sql, deadline);
+    auto rows = ask_with_identity(*session, core::k_sample_sql, deadline);
     auto wal = rows ? core::parse_sample_rows(*rows)
                     : tl::expected<core::WalSample, ProbeError>(tl::make_unexpected(rows.error()));
     if (!wal) {
@@ -166,8 +179,9 @@ SampleResult sample_leader(Peers& peers, const config::PostgresCluster& cluster,
       s.timed_out = wal.error().kind == core::Failure::timeout;
     } else {
       s.wal = *wal;
-      step.answer = util::format("pg_current_wal_flush_lsn={}, timeline {}",
-                                 core::format_lsn(wal->lsn), wal->timeline);
+      step.answer = util::format(
+          "pg_current_wal_flush_lsn={}, timeline {}{}", core::format_lsn(wal->lsn), wal->timeline,
+          wal->system_id ? util::format(", system_identifier={}", *wal->system_id) : std::string{});
     }
   }
   step.latency_ms = elapsed_ms(t0, peers.now());
@@ -231,7 +245,7 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
     }
     const auto asked_at = peers->now();
     auto rows =
-        opened ? session->query(core::k_replica_sql, deadline)
+        opened ? ask_with_identity(*session, core::k_replica_sql, deadline)
                : tl::expected<std::vector<PgRow>, ProbeError>(tl::make_unexpected(opened.error()));
     p.query_ms = elapsed_ms(asked_at, peers->now());
     p.row = rows ? core::parse_replica_rows(*rows)
@@ -304,7 +318,9 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
                                std::move(view),
                                std::move(status),
                                {},
-                               sample.wal ? std::optional{sample.wal->timeline} : std::nullopt};
+                               sample.wal ? std::optional{sample.wal->timeline} : std::nullopt,
+                               sample.wal ? sample.wal->system_id : std::nullopt,
+                               sample.leader};
   obs.lag = core::estimate_lag(evidence);
   report.lag = obs.lag;
   report.verdict = core::evaluate_replica(

@@ -16,6 +16,8 @@
 --   reader:  pg_is_in_recovery(), pg_stat_wal_receiver (pid, status, received_tli),
 --            pg_is_wal_replay_paused(), pg_last_wal_replay_lsn(), pg_last_xact_replay_timestamp()
 --   sample:  SELECT pg_current_wal_flush_lsn(), pg_walfile_name(...)   (on the leader, for the lag bound)
+--   each of the three also reads the node's system identifier, which cluster's data it is:
+--            (SELECT system_identifier FROM pg_catalog.pg_control_system())
 -- All of these are granted to PUBLIC, but two answers are hidden from an ordinary role:
 -- pg_stat_wal_receiver.status and received_tli (NULL: the reader could not be checked), and
 -- the backend_type of other users' sessions (the writer would count only its own connection

@@ -95,8 +95,9 @@ def query(conn, sql):
 
 def test_least_role_answers_every_check_query_in_full(pg_cluster):
     """Each statement dbcheck sends answers as the role, with nothing hidden: the replica's WAL
-    receiver status and timeline (NULL to a bare role), and the writer's count of client
-    backends including other users' sessions (a bare role counts only its own)."""
+    receiver status and timeline (NULL to a bare role), the writer's count of client
+    backends including other users' sessions (a bare role counts only its own), and the system
+    identifier in each (pg_control_system(): PUBLIC's by default, no grant needed)."""
     sql = check_sql()
     leader = pg_cluster.wait_healthy()
     others = [pg_cluster.superuser_conn(leader) for _ in range(3)]
@@ -104,12 +105,14 @@ def test_least_role_answers_every_check_query_in_full(pg_cluster):
     try:
         for c in others:
             query(c, "SELECT 1")
-        [(in_recovery, read_only, connections, limit)] = query(conn, sql["k_writer_sql"])
+        [(in_recovery, read_only, connections, limit, sysid)] = query(conn, sql["k_writer_sql"])
         assert (in_recovery, read_only) == (False, "off")
+        assert sysid, sysid
         # the three superuser sessions and ours at least (Patroni holds more)
         assert connections >= 4 and limit > 0, (connections, limit)
-        [(lsn, timeline)] = query(conn, sql["k_sample_sql"])
+        [(lsn, timeline, sample_sysid)] = query(conn, sql["k_sample_sql"])
         assert lsn and re.fullmatch(r"[0-9A-F]{8}", timeline), (lsn, timeline)
+        assert sample_sysid == sysid, (sample_sysid, sysid)
     finally:
         conn.close()
         for c in others:
@@ -119,6 +122,7 @@ def test_least_role_answers_every_check_query_in_full(pg_cluster):
         try:
             [row] = query(conn, sql["k_replica_sql"])
             assert row[0] is True and row[1] is True and row[2] == "streaming" and row[6] is not None, row
+            assert row[7] == sysid, (row, sysid)  # a replica holds its cluster's identifier
             [(replay_lsn, _age)] = query(conn, sql["k_replay_sql"])
             assert replay_lsn, replica.name
         finally:

@@ -65,6 +65,15 @@ TEST_CASE("a writer that is definitely not the primary goes down at once", "[cor
       {{0, k_up, State::up, true}, {1000, k_not_primary, State::up, false}});
 }
 
+TEST_CASE("another cluster's node goes down at once, writer or reader", "[core][tracker]") {
+  const Verdict identity{State::down, Failure::identity, "identity: ..."};
+  for (const bool writer : {true, false}) {
+    CAPTURE(writer);
+    run(TrackerPolicy{3, 2, Duration{5000}, writer},
+        {{0, k_up, State::up, true}, {1000, identity, State::down, true}});
+  }
+}
+
 TEST_CASE("lag must last lag_window before a replica leaves", "[core][tracker]") {
   run(TrackerPolicy{3, 2, Duration{5000}, false},
       {

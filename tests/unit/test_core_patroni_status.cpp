@@ -17,6 +17,7 @@ TEST_CASE("GET /patroni: state, role, DCS contact and name", "[core][patroni][st
   CHECK(s->role == "master");
   CHECK(s->dcs_last_seen == 1764480000);
   CHECK_FALSE(s->name);
+  CHECK(s->system_id == 7u);
   // Patroni 4.1: primary, and its name.
   s = parse_patroni_status(
       R"({"state": "running", "role": "primary", "dcs_last_seen": 1764480001,
@@ -24,6 +25,7 @@ TEST_CASE("GET /patroni: state, role, DCS contact and name", "[core][patroni][st
   REQUIRE(s);
   CHECK(s->role == "primary");
   CHECK(s->name == "pg1");
+  CHECK_FALSE(s->system_id); // none while bootstrapping: not checked
   // A Patroni whose query failed says only its state and remembered role.
   s = parse_patroni_status(R"({"state": "unknown", "role": "master"})");
   REQUIRE(s);
@@ -35,4 +37,12 @@ TEST_CASE("GET /patroni: state, role, DCS contact and name", "[core][patroni][st
         "answer has no \"state\" and \"role\"");
   CHECK(parse_patroni_status(R"({"state": 1, "role": "master"})").error() ==
         "answer has no \"state\" and \"role\"");
+  for (const char* bad : {R"("")", R"("x7")", R"("-7")", "7", "null"}) {
+    CAPTURE(bad);
+    CHECK(parse_patroni_status(
+              std::string{
+                  R"({"state": "running", "role": "primary", "database_system_identifier": )"} +
+              bad + "}")
+              .error() == "answer's \"database_system_identifier\" is not an unsigned number");
+  }
 }

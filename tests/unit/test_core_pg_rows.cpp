@@ -102,3 +102,55 @@ TEST_CASE("the replay row while watching a catch-up", "[core][pg][rows]") {
   CHECK_FALSE(parse_replay_rows({{"0/3000070"}}));
   CHECK_FALSE(parse_replay_rows({{"0/3000070", "x"}}));
 }
+
+TEST_CASE("each question asks the system identifier last, and can be asked without it",
+          "[core][pg][rows][identity]") {
+  for (const char* sql : {k_writer_sql, k_sample_sql, k_replica_sql}) {
+    CAPTURE(sql);
+    const std::string plain = without_identity(sql);
+    CHECK(plain + std::string{k_identity_column} == sql);
+    CHECK(plain.find("pg_control_system") == std::string::npos);
+  }
+  CHECK(identity_unreadable(
+      ProbeError{Failure::protocol,
+                 "42501: ERROR:  permission denied for function pg_control_system", "42501"}));
+  CHECK(identity_unreadable(ProbeError{
+      Failure::protocol,
+      "XX000: ERROR:  calculated CRC checksum does not match value stored in file", "XX000"}));
+  // Another refusal is the check's failure as before: not retried.
+  CHECK_FALSE(identity_unreadable(ProbeError{
+      Failure::protocol, "42501: ERROR:  permission denied for view pg_stat_activity", "42501"}));
+}
+
+TEST_CASE("the identifier column: read, absent when not asked, an error when garbled",
+          "[core][pg][rows][identity]") {
+  const auto role = parse_writer_rows({{"f", "off", "3", "47", "7412345678901234567"}});
+  REQUIRE(role);
+  CHECK(role->system_id == 7412345678901234567ULL);
+  CHECK(describe(*role) == "pg_is_in_recovery=f, transaction_read_only=off, connections 3 of 47, "
+                           "system_identifier=7412345678901234567");
+  CHECK_FALSE(parse_writer_rows({{"f", "off", "3", "47"}})->system_id);
+
+  const auto sample = parse_sample_rows({{"16/B374D848", "00000003", "-42"}});
+  REQUIRE(sample);
+  CHECK(sample->system_id == static_cast<SystemId>(-42));
+
+  const auto replica =
+      parse_replica_rows({{"t", "t", "streaming", "f", "0/3000060", "0.25", "2", "99"}});
+  REQUIRE(replica);
+  CHECK(replica->status.system_id == 99u);
+  CHECK_THAT(describe(replica->status, replica->position, 1),
+             dbcheck_test::EndsWith(", system_identifier=99"));
+
+  for (const std::optional<std::string>& bad :
+       {std::optional<std::string>{}, std::optional<std::string>{"abc"},
+        std::optional<std::string>{"0"}}) {
+    const std::string detail = "unexpected answer to pg_control_system().system_identifier";
+    CHECK(parse_writer_rows({{"f", "off", "3", "47", bad}}).error().detail == detail);
+    CHECK(parse_sample_rows({{"16/B374D848", "00000003", bad}}).error().detail == detail);
+    CHECK(parse_replica_rows({{"t", "t", "streaming", "f", "0/3000060", "0.25", "2", bad}})
+              .error()
+              .detail == detail);
+  }
+  CHECK_FALSE(parse_writer_rows({{"f", "off", "3", "47", "1", "2"}}));
+}

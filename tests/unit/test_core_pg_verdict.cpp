@@ -13,6 +13,7 @@ using dbcheck::util::HostPort;
 namespace {
 
 const HostPort k_self{"10.0.0.1", 5432};
+constexpr SystemId k_sysid = 7412345678901234567ULL; // the cluster's, on every member
 
 PatroniMember member(const char* name, const char* role, const char* host, bool nlb = false) {
   PatroniMember m;
@@ -56,7 +57,7 @@ using Report = std::optional<tl::expected<LeaderReport, ProbeError>>;
 LeaderReport confirming(const char* role = "master", const char* state = "running",
                         long http_status = 200) {
   return LeaderReport{"http://10.0.0.1:8008", http_status,
-                      PatroniStatus{state, role, 1'700'000'000, std::nullopt}};
+                      PatroniStatus{state, role, 1'700'000'000, std::nullopt, k_sysid}};
 }
 
 std::map<std::string, Report> leader_reports() {
@@ -85,9 +86,9 @@ using Node = tl::expected<NodeRole, ProbeError>;
 
 std::map<std::string, Node> writer_nodes() {
   return {
-      {"rw", NodeRole{false, false, 3, 47}},
-      {"recovery", NodeRole{true, true, 3, 47}},
-      {"readonly", NodeRole{false, true, 3, 47}},
+      {"rw", NodeRole{false, false, 3, 47, k_sysid}},
+      {"recovery", NodeRole{true, true, 3, 47, k_sysid}},
+      {"readonly", NodeRole{false, true, 3, 47, k_sysid}},
       {"timeout",
        tl::make_unexpected(ProbeError{Failure::timeout,
                                       "timeout: no answer before the deadline (connecting)", ""})},
@@ -192,7 +193,7 @@ TEST_CASE("writer: the leader's own Patroni must confirm it", "[core][verdict][w
 
 TEST_CASE("writer: a full server seen over a kept connection is saturated",
           "[core][verdict][writer]") {
-  const auto full_node = NodeRole{false, false, 47, 47};
+  const auto full_node = NodeRole{false, false, 47, 47, k_sysid};
   const WriterObservation full{k_self, managers().at("self"), full_node, confirming()};
   const Verdict up = evaluate_writer(full, SaturationPolicy::up);
   CHECK(up.state == State::up);
@@ -202,8 +203,8 @@ TEST_CASE("writer: a full server seen over a kept connection is saturated",
         "/primary 200: holds the leader lock, running master); PostgreSQL is read-write but "
         "full: 47 of 47 connections in use; on_saturation=up keeps the sole writer in rotation");
   CHECK(evaluate_writer(full, SaturationPolicy::down).state == State::down);
-  const WriterObservation room{k_self, managers().at("self"), NodeRole{false, false, 46, 47},
-                               confirming()};
+  const WriterObservation room{k_self, managers().at("self"),
+                               NodeRole{false, false, 46, 47, k_sysid}, confirming()};
   CHECK(evaluate_writer(room, SaturationPolicy::up).failure == Failure::none);
   const WriterObservation other{k_self, managers().at("other"), full_node, std::nullopt};
   CHECK(evaluate_writer(other, SaturationPolicy::up).state == State::down);
@@ -284,7 +285,7 @@ TEST_CASE("writer: reasons name both opinions", "[core][verdict][writer]") {
 namespace {
 
 ReplicaStatus streaming(bool paused = false) {
-  return ReplicaStatus{true, true, "streaming", paused, 3};
+  return ReplicaStatus{true, true, "streaming", paused, 3, k_sysid};
 }
 
 LagEstimate lag(double s) {
@@ -314,7 +315,7 @@ TEST_CASE("reader: each condition decides, in order, with its reason", "[core][v
        {k_replica, replica_view(),
         tl::make_unexpected(ProbeError{Failure::timeout,
                                        "timeout: no answer before the deadline (connecting)", ""}),
-        lag(0), 3},
+        lag(0), 3, k_sysid, "pg1"},
        State::down,
        Failure::timeout,
        "PostgreSQL timed out: no answer before the deadline (connecting)"},
@@ -323,13 +324,14 @@ TEST_CASE("reader: each condition decides, in order, with its reason", "[core][v
         tl::make_unexpected(ProbeError{
             Failure::not_ready,
             "57P03: FATAL: the database system is not yet accepting connections", "57P03"}),
-        lag(0), 3},
+        lag(0), 3, k_sysid, "pg1"},
        State::down,
        Failure::not_ready,
        "PostgreSQL not ready: 57P03: FATAL: the database system is not yet accepting connections"},
       {"a primary",
-       {k_replica, replica_view(), ReplicaStatus{false, false, std::nullopt, false, std::nullopt},
-        lag(0), 3},
+       {k_replica, replica_view(),
+        ReplicaStatus{false, false, std::nullopt, false, std::nullopt, k_sysid}, lag(0), 3, k_sysid,
+        "pg1"},
        State::down,
        Failure::role,
        "PostgreSQL is not in recovery (it is a primary), not a replica"},
@@ -337,46 +339,49 @@ TEST_CASE("reader: each condition decides, in order, with its reason", "[core][v
        {k_replica,
         tl::make_unexpected(
             ProbeError{Failure::network, "no Patroni member gave a usable answer (refused)", ""}),
-        streaming(), lag(0), 3},
+        streaming(), lag(0), 3, k_sysid, "pg1"},
        State::down,
        Failure::network,
        "cannot reach Patroni: no Patroni member gave a usable answer (refused)"},
       {"not a member",
-       {HostPort{"10.0.0.9", 5432}, replica_view(), streaming(), lag(0), 3},
+       {HostPort{"10.0.0.9", 5432}, replica_view(), streaming(), lag(0), 3, k_sysid, "pg1"},
        State::down,
        Failure::role,
        "Patroni does not list 10.0.0.9:5432 as a member of the cluster"},
       {"leader in recovery",
-       {k_replica, replica_view(false, "leader"), streaming(), lag(0), 3},
+       {k_replica, replica_view(false, "leader"), streaming(), lag(0), 3, k_sysid, "pg1"},
        State::down,
        Failure::role,
        "Patroni names this node (pg2) leader"},
       {"noloadbalance",
-       {k_replica, replica_view(true), streaming(), lag(0), 3},
+       {k_replica, replica_view(true), streaming(), lag(0), 3, k_sysid, "pg1"},
        State::down,
        Failure::policy,
        "Patroni member pg2 is tagged noloadbalance"},
       {"no receiver",
-       {k_replica, replica_view(), ReplicaStatus{true, false, std::nullopt, false, std::nullopt},
-        lag(0), 3},
+       {k_replica, replica_view(),
+        ReplicaStatus{true, false, std::nullopt, false, std::nullopt, k_sysid}, lag(0), 3, k_sysid,
+        "pg1"},
        State::down,
        Failure::not_ready,
        "no WAL receiver is running (archive-only recovery, or the stream is down)"},
       {"receiver hidden",
-       {k_replica, replica_view(), ReplicaStatus{true, true, std::nullopt, false, std::nullopt},
-        lag(0), 3},
+       {k_replica, replica_view(),
+        ReplicaStatus{true, true, std::nullopt, false, std::nullopt, k_sysid}, lag(0), 3, k_sysid,
+        "pg1"},
        State::down,
        Failure::config,
        "pg_stat_wal_receiver.status is hidden from the check user: create its views with "
        "`dbcheck setup-sql postgres` (docs/sql/healthcheck-role.sql)"},
       {"receiver waiting",
-       {k_replica, replica_view(), ReplicaStatus{true, true, "waiting", false, std::nullopt},
-        lag(0), 3},
+       {k_replica, replica_view(),
+        ReplicaStatus{true, true, "waiting", false, std::nullopt, k_sysid}, lag(0), 3, k_sysid,
+        "pg1"},
        State::down,
        Failure::not_ready,
        "WAL receiver is waiting, not streaming"},
       {"other timeline",
-       {k_replica, replica_view(), streaming(), lag(0), 4},
+       {k_replica, replica_view(), streaming(), lag(0), 4, k_sysid, "pg1"},
        State::down,
        Failure::not_ready,
        "replica receives timeline 3, the leader writes timeline 4"},
@@ -385,7 +390,7 @@ TEST_CASE("reader: each condition decides, in order, with its reason", "[core][v
         LagEstimate{
             std::nullopt,
             "primary not sampled (no leader known); no commit replayed since the replica started"},
-        3},
+        3, k_sysid, "pg1"},
        State::down,
        Failure::lag,
        "replica lag cannot be bounded: primary not sampled (no leader known); no commit replayed "
@@ -394,24 +399,24 @@ TEST_CASE("reader: each condition decides, in order, with its reason", "[core][v
        {k_replica, replica_view(), streaming(true),
         LagEstimate{12.3, "replay still behind the primary's WAL position after 0.785s; last "
                           "replayed commit was 12.300s ago"},
-        3},
+        3, k_sysid, "pg1"},
        State::down,
        Failure::lag,
        "replica lag 12.300s > max_lag 1.000s (replay still behind the primary's WAL position after "
        "0.785s; last replayed commit was 12.300s ago); replay is paused"},
       {"lag at the limit",
-       {k_replica, replica_view(), streaming(), LagEstimate{1.0, "x"}, 3},
+       {k_replica, replica_view(), streaming(), LagEstimate{1.0, "x"}, 3, k_sysid, "pg1"},
        State::up,
        Failure::none,
        "streaming replica pg2, lag <= 1.000s (max_lag 1.000s): x"},
       {"fresh",
-       {k_replica, replica_view(), streaming(), lag(0.004), 3},
+       {k_replica, replica_view(), streaming(), lag(0.004), 3, k_sysid, "pg1"},
        State::up,
        Failure::none,
        "streaming replica pg2, lag <= 0.004s (max_lag 1.000s): replayed past the primary's WAL "
        "position sampled 0.004s earlier"},
       {"paused but idle",
-       {k_replica, replica_view(), streaming(true), lag(0.004), 3},
+       {k_replica, replica_view(), streaming(true), lag(0.004), 3, k_sysid, "pg1"},
        State::up,
        Failure::none,
        "streaming replica pg2, lag <= 0.004s (max_lag 1.000s): replayed past the primary's WAL "
@@ -432,7 +437,8 @@ TEST_CASE("reader: an address Patroni lists twice, once as leader, is the writer
   // same node passed as writer and as reader on Patroni's word.
   const Manager twice =
       view_with({member("pg2-old", "replica", "10.0.0.2"), member("pg2", "leader", "10.0.0.2")});
-  const Verdict v = evaluate_replica({k_replica, twice, streaming(), lag(0), 3}, 1.0);
+  const Verdict v =
+      evaluate_replica({k_replica, twice, streaming(), lag(0), 3, k_sysid, "pg1"}, 1.0);
   CHECK(v.state == State::down);
   CHECK(v.failure == Failure::role);
   CHECK(v.reason == "Patroni names this node (pg2) leader");
@@ -444,27 +450,29 @@ TEST_CASE("reader: readers = synchronous takes sync and quorum standbys only",
   // reader of last resort is HAProxy's `backup` line tracking the writer backend).
   for (const char* role : {"sync_standby", "quorum_standby"}) {
     CAPTURE(role);
-    const Verdict v =
-        evaluate_replica({k_replica, replica_view(false, role), streaming(), lag(0), 3}, 1.0,
-                         ReaderChoice::synchronous);
+    const Verdict v = evaluate_replica(
+        {k_replica, replica_view(false, role), streaming(), lag(0), 3, k_sysid, "pg1"}, 1.0,
+        ReaderChoice::synchronous);
     CHECK(v.state == State::up);
     CHECK_THAT(v.reason,
                dbcheck_test::StartsWith(dbcheck::util::format("streaming {} pg2, lag <= ", role)));
     // The default takes them too.
-    CHECK(evaluate_replica({k_replica, replica_view(false, role), streaming(), lag(0), 3}, 1.0)
+    CHECK(evaluate_replica(
+              {k_replica, replica_view(false, role), streaming(), lag(0), 3, k_sysid, "pg1"}, 1.0)
               .state == State::up);
   }
-  const Verdict async = evaluate_replica({k_replica, replica_view(), streaming(), lag(0), 3}, 1.0,
-                                         ReaderChoice::synchronous);
+  const Verdict async =
+      evaluate_replica({k_replica, replica_view(), streaming(), lag(0), 3, k_sysid, "pg1"}, 1.0,
+                       ReaderChoice::synchronous);
   CHECK(async.state == State::down);
   CHECK(async.failure == Failure::policy);
   CHECK(async.reason == "Patroni member pg2 is not a synchronous standby (role replica): this "
                         "backend takes synchronous and quorum standbys only (readers = "
                         "\"synchronous\")");
   // A synchronous standby still has to be within max_lag (it may be remote_write only).
-  const Verdict behind =
-      evaluate_replica({k_replica, replica_view(false, "sync_standby"), streaming(), lag(2), 3},
-                       1.0, ReaderChoice::synchronous);
+  const Verdict behind = evaluate_replica(
+      {k_replica, replica_view(false, "sync_standby"), streaming(), lag(2), 3, k_sysid, "pg1"}, 1.0,
+      ReaderChoice::synchronous);
   CHECK(behind.state == State::down);
   CHECK(behind.failure == Failure::lag);
 }
@@ -476,9 +484,10 @@ TEST_CASE("reader: nofailover and replicatefrom do not change who reads",
   PatroniMember self = member("pg2", "replica", "10.0.0.2");
   self.nofailover = true;
   self.replicatefrom = "pg3";
-  const Verdict v = evaluate_replica(
-      {k_replica, view_with({member("pg1", "leader", "10.0.0.1"), self}), streaming(), lag(0), 3},
-      1.0);
+  const Verdict v =
+      evaluate_replica({k_replica, view_with({member("pg1", "leader", "10.0.0.1"), self}),
+                        streaming(), lag(0), 3, k_sysid, "pg1"},
+                       1.0);
   CHECK(v.state == State::up);
 }
 
@@ -557,4 +566,101 @@ TEST_CASE("writer: a round says whom the members named", "[core][verdict][writer
   WriterObservation other = writer_obs("other", "rw");
   other.quorum = false;
   CHECK(evaluate_writer(other, SaturationPolicy::up).named == Named::another);
+}
+
+TEST_CASE("writer: a node whose system identifier is not Patroni's is another cluster's",
+          "[core][verdict][writer][identity]") {
+  constexpr SystemId k_other = 7398765432109876543ULL;
+  for (const char* node_name : {"rw", "recovery", "readonly"}) {
+    CAPTURE(node_name);
+    WriterObservation obs = writer_obs("self", node_name);
+    obs.node_answer->system_id = k_other;
+    const Verdict v = evaluate_writer(obs, SaturationPolicy::up);
+    CHECK(v.state == State::down);
+    CHECK(v.failure == Failure::identity); // before role: the address reaches other data
+    CHECK(v.reason ==
+          "identity: PostgreSQL's system identifier 7398765432109876543 is not the cluster's "
+          "7412345678901234567 that Patroni (GET http://10.0.0.1:8008/primary) reports: this "
+          "server line points at another cluster's node (or a data directory restored from "
+          "another cluster)");
+  }
+  // Saturated (up under on_saturation=up) is still another cluster's node.
+  WriterObservation full = writer_obs("self", "rw");
+  full.node_answer->connections = 47;
+  full.node_answer->system_id = k_other;
+  CHECK(evaluate_writer(full, SaturationPolicy::up).failure == Failure::identity);
+  // Even behind a 503 (the body still names its identifier).
+  WriterObservation no_lock = writer_obs("self", "rw", "no lock");
+  no_lock.node_answer->system_id = k_other;
+  CHECK(evaluate_writer(no_lock, SaturationPolicy::up).failure == Failure::identity);
+  // Patroni names another leader: its own Patroni is not asked, role decides.
+  WriterObservation other = writer_obs("other", "rw", "not asked");
+  other.node_answer->system_id = k_other;
+  CHECK(evaluate_writer(other, SaturationPolicy::up).failure == Failure::role);
+}
+
+TEST_CASE("writer: an identity that cannot be read is not checked, and said so",
+          "[core][verdict][writer][identity]") {
+  WriterObservation denied = writer_obs("self", "rw");
+  denied.node_answer->system_id.reset(); // pg_control_system() revoked from the check user
+  Verdict v = evaluate_writer(denied, SaturationPolicy::up);
+  CHECK(v.state == State::up);
+  CHECK(v.failure == Failure::none);
+  CHECK_THAT(
+      v.reason,
+      dbcheck_test::EndsWith(
+          "PostgreSQL is read-write, not in recovery; "
+          "identity not checked: pg_control_system() did not answer (revoked from the check user? "
+          "GRANT EXECUTE ON FUNCTION pg_catalog.pg_control_system() TO it)"));
+  WriterObservation silent = writer_obs("self", "rw");
+  (*silent.leader_report)->status.system_id.reset();
+  v = evaluate_writer(silent, SaturationPolicy::up);
+  CHECK(v.state == State::up);
+  CHECK_THAT(v.reason, dbcheck_test::EndsWith("; identity not checked: Patroni's GET /primary has "
+                                              "no database_system_identifier"));
+  // Matching identifiers add nothing.
+  CHECK_THAT(evaluate_writer(writer_obs("self", "rw"), SaturationPolicy::up).reason,
+             !dbcheck_test::Contains("identity"));
+}
+
+TEST_CASE("reader: a node whose system identifier is not the leader's is another cluster's",
+          "[core][verdict][replica][identity]") {
+  ReplicaStatus theirs = streaming();
+  theirs.system_id = 7398765432109876543ULL;
+  const std::string reason =
+      "identity: PostgreSQL's system identifier 7398765432109876543 is not the cluster's "
+      "7412345678901234567 that its leader pg1 (sampled) reports: this server line points at "
+      "another cluster's node (or a data directory restored from another cluster)";
+  Verdict v = evaluate_replica({k_replica, replica_view(), theirs, lag(0), 3, k_sysid, "pg1"}, 1.0);
+  CHECK(v.state == State::down);
+  CHECK(v.failure == Failure::identity);
+  CHECK(v.reason == reason);
+  // First, before the node's role or Patroni's list: a primary of another cluster at an
+  // address Patroni does not list.
+  ReplicaStatus their_primary{false, false,        std::nullopt,
+                              false, std::nullopt, 7398765432109876543ULL};
+  const Manager elsewhere = view_with({member("pg1", "leader", "10.0.0.1")});
+  v = evaluate_replica({k_replica, elsewhere, their_primary, lag(0), 3, k_sysid, "pg1"}, 1.0);
+  CHECK(v.failure == Failure::identity);
+  CHECK(v.reason == reason);
+}
+
+TEST_CASE("reader: an identity that cannot be read is not checked, and said so",
+          "[core][verdict][replica][identity]") {
+  ReplicaStatus denied = streaming();
+  denied.system_id.reset();
+  Verdict v = evaluate_replica({k_replica, replica_view(), denied, lag(0), 3, k_sysid, "pg1"}, 1.0);
+  CHECK(v.state == State::up);
+  CHECK_THAT(
+      v.reason,
+      dbcheck_test::EndsWith(
+          "; "
+          "identity not checked: pg_control_system() did not answer (revoked from the check user? "
+          "GRANT EXECUTE ON FUNCTION pg_catalog.pg_control_system() TO it)"));
+  v = evaluate_replica({k_replica, replica_view(), streaming(), LagEstimate{0.5, "age only"},
+                        std::nullopt, std::nullopt, ""},
+                       1.0);
+  CHECK(v.state == State::up);
+  CHECK_THAT(v.reason, dbcheck_test::EndsWith("; identity not checked: the leader was not sampled "
+                                              "with its identifier"));
 }
