@@ -11,6 +11,7 @@ from lab import patroni as patroni_fx
 from lab.agent import AgentProcess
 from lab.dbcheck import write_dbcheck_config
 from lab.patroni import HBA_REJECTED_USER
+from lab.standalone_pg import StandalonePostgres
 from lab.ports import free_ports
 from lab.procs import wait_until
 
@@ -164,3 +165,30 @@ def starting(m, name):
             node.stop()
     m.row(name, "a standby that cannot reach consistency (base backup without WAL) "
           "answers 57P03; time from its start", [target], started, settle=agent.stop)
+
+
+@ROWS.row("pg-identity", lab="pg")
+def identity(m, name):
+    """A server line (and a replica's agent) pointing at another cluster's node: a PostgreSQL
+    initdb'd on its own, with a system identifier of its own, answering as a primary."""
+    pg = m.pg
+    other = StandalonePostgres(m.workdir / "other-cluster")
+    m.stack.callback(other.stop)
+    other.start()
+    replica = pg.replicas(pg.leader())[0]
+    agent = m.agents["pg"][replica.name]
+    target = Target("pg_read", other.pg_addr, "pg_read @ another cluster's node", agent,
+                    expect=("down", "identity"), healthy=None)
+
+    @contextmanager
+    def agent_on_other():
+        t0 = time.monotonic()
+        agent.reconfigure(other.pg_addr)
+        try:
+            yield t0
+        finally:
+            agent.reconfigure(replica.pg_addr)
+    m.row(name, "the node to check is another cluster's PostgreSQL (its own initdb, its own "
+          "system identifier; agent: [agent.local])", [target], agent_on_other,
+          settle=lambda: wait_until(lambda: reported(agent.health()["backends"]["pg_read"]) ==
+                                    ("up", "none"), HEAL_WAIT_S, "the replica's agent up again"))
