@@ -2,6 +2,7 @@
 
 #include "async.hpp"
 #include "catch_up.hpp"
+#include "disk_space.hpp"
 #include "opinion_wait.hpp"
 #include "patroni_client.hpp"
 
@@ -308,10 +309,14 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
 
 core::Report check_postgres(const config::PostgresCluster& cluster, const config::Backend& backend,
                             const util::HostPort& node, const Deadline& deadline,
-                            const std::shared_ptr<Peers>& peers) {
-  core::Report report = backend.role == config::Role::primary
-                            ? check_writer(cluster, backend, node, deadline, peers)
-                            : check_replica(cluster, backend, node, deadline, peers);
+                            const std::shared_ptr<Peers>& peers, Vantage vantage) {
+  const bool writer = backend.role == config::Role::primary;
+  core::Report report = writer ? check_writer(cluster, backend, node, deadline, peers)
+                               : check_replica(cluster, backend, node, deadline, peers);
+  if (vantage == Vantage::on_node) {
+    // The one place the disk rule applies, after either role's verdict: the agent's checks.
+    judge_disks(cluster, writer, deadline, *peers, report);
+  }
   report.auth = auth_words(cluster);
   return report;
 }
