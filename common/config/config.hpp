@@ -44,6 +44,8 @@ struct PostgresCluster {
   // must keep disk's floors free (core/disk_space.hpp). None: free space is not measured.
   std::optional<std::string> data_directory;
   core::DiskPolicy disk; // min_free_space, min_free_inodes
+  // Writer checks also extend a table and roll back (probe/write_probe.hpp): a full disk.
+  bool write_probe = false;
   // External checks of this host share the members' view for this long (0: never; at most 2 s),
   // in this directory (none: /tmp/dbcheck-shared-<euid>): probe/shared_views.hpp.
   util::Duration shared_view_max_age{0};

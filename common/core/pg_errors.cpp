@@ -131,8 +131,10 @@ ProbeError classify_pg_query_error(std::string_view sqlstate, std::string_view m
   }
   const std::string detail = util::format("{}: {}", sqlstate, one_line(message));
   Failure kind = Failure::protocol;
-  if (sqlstate == "57014") {
-    kind = Failure::timeout; // statement_timeout: the server gave up within our deadline
+  if (sqlstate == "57014" || sqlstate == "55P03") {
+    // statement_timeout, or the write probe's lock_timeout: the server gave up within our
+    // deadline
+    kind = Failure::timeout;
   } else if (sqlstate == "53300") {
     kind = Failure::saturated;
   } else if (sqlstate == "57P01" || sqlstate == "57P02" || sqlstate == "57P03") {

@@ -90,6 +90,7 @@ TEST_CASE("one_line drops control characters a peer sent", "[core][pg_errors]") 
 TEST_CASE("query failures are classified by SQLSTATE", "[core][pg_errors]") {
   const auto [code, kind] = GENERATE(table<const char*, Failure>({
       {"57014", Failure::timeout},
+      {"55P03", Failure::timeout},
       {"53300", Failure::saturated},
       {"57P01", Failure::not_ready},
       {"57P03", Failure::not_ready},

@@ -107,8 +107,12 @@ std::map<std::string, Node> writer_nodes() {
 
 WriterObservation writer_obs(const std::string& manager, const std::string& node,
                              const std::string& report = "confirms") {
-  return WriterObservation{k_self, managers().at(manager), writer_nodes().at(node),
-                           leader_reports().at(report), true};
+  return WriterObservation{k_self,
+                           managers().at(manager),
+                           writer_nodes().at(node),
+                           leader_reports().at(report),
+                           true,
+                           std::nullopt};
 }
 
 // Expected "U"/"D" + failure for node (row) x manager (column), on_saturation = up.
@@ -193,7 +197,8 @@ TEST_CASE("writer: the leader's own Patroni must confirm it", "[core][verdict][w
 TEST_CASE("writer: a full server seen over a kept connection is saturated",
           "[core][verdict][writer]") {
   const auto full_node = NodeRole{false, false, 47, 47};
-  const WriterObservation full{k_self, managers().at("self"), full_node, confirming()};
+  const WriterObservation full{k_self, managers().at("self"), full_node, confirming(),
+                               false,  std::nullopt};
   const Verdict up = evaluate_writer(full, SaturationPolicy::up);
   CHECK(up.state == State::up);
   CHECK(up.failure == Failure::saturated);
@@ -202,10 +207,12 @@ TEST_CASE("writer: a full server seen over a kept connection is saturated",
         "/primary 200: holds the leader lock, running master); PostgreSQL is read-write but "
         "full: 47 of 47 connections in use; on_saturation=up keeps the sole writer in rotation");
   CHECK(evaluate_writer(full, SaturationPolicy::down).state == State::down);
-  const WriterObservation room{k_self, managers().at("self"), NodeRole{false, false, 46, 47},
-                               confirming()};
+  const WriterObservation room{
+      k_self, managers().at("self"), NodeRole{false, false, 46, 47}, confirming(),
+      false,  std::nullopt};
   CHECK(evaluate_writer(room, SaturationPolicy::up).failure == Failure::none);
-  const WriterObservation other{k_self, managers().at("other"), full_node, std::nullopt};
+  const WriterObservation other{k_self,      managers().at("other"), full_node, std::nullopt, false,
+                                std::nullopt};
   CHECK(evaluate_writer(other, SaturationPolicy::up).state == State::down);
 }
 
@@ -492,7 +499,7 @@ TEST_CASE("writer: a leader name resolving to another member's address is not a 
   const Verdict v = evaluate_writer(
       WriterObservation{HostPort{"10.0.0.2", 5432}, view,
                         tl::make_unexpected(ProbeError{Failure::network, "refused", ""}),
-                        std::nullopt, true},
+                        std::nullopt, true, std::nullopt},
       SaturationPolicy::up);
   CHECK(v.state == State::down);
   CHECK_THAT(v.reason,
