@@ -565,3 +565,37 @@ TEST_CASE("writer: a round says whom the members named", "[core][verdict][writer
   other.quorum = false;
   CHECK(evaluate_writer(other, SaturationPolicy::up).named == Named::another);
 }
+
+TEST_CASE("writer: the write probe's outcome, when it was asked", "[core][pg][write_probe]") {
+  const ProbeError full{Failure::unwritable,
+                        "disk full: could not extend file \"base/1/2\": No space left on device",
+                        "53100"};
+  const ProbeError missing{
+      Failure::protocol, "42P01: ERROR: relation \"dbcheck.write_probe\" does not exist", "42P01"};
+  const ProbeError denied{Failure::config, "42501: ERROR: permission denied for table write_probe",
+                          "42501"};
+  const ProbeError locked{Failure::timeout, "55P03: ERROR: canceling statement due to lock timeout",
+                          "55P03"};
+  const auto [outcome, state, failure, words] = GENERATE_COPY(
+      table<std::optional<tl::expected<void, ProbeError>>, State, Failure, std::string>({
+          {std::nullopt, State::up, Failure::none, "PostgreSQL is read-write, not in recovery"},
+          {tl::expected<void, ProbeError>{}, State::up, Failure::none,
+           "extended a table (write probe, rolled back)"},
+          {tl::make_unexpected(full), State::down, Failure::unwritable,
+           "PostgreSQL refuses writes: disk full: could not extend file \"base/1/2\": No space "
+           "left on device (write probe)"},
+          {tl::make_unexpected(missing), State::down, Failure::config,
+           "the write probe cannot run as configured: 42P01"},
+          {tl::make_unexpected(denied), State::down, Failure::config,
+           "`dbcheck setup-sql postgres` (docs/sql/healthcheck-role.sql)"},
+          {tl::make_unexpected(locked), State::down, Failure::timeout,
+           "PostgreSQL timed out: 55P03"},
+      }));
+  WriterObservation obs = writer_obs("self", "rw");
+  obs.write_probe = outcome;
+  const Verdict v = evaluate_writer(obs, SaturationPolicy::up);
+  CAPTURE(v.reason);
+  CHECK(v.state == state);
+  CHECK(v.failure == failure);
+  CHECK(v.reason.find(words) != std::string::npos);
+}
