@@ -14,9 +14,9 @@ namespace dbcheck::probe {
 
 // The statements, in order. TRUNCATE gives the table a new, empty file; the INSERT extends it
 // by one page (53100 when the disk is full, where an UPDATE of the row would fit in its page
-// and pass); ROLLBACK unlinks the new file and commits nothing. lock_timeout is set to the
-// time left, so probes of several HAProxies queue behind each other's exclusive lock
-// within the deadline and never past it.
+// and pass); ROLLBACK unlinks the new file and commits nothing. lock_timeout is set to three
+// quarters of the time left, so probes of several HAProxies queue behind each other's exclusive
+// lock within the deadline and never past it.
 inline constexpr const char* k_write_probe_truncate = "TRUNCATE dbcheck.write_probe";
 inline constexpr const char* k_write_probe_insert =
     "INSERT INTO dbcheck.write_probe (checked_at) VALUES (now())";

@@ -195,3 +195,27 @@ def test_write_probe_without_its_table_names_the_setup_sql(full_disk_lab, dbchec
     assert run.rc == 1 and run.failure == "config", run
     assert "the write probe cannot run as configured: 42501" in run.reason, run
     assert "dbcheck setup-sql postgres" in run.reason, run
+
+
+def test_write_probe_behind_a_held_lock_ends_within_the_deadline(full_disk_lab, dbcheck_bin, workdir):
+    """A session holding a lock on the probe's table (as a pg_dump of the database does, for its
+    whole run) makes the probe's TRUNCATE wait: lock_timeout is the time left, so the check ends
+    within its deadline, as a timeout, not as a hang or a disk reason."""
+    lab = full_disk_lab
+    config = _config(workdir / "probe", lab, cluster_extra="write_probe = true")
+    holder = subprocess.Popen(
+        ["runuser", "-u", "postgres", "--", PSQL, "-X", "-q", "-h", str(lab.path / "sock"),
+         "-p", str(lab.port), "-d", APP_DB, "-c", "BEGIN",
+         "-c", "LOCK TABLE dbcheck.write_probe IN ACCESS SHARE MODE", "-c", "SELECT pg_sleep(20)"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    held = ("SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
+            "WHERE c.relname = 'write_probe' AND l.granted")
+    try:
+        wait_until(lambda: lab.sql("-c", held) != "0", 10, "the holder has its lock")
+        run = explain(dbcheck_bin, config, "pg_write", lab.addr)
+    finally:
+        holder.terminate()
+        holder.wait(timeout=10)
+    assert run.rc == 1 and run.failure == "timeout", run
+    assert "55P03" in run.reason and "lock timeout" in run.reason, run
+    assert_in_time(run, 2.0)
