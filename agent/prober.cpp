@@ -195,7 +195,9 @@ void Prober::round() {
     }
     try {
       running.push_back(probe::spawn([cluster, backend, node = m_node, started, connections] {
-        return probe::run_check(cluster, backend, node, started, connections);
+        // The agent runs on the node ([agent.local]): its checks read the node's disks too.
+        return probe::run_check(cluster, backend, node, started, connections,
+                                probe::Vantage::on_node);
       }));
     } catch (const std::exception& e) {
       // No thread to be had: record a failing round rather than die (fail closed).

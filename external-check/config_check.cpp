@@ -7,6 +7,7 @@
 
 #include <config/haproxy_match.hpp>
 #include <config/load_config.hpp>
+#include <core/disk_space.hpp>
 #include <core/report.hpp>
 #include <util/format.hpp>
 
@@ -14,6 +15,7 @@
 #include <array>
 #include <iostream>
 #include <map>
+#include <variant>
 
 namespace dbcheck::extcheck {
 namespace {
@@ -105,6 +107,17 @@ void live(const config::Config& cfg, const std::vector<config::DbcheckServer>& s
   }
 }
 
+// What dbcheck-agent measures of a PostgreSQL node's disks, in a few words.
+std::string disk_words(const config::PostgresCluster& c) {
+  if (!c.data_directory) {
+    return "free space not measured (no data_directory)";
+  }
+  return util::format("dbcheck-agent measures free space of {} and its pg_wal (min_free_space "
+                      "{}, min_free_inodes {})",
+                      *c.data_directory, core::to_string(c.disk.min_free_space),
+                      c.disk.min_free_inodes);
+}
+
 } // namespace
 
 int config_check(const std::string& path, const std::string& haproxy_cfg, bool live_checks) {
@@ -126,6 +139,13 @@ int config_check(const std::string& path, const std::string& haproxy_cfg, bool l
         config::to_string(b.role), util::format_duration(b.timeout),
         b.role == config::Role::replica ? ", max_lag " + util::format_duration(b.max_lag) : "",
         b.max_latency ? ", max_latency " + util::format_duration(*b.max_latency) : "");
+  }
+  for (const auto& [name, cluster] : cfg->clusters) {
+    if (const auto* pg = std::get_if<config::PostgresCluster>(&cluster)) {
+      std::cout << util::format("  cluster {}: {}; write probe {}\n", name, disk_words(*pg),
+                                pg->write_probe ? "on (writer checks extend a table, rolled back)"
+                                                : "off");
+    }
   }
   if (haproxy_cfg.empty()) {
     return k_exit_pass;

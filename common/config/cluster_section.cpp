@@ -167,6 +167,20 @@ const std::vector<KeySpec<Pg>>& postgres_keys() {
       store("patroni_cafile", &Pg::patroni_cafile, want_string),
       store("patroni_certfile", &Pg::patroni_certfile, want_string),
       store("patroni_keyfile", &Pg::patroni_keyfile, want_string),
+      store("data_directory", &Pg::data_directory, want_absolute_path),
+      store("write_probe", &Pg::write_probe, want_bool),
+      {"min_free_space",
+       [](Pg& c, const toml::node& n, Errors& e, const std::string& key) {
+         if (auto v = want_space_floor(n, e, key)) {
+           c.disk.min_free_space = *v;
+         }
+       }},
+      {"min_free_inodes",
+       [](Pg& c, const toml::node& n, Errors& e, const std::string& key) {
+         if (auto v = want_whole_number(n, e, key, 1ULL << 40)) {
+           c.disk.min_free_inodes = *v;
+         }
+       }},
   };
   return k;
 }

@@ -3,6 +3,7 @@
 
 #include "secret.hpp"
 
+#include <core/disk_space.hpp>
 #include <core/pass_log.hpp>
 #include <core/patroni_cluster.hpp>
 #include <core/writer_opinions.hpp>
@@ -39,6 +40,12 @@ struct PostgresCluster {
   std::optional<std::string> patroni_cafile;   // CA bundle for https Patroni URLs
   std::optional<std::string> patroni_certfile; // client certificate for https (verify_client)
   std::optional<std::string> patroni_keyfile;  // its private key
+  // The agent only (it runs on the node): the data directory, whose filesystem and pg_wal's
+  // must keep disk's floors free (core/disk_space.hpp). None: free space is not measured.
+  std::optional<std::string> data_directory;
+  core::DiskPolicy disk; // min_free_space, min_free_inodes
+  // Writer checks also extend a table and roll back (probe/write_probe.hpp): a full disk.
+  bool write_probe = false;
   // External checks of this host share the members' view for this long (0: never; at most 2 s),
   // in this directory (none: /tmp/dbcheck-shared-<euid>): probe/shared_views.hpp.
   util::Duration shared_view_max_age{0};

@@ -5,6 +5,10 @@
 
 #include "load_config.hpp"
 
+#include <util/byte_size.hpp>
+
+#include <cstdlib>
+
 namespace dbcheck::config {
 
 void Errors::add(const toml::source_region& where, std::string_view key, std::string_view what) {
@@ -156,6 +160,47 @@ std::optional<int> want_count(const toml::node& n, Errors& e, const std::string&
     return std::nullopt;
   }
   return static_cast<int>(*v);
+}
+
+std::optional<core::SpaceFloor> want_space_floor(const toml::node& n, Errors& e,
+                                                 const std::string& key) {
+  const auto text = want_string(n, e, key);
+  if (!text) {
+    return std::nullopt;
+  }
+  core::SpaceFloor floor;
+  if (!text->empty() && text->back() == '%') {
+    const std::string number = text->substr(0, text->size() - 1);
+    char* end = nullptr;
+    const double pct =
+        number.empty() || number.front() == ' ' ? -1 : std::strtod(number.c_str(), &end);
+    if (end == nullptr || *end != '\0' || !(pct > 0 && pct < 100)) {
+      e.add(n.source(), key,
+            util::format("\"{}\" is not a share of the filesystem (expected a percentage above 0 "
+                         "and below 100, e.g. \"5%\")",
+                         *text));
+      return std::nullopt;
+    }
+    floor.percent = pct;
+    return floor;
+  }
+  const auto bytes = util::parse_byte_size(*text);
+  if (!bytes) {
+    e.add(n.source(), key, bytes.error() + ", or a percentage such as \"5%\"");
+    return std::nullopt;
+  }
+  floor.bytes = *bytes;
+  return floor;
+}
+
+std::optional<std::uint64_t> want_whole_number(const toml::node& n, Errors& e,
+                                               const std::string& key, std::uint64_t max) {
+  const auto v = n.value<int64_t>();
+  if (!n.is_integer() || !v || *v < 0 || static_cast<std::uint64_t>(*v) > max) {
+    e.add(n.source(), key, util::format("expected a whole number from 0 to {}", max));
+    return std::nullopt;
+  }
+  return static_cast<std::uint64_t>(*v);
 }
 
 std::optional<std::string> want_absolute_path(const toml::node& n, Errors& e,

@@ -6,6 +6,7 @@
 
 #include "password_file.hpp"
 
+#include <core/disk_space.hpp>
 #include <util/duration.hpp>
 #include <util/format.hpp>
 #include <util/host_port.hpp>
@@ -13,6 +14,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <initializer_list>
 #include <map>
@@ -89,6 +91,13 @@ std::optional<util::HostPort> want_host_port(const toml::node& n, Errors& e,
                                              const std::string& key);
 // A whole number from 1 to 100 (HAProxy's fall and rise).
 std::optional<int> want_count(const toml::node& n, Errors& e, const std::string& key);
+// A size ("1GiB", util/byte_size.hpp) or a share of a filesystem's size ("5%", above 0 and
+// below 100): the least free space a filesystem must keep.
+std::optional<core::SpaceFloor> want_space_floor(const toml::node& n, Errors& e,
+                                                 const std::string& key);
+// A whole number from 0 to `max`.
+std::optional<std::uint64_t> want_whole_number(const toml::node& n, Errors& e,
+                                               const std::string& key, std::uint64_t max);
 // An absolute path.
 std::optional<std::string> want_absolute_path(const toml::node& n, Errors& e,
                                               const std::string& key);

@@ -55,7 +55,30 @@ constexpr std::array k_connect_patterns = {
     Pattern{"does not exist", Failure::auth, "28000"}, // role "..." does not exist
     Pattern{"is not permitted to log in", Failure::auth, "28000"},
     Pattern{"timeout expired", Failure::timeout, ""},
+    // A session that had to write a file at start (the relcache init file) on a full disk.
+    Pattern{"No space left on device", Failure::unwritable, ""},
 };
+
+// The server's texts for a full disk, when no SQLSTATE came with them: md.c's "could not
+// extend file" (the 53100 an INSERT meets) and the OS's ENOSPC text any write can end in.
+bool says_disk_full(std::string_view message) {
+  return contains(message, "could not extend file") || contains(message, "No space left on device");
+}
+
+// The server's first line without its severity: "ERROR:  could not extend file ...\nHINT: ..."
+// becomes "could not extend file ...": the hint ("Check free disk space.") repeats the class.
+std::string first_sentence(std::string_view message) {
+  for (std::string_view severity : {"ERROR:", "FATAL:", "PANIC:"}) {
+    if (message.substr(0, severity.size()) == severity) {
+      message.remove_prefix(severity.size());
+      break;
+    }
+  }
+  if (const auto end = message.find('\n'); end != std::string_view::npos) {
+    message = message.substr(0, end);
+  }
+  return one_line(message);
+}
 
 } // namespace
 
@@ -100,10 +123,18 @@ ProbeError classify_pg_connect_error(std::string_view libpq_message) {
 }
 
 ProbeError classify_pg_query_error(std::string_view sqlstate, std::string_view message) {
+  // 53100 disk_full: the node answers, but a write that must extend a file fails. Named in
+  // words an operator acts on, with the server's own text (the file, the OS's reason).
+  if (sqlstate == "53100" || (sqlstate.empty() && says_disk_full(message))) {
+    return {Failure::unwritable, util::format("disk full: {}", first_sentence(message)),
+            std::string{sqlstate}};
+  }
   const std::string detail = util::format("{}: {}", sqlstate, one_line(message));
   Failure kind = Failure::protocol;
-  if (sqlstate == "57014") {
-    kind = Failure::timeout; // statement_timeout: the server gave up within our deadline
+  if (sqlstate == "57014" || sqlstate == "55P03") {
+    // statement_timeout, or the write probe's lock_timeout: the server gave up within our
+    // deadline
+    kind = Failure::timeout;
   } else if (sqlstate == "53300") {
     kind = Failure::saturated;
   } else if (sqlstate == "57P01" || sqlstate == "57P02" || sqlstate == "57P03") {

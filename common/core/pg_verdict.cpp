@@ -121,6 +121,22 @@ Opinion manager_writer_opinion(const WriterObservation& obs) {
   return o;
 }
 
+// A write probe that failed on a read-write primary: the setup it needs is missing (its table,
+// schema or grants: dbcheck's configuration), or the node refuses the write (53100: disk
+// full), or it did not finish in time.
+Opinion write_probe_opinion(const ProbeError& e) {
+  if (e.code == "42P01" || e.code == "3F000" || e.code == "42501") {
+    return {
+        false,
+        util::format("the write probe cannot run as configured: {}: create its table and "
+                     "grants with `dbcheck setup-sql postgres` (docs/sql/healthcheck-role.sql), "
+                     "or set write_probe = false",
+                     e.detail),
+        Failure::config};
+  }
+  return {false, util::format("{} (write probe)", describe_failure("PostgreSQL", e)), e.kind};
+}
+
 Opinion node_writer_opinion(const WriterObservation& obs) {
   if (!obs.node_answer) {
     return {false, describe_failure("PostgreSQL", obs.node_answer.error()),
@@ -134,6 +150,9 @@ Opinion node_writer_opinion(const WriterObservation& obs) {
     return {false, "PostgreSQL is read-only (transaction_read_only = on)", Failure::role};
   }
   const NodeRole& n = *obs.node_answer;
+  if (obs.write_probe && !*obs.write_probe) {
+    return write_probe_opinion(obs.write_probe->error());
+  }
   if (n.connections && n.connection_limit && *n.connections >= *n.connection_limit) {
     // Seen over a connection kept open (the agent): alive, but no one else gets in.
     Opinion o{false,
@@ -143,7 +162,11 @@ Opinion node_writer_opinion(const WriterObservation& obs) {
     o.role_known = true;
     return o;
   }
-  return {true, "PostgreSQL is read-write, not in recovery", Failure::none};
+  return {true,
+          obs.write_probe ? "PostgreSQL is read-write, not in recovery, and extended a table "
+                            "(write probe, rolled back)"
+                          : "PostgreSQL is read-write, not in recovery",
+          Failure::none};
 }
 
 } // namespace

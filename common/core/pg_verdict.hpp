@@ -48,6 +48,9 @@ struct WriterObservation {
   // The members agreeing on `manager` are more than half of those configured (not only of
   // those that answered): only then may a round count towards a writer's rise since a move.
   bool quorum = false;
+  // The write probe's outcome (write_probe = true): asked only of a node that answered as a
+  // read-write primary; nullopt when it was not asked.
+  std::optional<tl::expected<void, ProbeError>> write_probe{};
 };
 
 // The node's own answer to the reader query.
@@ -76,7 +79,8 @@ struct ReplicaObservation {
 
 // Writer: up only when the Patroni members agree `node` is the leader, its own Patroni confirms
 // it (GET /primary 200: it holds the leader lock; a running primary) AND
-// PostgreSQL there is out of recovery and read-write; anything unknown is down. A full server
+// PostgreSQL there is out of recovery and read-write (and, when the write probe was asked,
+// could extend a table: a full disk is unwritable); anything unknown is down. A full server
 // (53300 on connect, or, over a kept connection, every slot in use) with Patroni's agreement
 // follows `saturation` (core/writer_opinions.hpp).
 Verdict evaluate_writer(const WriterObservation& obs, SaturationPolicy saturation);

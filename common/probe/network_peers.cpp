@@ -3,6 +3,14 @@
 #include "name_resolver.hpp"
 #include "peers.hpp"
 
+#include <climits>
+
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <thread>
 
 namespace dbcheck::probe {
@@ -39,6 +47,26 @@ private:
   RedisLease m_lease;
 };
 
+// statvfs(2) and stat(2) of `path`, following links: the numbers an unprivileged writer
+// (PostgreSQL) has left, and the device that tells two paths on one filesystem apart.
+tl::expected<core::FsSpace, std::string> measure_fs(const std::string& path) {
+  struct statvfs vfs {};
+  struct stat st {};
+  if (::statvfs(path.c_str(), &vfs) != 0 || ::stat(path.c_str(), &st) != 0) {
+    return tl::make_unexpected(std::string{std::strerror(errno)});
+  }
+  core::FsSpace out;
+  char resolved[PATH_MAX];
+  out.resolved = ::realpath(path.c_str(), resolved) != nullptr ? resolved : path;
+  out.device = static_cast<std::uint64_t>(st.st_dev);
+  const auto unit = static_cast<std::uint64_t>(vfs.f_frsize);
+  out.free_bytes = static_cast<std::uint64_t>(vfs.f_bavail) * unit;
+  out.total_bytes = static_cast<std::uint64_t>(vfs.f_blocks) * unit;
+  out.free_inodes = static_cast<std::uint64_t>(vfs.f_favail);
+  out.total_inodes = static_cast<std::uint64_t>(vfs.f_files);
+  return out;
+}
+
 class NetworkPeers final : public Peers {
 public:
   explicit NetworkPeers(std::shared_ptr<ConnectionCache> cache) : m_cache(std::move(cache)) {}
@@ -61,6 +89,9 @@ public:
   std::vector<core::NameAnswer> resolve(const std::vector<std::string>& names,
                                         const Deadline& deadline) override {
     return resolve_names(names, deadline);
+  }
+  tl::expected<core::FsSpace, std::string> fs_space(const std::string& path) override {
+    return measure_fs(path);
   }
   Clock::time_point now() override { return Clock::now(); }
   void sleep_for(Clock::duration d) override { std::this_thread::sleep_for(d); }

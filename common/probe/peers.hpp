@@ -12,6 +12,7 @@
 #include "redis_link.hpp"
 #include "shared_views.hpp"
 
+#include <core/disk_space.hpp>
 #include <core/endpoint_names.hpp>
 #include <core/probe_error.hpp>
 #include <core/resp.hpp>
@@ -24,6 +25,10 @@
 #include <vector>
 
 namespace dbcheck::probe {
+
+// Where a check stands: on another host (dbcheck, beside HAProxy) or on the node itself (the
+// agent, [agent.local]), where it may also read the node's filesystems.
+enum class Vantage { remote, on_node };
 
 // One PostgreSQL node as a check sees it: open once, then parameterless statements.
 class PgPeer {
@@ -69,6 +74,9 @@ public:
   // Resolves host names, one answer per name, by `deadline` (name_resolver.hpp).
   virtual std::vector<core::NameAnswer> resolve(const std::vector<std::string>& names,
                                                 const Deadline& deadline) = 0;
+  // statvfs(2) of the filesystem holding `path` (symbolic links followed), or the OS's reason
+  // ("Permission denied"). Local: only a check running on the node asks (disk_space.hpp).
+  virtual tl::expected<core::FsSpace, std::string> fs_space(const std::string& path) = 0;
   // The time now, on the clock the checks' own waits are measured with.
   virtual Clock::time_point now() = 0;
   // Waits `d` (the catch-up poll's pause).

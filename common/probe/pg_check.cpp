@@ -2,8 +2,10 @@
 
 #include "async.hpp"
 #include "catch_up.hpp"
+#include "disk_space.hpp"
 #include "opinion_wait.hpp"
 #include "patroni_client.hpp"
+#include "write_probe.hpp"
 
 #include <core/patroni_election.hpp>
 #include <core/pg_rows.hpp>
@@ -86,13 +88,23 @@ core::Report check_writer(const config::PostgresCluster& cluster, const config::
 
   core::Step nstep = node_step("node", node, core::k_writer_sql);
   const auto t0 = peers->now();
-  auto role = ask_writer_node(*peers->pg(target_for(cluster, node)), deadline);
+  const auto session = peers->pg(target_for(cluster, node));
+  auto role = ask_writer_node(*session, deadline);
   nstep.latency_ms = elapsed_ms(t0, peers->now());
   nstep.answer = role ? core::describe(*role) : role.error().detail;
 
   core::Report report;
   report.own = core::own_words(role);
   report.node_answered = role.has_value();
+  std::optional<core::Step> probe_step;
+  std::optional<tl::expected<void, ProbeError>> written;
+  if (cluster.write_probe && role && !role->in_recovery && !role->read_only) {
+    // Only a node that says it is a read-write primary: the probe's question is whether it
+    // can write, not which node it is. Meanwhile the managers answer.
+    core::Report probe_report;
+    written = probe_write(*session, util::to_string(node), deadline, *peers, probe_report);
+    probe_step = std::move(probe_report.steps.front());
+  }
   std::optional<WriterManagerResult> m = await_by(manager, deadline);
   if (m && m->members.shared &&
       !(role && m->members.view && core::shared_view_fits_writer(*m->members.view, node, *role))) {
@@ -111,11 +123,23 @@ core::Report check_writer(const config::PostgresCluster& cluster, const config::
     }
   }
   report.steps.push_back(std::move(nstep));
-  const core::WriterObservation obs =
-      m ? core::WriterObservation{node, std::move(m->members.view), std::move(role),
-                                  std::move(m->leader_report), m->members.quorum}
-        : core::WriterObservation{node, tl::make_unexpected(not_finished(k_patroni_step)),
-                                  std::move(role), std::nullopt, false};
+  if (probe_step) {
+    report.steps.push_back(std::move(*probe_step));
+  }
+  core::WriterObservation obs =
+      m ? core::WriterObservation{node,
+                                  std::move(m->members.view),
+                                  std::move(role),
+                                  std::move(m->leader_report),
+                                  m->members.quorum,
+                                  std::nullopt}
+        : core::WriterObservation{node,
+                                  tl::make_unexpected(not_finished(k_patroni_step)),
+                                  std::move(role),
+                                  std::nullopt,
+                                  false,
+                                  std::nullopt};
+  obs.write_probe = std::move(written);
   report.verdict = core::evaluate_writer(obs, backend.on_saturation);
   return report;
 }
@@ -332,10 +356,14 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
 
 core::Report check_postgres(const config::PostgresCluster& cluster, const config::Backend& backend,
                             const util::HostPort& node, const Deadline& deadline,
-                            const std::shared_ptr<Peers>& peers) {
-  core::Report report = backend.role == config::Role::primary
-                            ? check_writer(cluster, backend, node, deadline, peers)
-                            : check_replica(cluster, backend, node, deadline, peers);
+                            const std::shared_ptr<Peers>& peers, Vantage vantage) {
+  const bool writer = backend.role == config::Role::primary;
+  core::Report report = writer ? check_writer(cluster, backend, node, deadline, peers)
+                               : check_replica(cluster, backend, node, deadline, peers);
+  if (vantage == Vantage::on_node) {
+    // The one place the disk rule applies, after either role's verdict: the agent's checks.
+    judge_disks(cluster, writer, deadline, *peers, report);
+  }
   report.auth = auth_words(cluster);
   return report;
 }

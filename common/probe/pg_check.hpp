@@ -21,10 +21,11 @@ namespace dbcheck::probe {
 
 // Checks `node` for `backend` of `cluster`; every step honours `deadline`. Fills the verdict,
 // lag and steps of the report (run_check() fills the rest and bounds the whole). Everything
-// beyond the check goes through `peers` (network_peers() in production).
+// beyond the check goes through `peers` (network_peers() in production). On the node
+// (Vantage::on_node: the agent) the data and WAL filesystems are judged too (disk_space.hpp).
 core::Report check_postgres(const config::PostgresCluster& cluster, const config::Backend& backend,
                             const util::HostPort& node, const Deadline& deadline,
-                            const std::shared_ptr<Peers>& peers);
+                            const std::shared_ptr<Peers>& peers, Vantage vantage = Vantage::remote);
 
 // Patroni's view of `cluster`: GET /cluster of every member in parallel, the view more than
 // half of the answering members agree on (core/patroni_election.hpp), or why there is none by

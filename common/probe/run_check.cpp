@@ -16,13 +16,13 @@ namespace dbcheck::probe {
 
 core::Report run_check(const config::Cluster& cluster, const config::Backend& backend,
                        const util::HostPort& node, Clock::time_point started,
-                       std::shared_ptr<ConnectionCache> cache) {
-  return run_check_with(network_peers(std::move(cache)), cluster, backend, node, started);
+                       std::shared_ptr<ConnectionCache> cache, Vantage vantage) {
+  return run_check_with(network_peers(std::move(cache)), cluster, backend, node, started, vantage);
 }
 
 core::Report run_check_with(const std::shared_ptr<Peers>& peers, const config::Cluster& cluster,
                             const config::Backend& backend, const util::HostPort& node,
-                            Clock::time_point started) {
+                            Clock::time_point started, Vantage vantage) {
   // Leave the caller time to log and exit inside the configured timeout: the steps stop at
   // `deadline`, the wait for them at deadline + 2 x k_grace, which is still before the end.
   const auto timeout = std::chrono::duration_cast<Clock::duration>(backend.timeout);
@@ -32,10 +32,10 @@ core::Report run_check_with(const std::shared_ptr<Peers>& peers, const config::C
   try {
     // The worker holds the peers (and through them the cache): an abandoned step may give a
     // connection back late.
-    auto work = spawn([cluster, backend, node, deadline, peers] {
+    auto work = spawn([cluster, backend, node, deadline, peers, vantage] {
       return std::visit(config::Overloaded{
                             [&](const config::PostgresCluster& c) {
-                              return check_postgres(c, backend, node, deadline, peers);
+                              return check_postgres(c, backend, node, deadline, peers, vantage);
                             },
                             [&](const config::RedisCluster& c) {
                               return check_redis(c, backend, node, deadline, peers);

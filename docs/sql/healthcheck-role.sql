@@ -18,6 +18,8 @@
 --   sample:  SELECT pg_current_wal_flush_lsn(), pg_walfile_name(...)   (on the leader, for the lag bound)
 --   each of the three also reads the node's system identifier, which cluster's data it is:
 --            (SELECT system_identifier FROM pg_catalog.pg_control_system())
+--   write probe (write_probe = true only): BEGIN; SET LOCAL lock_timeout; TRUNCATE
+--            dbcheck.write_probe; INSERT one row; ROLLBACK   (on the primary; nothing is committed)
 -- All of these are granted to PUBLIC, but two answers are hidden from an ordinary role:
 -- pg_stat_wal_receiver.status and received_tli (NULL: the reader could not be checked), and
 -- the backend_type of other users' sessions (the writer would count only its own connection
@@ -78,3 +80,12 @@ CREATE VIEW dbcheck.pg_stat_wal_receiver AS SELECT * FROM dbcheck.wal_receiver_s
 CREATE VIEW dbcheck.pg_stat_activity AS SELECT * FROM dbcheck.backend_types();
 REVOKE ALL ON dbcheck.pg_stat_wal_receiver, dbcheck.pg_stat_activity FROM PUBLIC;
 GRANT SELECT ON dbcheck.pg_stat_wal_receiver, dbcheck.pg_stat_activity TO :"role";
+
+-- The write probe's table (used only with write_probe = true in dbcheck.toml): one row, owned
+-- by the superuser. The probe truncates it (a new, empty file), inserts a row (which must
+-- extend that file by a page: 53100 when the disk is full) and rolls back, so the row stays
+-- and nothing is ever committed. The role may insert into it and truncate it, nothing else.
+CREATE TABLE dbcheck.write_probe (checked_at timestamptz NOT NULL);
+INSERT INTO dbcheck.write_probe VALUES (now());
+REVOKE ALL ON dbcheck.write_probe FROM PUBLIC;
+GRANT INSERT, TRUNCATE ON dbcheck.write_probe TO :"role";

@@ -1,6 +1,7 @@
 """Fault cases for the Redis/Sentinel check against real servers, and fake peers where a real
 one cannot be made to lie: each fails closed, in time, with a reason."""
 
+import time
 from pathlib import Path
 
 import pytest
@@ -127,19 +128,28 @@ def test_wedged_node_and_trickling_peers_end_in_time(redis_cluster, dbcheck_bin,
 
 # Spins the server's one thread for ARGV[1] microseconds: every client waits meanwhile, as on an
 # overloaded node. A read-only script, so a replica runs it too.
-BUSY_SCRIPT = """local t0 = redis.call('TIME')
-local start = t0[1] * 1000000 + t0[2]
-repeat local t = redis.call('TIME') until t[1] * 1000000 + t[2] - start >= tonumber(ARGV[1])
-return 1"""
+# A read-only script that spins ARGV[1] empty loops. Not timed with TIME: from Redis 7.2 on,
+# a script sees the time frozen at its start, and such a loop would never end.
+BUSY_SCRIPT = "for i = 1, tonumber(ARGV[1]) do end return 1"
 
 
-def _explain_while_busy(redis_cluster, dbcheck_bin, config, backend, node, busy_us=800_000):
-    """Blocks `node` with BUSY_SCRIPT, and once it no longer answers PING, checks it."""
+def _loops_for(redis_cluster, node, seconds):
+    """How many BUSY_SCRIPT loops keep `node` busy about `seconds`, measured on it now."""
+    probe = 2_000_000
+    t0 = time.monotonic()
+    redis_cluster.admin(node, "EVAL_RO", BUSY_SCRIPT, "0", str(probe), timeout=10.0)
+    return max(probe, int(probe * seconds / max(time.monotonic() - t0, 1e-3)))
+
+
+def _explain_while_busy(redis_cluster, dbcheck_bin, config, backend, node, busy_s=0.8):
+    """Blocks `node` with BUSY_SCRIPT for about `busy_s`, and once it no longer answers PING,
+    checks it; the script is killed if it is still running afterwards."""
     import threading
 
+    loops = _loops_for(redis_cluster, node, busy_s)
     blocker = threading.Thread(target=redis_cluster.admin,
-                               args=(node, "EVAL_RO", BUSY_SCRIPT, "0", str(busy_us)),
-                               kwargs={"timeout": 3.0})
+                               args=(node, "EVAL_RO", BUSY_SCRIPT, "0", str(loops)),
+                               kwargs={"timeout": 10.0})
     blocker.start()
     try:
         def busy():
@@ -151,7 +161,10 @@ def _explain_while_busy(redis_cluster, dbcheck_bin, config, backend, node, busy_
         wait_until(busy, timeout=2, what=f"{node.name} busy in its script")
         return explain(dbcheck_bin, config, backend, node.addr)
     finally:
-        blocker.join()
+        blocker.join(5)
+        if blocker.is_alive():
+            redis_cluster.admin(node, "SCRIPT", "KILL", timeout=2.0)
+            blocker.join(5)
 
 
 def test_slow_node_reader_out_writer_degraded(redis_cluster, dbcheck_bin, redis_config, figures):

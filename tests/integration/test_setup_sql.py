@@ -66,6 +66,20 @@ def test_postgres_check_role_can_check_but_not_write(pg_cluster):
             with conn.cursor() as cur, pytest.raises(psycopg2.Error) as err:
                 cur.execute(sql)
             assert err.value.pgcode == "42501", (sql, err.value.pgcode, err.value)  # insufficient_privilege
+        # The write probe (write_probe = true): its statements run as the role, and roll back.
+        with conn.cursor() as cur:
+            for sql in ("BEGIN", "SET LOCAL lock_timeout = '500ms'", "TRUNCATE dbcheck.write_probe",
+                        "INSERT INTO dbcheck.write_probe (checked_at) VALUES (now())", "ROLLBACK"):
+                cur.execute(sql)
+        with su.cursor() as cur:
+            cur.execute("SELECT count(*) FROM dbcheck.write_probe")
+            assert cur.fetchone()[0] == 1  # the setup's row, nothing the probe added or removed
+        # and nothing else on that table: its rows stay unreadable, unchangeable
+        for sql in ("SELECT * FROM dbcheck.write_probe", "DELETE FROM dbcheck.write_probe",
+                    "UPDATE dbcheck.write_probe SET checked_at = now()"):
+            with conn.cursor() as cur, pytest.raises(psycopg2.Error) as err:
+                cur.execute(sql)
+            assert err.value.pgcode == "42501", (sql, err.value.pgcode, err.value)
     finally:
         conn.close()
         su.close()

@@ -48,6 +48,8 @@ public:
   PostAnswer post_answer;
   // Names and what they resolve to; a name not here answers "no such name".
   std::map<std::string, std::vector<std::string>> names;
+  // statvfs answers by path; a path not here answers "No such file or directory".
+  std::map<std::string, tl::expected<core::FsSpace, std::string>> disks;
   // Each answer takes this long on the virtual clock.
   Clock::duration answer_takes = std::chrono::milliseconds{1};
   // The view another check shared (given to a check that asks for one), and what checks shared.
@@ -149,6 +151,14 @@ public:
     note("share " + key, Deadline{Clock::time_point{}});
     std::lock_guard lock(m_mutex);
     shares.push_back(view);
+  }
+  tl::expected<core::FsSpace, std::string> fs_space(const std::string& path) override {
+    note("statvfs " + path, Deadline{Clock::time_point{}});
+    const auto it = disks.find(path);
+    if (it == disks.end()) {
+      return tl::make_unexpected(std::string{"No such file or directory"});
+    }
+    return it->second;
   }
   Clock::time_point now() override {
     std::lock_guard lock(m_mutex);

@@ -665,3 +665,56 @@ TEST_CASE("[log]: passes logged on change by default, a heartbeat, a private dir
         "dbcheck.toml:22: log.pass_heartbeat: \"0s\" must be longer than 0ms\n"
         "dbcheck.toml:23: log.state_dir: \"x\" is not an absolute path\n");
 }
+
+TEST_CASE("free space on the node: a data directory, a size or a share, an inode count",
+          "[config][disk_space]") {
+  TempDir dir;
+  const auto pw = dir.write("pg.password", "s3cret\n", 0600);
+  const auto with = [&](const std::string& lines) {
+    std::string text = valid_config(pw);
+    text.insert(text.find("dbname"), lines);
+    return parse_config(text, "dbcheck.toml");
+  };
+  const auto plain = parse_config(valid_config(pw), "dbcheck.toml");
+  REQUIRE(plain);
+  const auto& defaults = std::get<PostgresCluster>(plain->clusters.at("pg"));
+  CHECK_FALSE(defaults.data_directory); // not measured unless told where
+  CHECK(defaults.disk.min_free_space.bytes == 1ULL << 30);
+  CHECK_FALSE(defaults.disk.min_free_space.percent);
+  CHECK(defaults.disk.min_free_inodes == 1000);
+
+  const auto sized = with("data_directory = \"/var/lib/postgresql/17/main\"\n"
+                          "min_free_space = \"512MiB\"\nmin_free_inodes = 0\n");
+  REQUIRE(sized);
+  const auto& c = std::get<PostgresCluster>(sized->clusters.at("pg"));
+  CHECK(c.data_directory == std::optional<std::string>{"/var/lib/postgresql/17/main"});
+  CHECK(c.disk.min_free_space.bytes == 512ULL << 20);
+  CHECK(c.disk.min_free_inodes == 0);
+
+  const auto share = with("min_free_space = \"2.5%\"\n");
+  REQUIRE(share);
+  CHECK(std::get<PostgresCluster>(share->clusters.at("pg")).disk.min_free_space.percent == 2.5);
+
+  // The key's own line (line 7: the cluster's keys start at line 5) leads each error.
+  const auto [lines, error] = GENERATE(table<const char*, const char*>({
+      {"min_free_space = \"1GB\"\n",
+       "dbcheck.toml:7: cluster.pg.min_free_space: \"1GB\" is not a size (expected a number with "
+       "a unit: B, KiB, MiB, GiB or TiB, e.g. \"1GiB\" or \"512MiB\"), or a percentage such as "
+       "\"5%\""},
+      {"min_free_space = \"100%\"\n",
+       "dbcheck.toml:7: cluster.pg.min_free_space: \"100%\" is not a share of the filesystem "
+       "(expected a percentage above 0 and below 100, e.g. \"5%\")"},
+      {"min_free_space = \"x%\"\n", "\"x%\" is not a share of the filesystem"},
+      {"min_free_space = 1024\n", "cluster.pg.min_free_space: expected a string"},
+      {"min_free_inodes = -1\n",
+       "dbcheck.toml:7: cluster.pg.min_free_inodes: expected a whole number from 0 to "
+       "1099511627776"},
+      {"min_free_inodes = \"1000\"\n", "cluster.pg.min_free_inodes: expected a whole number"},
+      {"data_directory = \"main\"\n",
+       "dbcheck.toml:7: cluster.pg.data_directory: \"main\" is not an absolute path"},
+  }));
+  CAPTURE(lines);
+  const auto bad = with(lines);
+  REQUIRE_FALSE(bad);
+  CHECK(errors_of(bad).find(error) != std::string::npos);
+}

@@ -90,6 +90,7 @@ TEST_CASE("one_line drops control characters a peer sent", "[core][pg_errors]") 
 TEST_CASE("query failures are classified by SQLSTATE", "[core][pg_errors]") {
   const auto [code, kind] = GENERATE(table<const char*, Failure>({
       {"57014", Failure::timeout},
+      {"55P03", Failure::timeout},
       {"53300", Failure::saturated},
       {"57P01", Failure::not_ready},
       {"57P03", Failure::not_ready},
@@ -103,4 +104,46 @@ TEST_CASE("query failures are classified by SQLSTATE", "[core][pg_errors]") {
   CHECK(e.kind == kind);
   CHECK(e.code == code);
   CHECK(e.detail == std::string{code} + ": ERROR: something");
+}
+
+TEST_CASE("a full disk is unwritable, in words an operator acts on", "[core][pg_errors]") {
+  const char* extend = "ERROR:  could not extend file \"base/16384/16390\": No space left on "
+                       "device\nHINT:  Check free disk space.\n";
+  const ProbeError by_code = classify_pg_query_error("53100", extend);
+  CHECK(by_code.kind == Failure::unwritable);
+  CHECK(by_code.code == "53100");
+  CHECK(by_code.detail ==
+        "disk full: could not extend file \"base/16384/16390\": No space left on device");
+
+  // No SQLSTATE (an old protocol, a message relayed without its fields): the text decides.
+  const auto [message, expected] = GENERATE(table<const char*, const char*>({
+      {"ERROR:  could not extend file \"base/1/2\" with FileFallocate(): No space left on "
+       "device\n",
+       "disk full: could not extend file \"base/1/2\" with FileFallocate(): No space left on "
+       "device"},
+      {"PANIC:  could not write to file \"pg_wal/xlogtemp.42\": No space left on device\n",
+       "disk full: could not write to file \"pg_wal/xlogtemp.42\": No space left on device"},
+  }));
+  CAPTURE(message);
+  const ProbeError by_text = classify_pg_query_error("", message);
+  CHECK(by_text.kind == Failure::unwritable);
+  CHECK(by_text.code.empty());
+  CHECK(by_text.detail == expected);
+}
+
+TEST_CASE("another error that names no full disk stays what its code says", "[core][pg_errors]") {
+  CHECK(
+      classify_pg_query_error("", "ERROR:  could not open file \"x\": Permission denied\n").kind ==
+      Failure::protocol);
+  CHECK(classify_pg_query_error("58030", "ERROR:  could not read block 0\n").kind ==
+        Failure::protocol);
+}
+
+TEST_CASE("a session that cannot start on a full disk is unwritable", "[core][pg_errors]") {
+  const ProbeError e = classify_pg_connect_error(
+      "connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  could not write to "
+      "file \"global/pg_internal.init.123\": No space left on device\n");
+  CHECK(e.kind == Failure::unwritable);
+  CHECK(e.detail ==
+        "FATAL: could not write to file \"global/pg_internal.init.123\": No space left on device");
 }

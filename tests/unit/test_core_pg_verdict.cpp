@@ -108,8 +108,12 @@ std::map<std::string, Node> writer_nodes() {
 
 WriterObservation writer_obs(const std::string& manager, const std::string& node,
                              const std::string& report = "confirms") {
-  return WriterObservation{k_self, managers().at(manager), writer_nodes().at(node),
-                           leader_reports().at(report), true};
+  return WriterObservation{k_self,
+                           managers().at(manager),
+                           writer_nodes().at(node),
+                           leader_reports().at(report),
+                           true,
+                           std::nullopt};
 }
 
 // Expected "U"/"D" + failure for node (row) x manager (column), on_saturation = up.
@@ -206,7 +210,8 @@ TEST_CASE("writer: a full server seen over a kept connection is saturated",
   const WriterObservation room{k_self, managers().at("self"),
                                NodeRole{false, false, 46, 47, k_sysid}, confirming()};
   CHECK(evaluate_writer(room, SaturationPolicy::up).failure == Failure::none);
-  const WriterObservation other{k_self, managers().at("other"), full_node, std::nullopt};
+  const WriterObservation other{k_self,      managers().at("other"), full_node, std::nullopt, false,
+                                std::nullopt};
   CHECK(evaluate_writer(other, SaturationPolicy::up).state == State::down);
 }
 
@@ -501,7 +506,7 @@ TEST_CASE("writer: a leader name resolving to another member's address is not a 
   const Verdict v = evaluate_writer(
       WriterObservation{HostPort{"10.0.0.2", 5432}, view,
                         tl::make_unexpected(ProbeError{Failure::network, "refused", ""}),
-                        std::nullopt, true},
+                        std::nullopt, true, std::nullopt},
       SaturationPolicy::up);
   CHECK(v.state == State::down);
   CHECK_THAT(v.reason,
@@ -663,4 +668,38 @@ TEST_CASE("reader: an identity that cannot be read is not checked, and said so",
   CHECK(v.state == State::up);
   CHECK_THAT(v.reason, dbcheck_test::EndsWith("; identity not checked: the leader was not sampled "
                                               "with its identifier"));
+}
+
+TEST_CASE("writer: the write probe's outcome, when it was asked", "[core][pg][write_probe]") {
+  const ProbeError full{Failure::unwritable,
+                        "disk full: could not extend file \"base/1/2\": No space left on device",
+                        "53100"};
+  const ProbeError missing{
+      Failure::protocol, "42P01: ERROR: relation \"dbcheck.write_probe\" does not exist", "42P01"};
+  const ProbeError denied{Failure::config, "42501: ERROR: permission denied for table write_probe",
+                          "42501"};
+  const ProbeError locked{Failure::timeout, "55P03: ERROR: canceling statement due to lock timeout",
+                          "55P03"};
+  const auto [outcome, state, failure, words] = GENERATE_COPY(
+      table<std::optional<tl::expected<void, ProbeError>>, State, Failure, std::string>({
+          {std::nullopt, State::up, Failure::none, "PostgreSQL is read-write, not in recovery"},
+          {tl::expected<void, ProbeError>{}, State::up, Failure::none,
+           "extended a table (write probe, rolled back)"},
+          {tl::make_unexpected(full), State::down, Failure::unwritable,
+           "PostgreSQL refuses writes: disk full: could not extend file \"base/1/2\": No space "
+           "left on device (write probe)"},
+          {tl::make_unexpected(missing), State::down, Failure::config,
+           "the write probe cannot run as configured: 42P01"},
+          {tl::make_unexpected(denied), State::down, Failure::config,
+           "`dbcheck setup-sql postgres` (docs/sql/healthcheck-role.sql)"},
+          {tl::make_unexpected(locked), State::down, Failure::timeout,
+           "PostgreSQL timed out: 55P03"},
+      }));
+  WriterObservation obs = writer_obs("self", "rw");
+  obs.write_probe = outcome;
+  const Verdict v = evaluate_writer(obs, SaturationPolicy::up);
+  CAPTURE(v.reason);
+  CHECK(v.state == state);
+  CHECK(v.failure == failure);
+  CHECK(v.reason.find(words) != std::string::npos);
 }
