@@ -278,3 +278,50 @@ TEST_CASE("a Redis master that refuses writes is down as unwritable, its role st
   CHECK(r.verdict.state == core::State::up);
   CHECK(r.verdict.reason.find("writes not probed: NOPERM") != std::string::npos);
 }
+
+TEST_CASE("a Redis writer check reads the node's run_id and holds it against the Sentinels'",
+          "[probe][redis][identity]") {
+  const std::string old_id(40, 'a');
+  const std::string new_id(40, 'b');
+  auto f = lab({1000});
+  for (const auto& s : cluster().sentinels) {
+    f->redis_answers[util::to_string(s)] = [old_id](const std::vector<probe::RedisCommand>& cmds) {
+      std::vector<R> out;
+      for (const auto& c : cmds) {
+        out.push_back(
+            c.at(1) == "GET-MASTER-ADDR-BY-NAME"
+                ? R::array({R::string("10.0.0.1"), R::string("6379")})
+                : R::array({R::string("flags"), R::string("master"), R::string("config-epoch"),
+                            R::string("3"), R::string("runid"), R::string(old_id)}));
+      }
+      return out;
+    };
+  }
+  const auto answers_info = [&](const std::string& id) {
+    f->redis_answers["10.0.0.1:6379"] = [id](const std::vector<probe::RedisCommand>& cmds) {
+      std::vector<R> out;
+      for (const auto& c : cmds) {
+        out.push_back(c[0] == "PING"     ? R::status("PONG")
+                      : c[0] == "LPUSHX" ? R::number(0)
+                      : c[0] == "INFO"
+                          ? R::string("# Server\r\nrun_id:" + id + "\r\n")
+                          : R::array({R::string("master"), R::number(1000), R::array({})}));
+      }
+      return out;
+    };
+  };
+  answers_info(old_id);
+  auto r = check(f, config::Role::primary, k_master);
+  CHECK(f->count("redis 10.0.0.1:6379 ROLE; PING; LPUSHX dbcheck:write-probe 1; INFO server") >= 1);
+  CHECK(r.verdict.state == core::State::up);
+  answers_info(new_id);
+  r = check(f, config::Role::primary, k_master);
+  CHECK(r.verdict.state == core::State::down);
+  CHECK(r.verdict.failure == core::Failure::identity);
+  bool shown = false;
+  for (const auto& s : r.steps) {
+    shown =
+        shown || (s.opinion == "node" && s.answer.find("run_id " + new_id) != std::string::npos);
+  }
+  CHECK(shown);
+}
