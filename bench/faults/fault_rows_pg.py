@@ -1,5 +1,6 @@
-"""The fault matrix's PostgreSQL/Patroni rows against the shared Patroni lab, in table order;
-each declared once in ROWS (bench/faults/fault_registry.py)."""
+"""The fault matrix's PostgreSQL/Patroni rows, in table order: against the shared Patroni lab,
+and (lab=None) against a PostgreSQL of their own; each declared once in ROWS
+(bench/faults/fault_registry.py)."""
 
 import functools
 import time
@@ -9,16 +10,17 @@ from contextlib import contextmanager
 from lab import faults
 from lab import patroni as patroni_fx
 from lab.agent import AgentProcess
-from lab.dbcheck import write_dbcheck_config
+from lab.dbcheck import run_dbcheck, write_dbcheck_config
+from lab.full_disk import FullDiskPostgres
 from lab.patroni import HBA_REJECTED_USER
 from lab.standalone_pg import StandalonePostgres
 from lab.ports import free_ports
 from lab.procs import wait_until
 
-from fault_observe import (AGENT_SETTINGS, HEAL_WAIT_S, UNRESOLVABLE, WRONG_PG_PASSWORD, Target, reported,
-                           short)
+from fault_observe import (AGENT_SETTINGS, CHECK_CAP_S, HEAL_WAIT_S, UNRESOLVABLE, WRONG_PG_PASSWORD, Target,
+                           reported, short)
 from fault_registry import Rows
-from fault_runner import AGENT, Matrix
+from fault_runner import AGENT, DBCHECK, Matrix
 
 ROWS = Rows()
 
@@ -192,3 +194,83 @@ def identity(m, name):
           "system identifier; agent: [agent.local])", [target], agent_on_other,
           settle=lambda: wait_until(lambda: reported(agent.health()["backends"]["pg_read"]) ==
                                     ("up", "none"), HEAL_WAIT_S, "the replica's agent up again"))
+
+
+# The agent's threshold for the full-disk rows: a quarter of the lab's 64 MiB tmpfs, above what
+# the fill leaves free.
+DISK_MIN_FREE, DISK_LEAVE = "16MiB", 4 << 20
+
+
+def _full_disk_lab(m, name):
+    """A started FullDiskPostgres of row `name`, stopped (unmounted) with the matrix at the
+    latest."""
+    lab = FullDiskPostgres(m.workdir / name)
+    m.stack.callback(lab.stop)
+    return lab.start()
+
+
+def _full_disk_config(m, name, lab, cluster_extra=""):
+    return write_dbcheck_config(m.workdir / "configs" / name, None, owner=None, patroni_urls=[lab.fake.url],
+                                cluster_extra=cluster_extra)
+
+
+@contextmanager
+def _filled(lab, leave_bytes):
+    """The lab's tmpfs filled to `leave_bytes` free; the injection time is when the fill ended."""
+    try:
+        lab.fill(leave_bytes)
+        yield time.monotonic()
+    finally:
+        lab.unfill()
+
+
+# The anchor: the runner answers "n/a" for a node outside a Patroni lab. Asked, the FakePatroni
+# naming this node leader answers "/primary 200 (UP)" with the disk filled, because the lab
+# scripts it so: no evidence on its own. A real Patroni answers 200 too: its /primary asks whether
+# the node runs as the primary holding the leader lock, not whether it can write.
+@ROWS.row("pg-disk-full-agent", lab=None)
+def disk_full_agent(m, name):
+    """A writer whose data directory's filesystem has less free space than min_free_space: its
+    own agent, measuring the disk on the node, takes it down as unwritable; the external check
+    without the write probe cannot see the disk and passes."""
+    lab = _full_disk_lab(m, name)
+    extra = f'data_directory = "{lab.data_dir}"\nmin_free_space = "{DISK_MIN_FREE}"\nmin_free_inodes = 100'
+    agent = AgentProcess(m.workdir / f"{name}-agent", "agent-disk-full", AGENT,
+                         functools.partial(write_dbcheck_config, cluster=None, owner=None,
+                                           patroni_urls=[lab.fake.url], cluster_extra=extra), "pg",
+                         lab.addr, **AGENT_SETTINGS, shutdown_grace="1s")  # nothing routes to it: no drain
+    m.stack.callback(agent.stop)
+    agent.start()
+    # healthy=None: the runner's "healthy again" uses the shared lab's config; settle below
+    # waits for this agent's own rise instead.
+    target = Target("pg_write", lab.addr, "pg_write @ leader, data directory on a 64 MiB tmpfs", agent,
+                    expect=("up", "none"), agent_expect=("down", "unwritable"), healthy=None)
+
+    def settle():
+        wait_until(lambda: reported(agent.health()["backends"]["pg_write"]) == ("up", "none"), HEAL_WAIT_S,
+                   "the full-disk writer's agent up again")
+        agent.stop()
+        lab.stop()
+    m.row(name, f"the data directory's filesystem filled to {DISK_LEAVE >> 20} MiB free (fallocate; agent: "
+          f"data_directory, min_free_space {DISK_MIN_FREE}; external check without write_probe)",
+          [target], functools.partial(_filled, lab, DISK_LEAVE), config=_full_disk_config(m, name, lab),
+          settle=settle)
+
+
+@ROWS.row("pg-disk-full-probe", lab=None)
+def disk_full_probe(m, name):
+    """A writer whose data directory's filesystem is full (WAL elsewhere still has room): the
+    external check's write probe extends a table, meets 53100 and says unwritable."""
+    lab = _full_disk_lab(m, name)
+    config = _full_disk_config(m, name, lab, cluster_extra="write_probe = true")
+    target = Target("pg_write", lab.addr, "pg_write @ leader, data directory on a 64 MiB tmpfs",
+                    expect=("down", "unwritable"), healthy=None)
+
+    def settle():
+        wait_until(lambda: run_dbcheck(DBCHECK, config, "explain", "pg_write", lab.addr, "--json",
+                                       timeout=CHECK_CAP_S).rc == 0, HEAL_WAIT_S,
+                   "the write probe passing again")
+        lab.stop()
+    m.row(name, "the data directory's filesystem full (fallocate; WAL on another filesystem); "
+          "external check with write_probe = true", [target], functools.partial(_filled, lab, 0),
+          config=config, settle=settle)

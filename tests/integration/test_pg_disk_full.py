@@ -7,112 +7,35 @@ leader by a fake Patroni; the tmpfs is unmounted and the filler removed whatever
 
 import functools
 import json
-import os
 import subprocess
-from types import SimpleNamespace
 
 import pytest
 
 from conftest import finish_workdir, make_workdir, require_servers
 from lab.agent import AgentProcess
 from lab.dbcheck import assert_in_time, explain, write_dbcheck_config
-from lab.fake_patroni import FakePatroni, cluster_doc, status_doc
-from lab.patroni import APP_DB, HC_PASSWORD, HC_USER, PG_BIN, PSQL, ROLE_SQL
-from lab.ports import free_ports
+from lab.full_disk import FullDiskPostgres
+from lab.patroni import APP_DB, HC_USER, PSQL
 from lab.procs import wait_until
 
-TMPFS_SIZE = "64m"
 MIN_FREE = "16MiB"  # the agent's min_free_space in these tests
-
-
-def _as_postgres(*argv, **kw):
-    return subprocess.run(["runuser", "-u", "postgres", "--", *map(str, argv)], check=True,
-                          capture_output=True, text=True, timeout=60, **kw)
-
-
-def _psql(port, sock, *args, db="postgres"):
-    """psql as the superuser over the lab's socket; returns stdout (tuples only)."""
-    return _as_postgres(PSQL, "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-h", sock, "-p", port,
-                        "-d", db, *args).stdout.strip()
-
-
-def _free_bytes(path):
-    st = os.statvfs(path)
-    return st.f_bavail * st.f_frsize
 
 
 @pytest.fixture(scope="module")
 def full_disk_lab(request):
-    """SimpleNamespace(addr, data_dir, wal_dir, disk, fake, sql(...), fill(leave), unfill())."""
+    """A started lab.full_disk.FullDiskPostgres (its stop() unmounts the tmpfs whatever happens)."""
     require_servers()
     path = make_workdir("dbcheck-it-disk.")
-    disk, wal, sock = path / "disk", path / "wal", path / "sock"
-    filler = disk / "filler"
-    for d in (disk, wal, sock):
-        d.mkdir()
-    for d in (wal, sock):
-        os.chown(d, *_postgres_ids())
-    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS_SIZE},mode=0755", "tmpfs", str(disk)],
-                   check=True, timeout=10)
-    data = disk / "main"
-    fake = None
-    started = False
+    lab = FullDiskPostgres(path)
     failed = True
     try:
-        data.mkdir(mode=0o700)
-        os.chown(data, *_postgres_ids())
-        _as_postgres(PG_BIN / "initdb", "-D", data, "-X", wal / "pg_wal", "-U", "postgres", "-A", "trust",
-                     "--no-sync")
-        (port,) = free_ports(1)
-        with open(data / "postgresql.conf", "a") as conf:
-            conf.write(f"port = {port}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '{sock}'\n"
-                       "fsync = off\nautovacuum = off\n")
-        log = path / "postgres.log"
-        log.touch()
-        os.chown(log, *_postgres_ids())
-        _as_postgres(PG_BIN / "pg_ctl", "-D", data, "-l", log, "-w", "start")
-        started = True
-        sql = functools.partial(_psql, str(port), str(sock))
-        sql("-c", f"CREATE DATABASE {APP_DB}")
-        role_sql = path / "healthcheck-role.sql"
-        role_sql.write_text(ROLE_SQL.read_text())
-        role_sql.chmod(0o644)
-        sql("-v", f"role={HC_USER}", "-v", f"dbname={APP_DB}", "-f", role_sql)
-        sql("-c", f"ALTER ROLE {HC_USER} PASSWORD '{HC_PASSWORD}'")
-        addr = f"127.0.0.1:{port}"
-        fake = FakePatroni().__enter__()
-        fake.routes = {"/cluster": (200, cluster_doc("pg1", addr, fake.url)),
-                       "/primary": (200, status_doc("master"))}
-
-        def fill(leave):
-            """Fill the tmpfs until `leave` bytes are free (0: full)."""
-            unfill()
-            subprocess.run(["fallocate", "-l", str(_free_bytes(disk) - leave), str(filler)], check=True,
-                           timeout=10)
-
-        def unfill():
-            filler.unlink(missing_ok=True)
-
-        yield SimpleNamespace(addr=addr, data_dir=data, wal_dir=wal, disk=disk, fake=fake, port=port,
-                              sql=lambda *a: sql(*a, db=APP_DB), fill=fill, unfill=unfill, path=path)
+        yield lab.start()
         failed = request.session.testsfailed > 0
     finally:
-        # Each step whatever the one before did: the tmpfs must never outlive the module.
-        filler.unlink(missing_ok=True)
-        if started:
-            subprocess.run(["runuser", "-u", "postgres", "--", str(PG_BIN / "pg_ctl"), "-D", str(data),
-                            "-m", "immediate", "-w", "stop"], capture_output=True, timeout=60)
-        if fake is not None:
-            fake.stop()
-        if subprocess.run(["umount", str(disk)], capture_output=True, timeout=10).returncode != 0:
-            subprocess.run(["umount", "-l", str(disk)], capture_output=True, timeout=10)
-        finish_workdir(request.config, path, failed=failed)
-
-
-def _postgres_ids():
-    import pwd
-    pw = pwd.getpwnam("postgres")
-    return pw.pw_uid, pw.pw_gid
+        try:
+            lab.stop()
+        finally:
+            finish_workdir(request.config, path, failed=failed)
 
 
 def _config(directory, lab, cluster_extra="", extra=""):
@@ -127,7 +50,7 @@ def test_agent_takes_a_writer_with_a_full_disk_down_and_back(full_disk_lab, agen
     agent = AgentProcess(workdir, "agent-pg1", agent_bin, writer, "pg", lab.addr, interval="1s").start()
     try:
         wait_until(lambda: agent.ask("pg_write").startswith("up"), 30, "the writer is up: room on its disk")
-        lab.fill(leave=4 << 20)
+        lab.fill(leave_bytes=4 << 20)
         wait_until(lambda: agent.ask("pg_write").startswith("down"), 30, "the full writer goes down")
         reply = agent.ask("pg_write")
         assert f"disk nearly full: {lab.disk}/main has" in reply, reply
@@ -165,7 +88,7 @@ def test_write_probe_is_unwritable_where_writes_still_commit(full_disk_lab, dbch
     assert wal / runs < 4096, f"{wal} bytes of WAL for {runs} probes"
     assert lab.sql("-c", "SELECT count(*) FROM dbcheck.write_probe") == "1"  # nothing committed
     try:
-        lab.fill(leave=0)
+        lab.fill(leave_bytes=0)
         # What the probe must see past: a one-row UPDATE still commits (HOT, in its page).
         lab.sql("-c", "UPDATE dbcheck.write_probe SET checked_at = now()")
         run = explain(dbcheck_bin, config, "pg_write", lab.addr)
@@ -204,7 +127,7 @@ def test_write_probe_behind_a_held_lock_ends_within_the_deadline(full_disk_lab, 
     lab = full_disk_lab
     config = _config(workdir / "probe", lab, cluster_extra="write_probe = true")
     holder = subprocess.Popen(
-        ["runuser", "-u", "postgres", "--", PSQL, "-X", "-q", "-h", str(lab.path / "sock"),
+        ["runuser", "-u", "postgres", "--", PSQL, "-X", "-q", "-h", str(lab.socket_dir),
          "-p", str(lab.port), "-d", APP_DB, "-c", "BEGIN",
          "-c", "LOCK TABLE dbcheck.write_probe IN ACCESS SHARE MODE", "-c", "SELECT pg_sleep(20)"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
