@@ -261,36 +261,3 @@ def slow_replica(m, name):
             proxy.delay = 0.0
     m.row(name, "each answer of the replica held 400 ms by a proxy in front of it; the backend's "
           "max_latency is 300ms", [target], delayed, config=config, settle=agent.stop)
-
-
-@ROWS.row("redis-master-restarted", lab="redis")
-def master_restarted(m, name):
-    """The master restarts faster than down-after-milliseconds; the lab keeps nothing on disk,
-    so it comes back empty. Every Sentinel still names it until its next INFO (every 10 s) shows
-    the new run_id. The agent is recorded, not awaited: whether its round or a Sentinel's INFO
-    comes first is chance."""
-    r = m.redis
-
-    def sentinel_run_ids():
-        ids = set()
-        for s in r.sentinels():
-            info = r.sentinel_admin(s, "SENTINEL", "MASTER", redis_fx.MASTER_NAME)
-            ids.add(dict(zip(info[::2], info[1::2])).get("runid"))
-        return ids
-
-    @contextmanager
-    def restarted():
-        master = r.wait_primary()
-        for _ in range(5):  # a Sentinel's INFO may land in between: restart again
-            r.stop_instance(master)
-            r.start_instance(master)
-            t = time.monotonic()
-            new_id = next(line.split(":", 1)[1] for line in r.admin(master, "INFO", "server").splitlines()
-                          if line.startswith("run_id:"))
-            if new_id not in sentinel_run_ids():
-                break
-        yield t
-    m.row(name, "the master restarted (SIGTERM, start) within down-after-milliseconds, empty (no "
-          "persistence), before the Sentinels' next INFO; time from its first PONG",
-          m.targets("redis", expect=("down", "identity"), agent_expect=None), restarted,
-          settle=lambda: r.wait_primary(30))

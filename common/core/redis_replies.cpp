@@ -193,8 +193,6 @@ tl::expected<SentinelView, ProbeError> parse_sentinel_master(const RespValue& r)
       view.role_reported = value.str;
     } else if (field.str == "info-refresh") {
       view.info_refresh_ms = to_integer(value);
-    } else if (field.str == "runid" && is_text(value)) {
-      view.run_id = value.str;
     }
   }
   if (!have_flags) {

@@ -46,7 +46,6 @@ struct SentinelView {
   std::optional<long long> config_epoch;
   std::string role_reported;                // the role the master last reported to this Sentinel
   std::optional<long long> info_refresh_ms; // how long ago this Sentinel last read its INFO
-  std::string run_id; // the master's run_id from that INFO ("runid"); empty before the first
   // True when this Sentinel's answer cannot count as a vote for anyone (o_down, failover).
   bool unsettled() const;
   // True while this Sentinel is failing the master over (flag failover_in_progress).
@@ -83,8 +82,8 @@ WriteProbe parse_write_probe(const RespValue& reply);
 // Parses GET-MASTER-ADDR-BY-NAME: [host, port] -> the address, nil -> nullopt.
 tl::expected<std::optional<util::HostPort>, ProbeError> parse_master_addr(const RespValue& reply);
 
-// Reads "flags", "config-epoch", "role-reported", "info-refresh" and "runid" from SENTINEL
-// MASTER's flat [field, value, ...] array.
+// Reads "flags", "config-epoch", "role-reported" and "info-refresh" from SENTINEL MASTER's flat
+// [field, value, ...] array.
 tl::expected<SentinelView, ProbeError> parse_sentinel_master(const RespValue& reply);
 
 // A short text for logs: "master offset 123", "replica of 10.0.0.1:6379 (connected) offset 120".

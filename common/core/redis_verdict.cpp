@@ -104,19 +104,8 @@ Opinion node_writer_opinion(const RedisObservation& obs) {
 } // namespace
 
 Verdict evaluate_redis_writer(const RedisObservation& obs, SaturationPolicy saturation) {
-  Verdict v =
-      combine_writer_opinions(sentinel_writer_opinion(obs), node_writer_opinion(obs), saturation);
-  const SentinelTally t = tally_sentinels(obs.sentinels, obs.configured_sentinels);
-  if (auto mismatch = run_id_mismatch(obs.sentinels, obs.node, t.needed, obs.run_id)) {
-    // Another instance than the one the Sentinels vouch for: what it says of itself proves
-    // nothing about the data they mean.
-    v.state = State::down;
-    v.failure = Failure::identity;
-    v.reason = util::format("{}; {}", *mismatch, v.reason);
-  } else if (v.state == State::up && obs.run_id.outcome == NodeRunId::Outcome::unknown) {
-    v.reason += util::format("; identity not checked: {}", obs.run_id.value);
-  }
-  return v;
+  return combine_writer_opinions(sentinel_writer_opinion(obs), node_writer_opinion(obs),
+                                 saturation);
 }
 
 Verdict evaluate_redis_replica(const RedisObservation& obs, double max_lag_s) {

@@ -2,7 +2,6 @@
 // The two-opinion decisions for Redis/Valkey under Sentinel: pure functions, tabled in
 // tests/unit/test_core_redis_verdict.cpp.
 
-#include "redis_identity.hpp"
 #include "redis_replies.hpp"
 #include "replica_lag.hpp"
 #include "sentinel_vote.hpp"
@@ -25,7 +24,6 @@ struct RedisObservation {
   tl::expected<RedisRole, ProbeError> node_answer; // AUTH + ROLE + PING, first failure wins
   LagEstimate lag;                                 // replicas only
   WriteProbe write{};                              // writers only: does it take writes
-  NodeRunId run_id{};                              // writers only: which instance answered
 };
 
 // --- Interface ---
@@ -35,9 +33,6 @@ struct RedisObservation {
 // clients ("max number of clients reached") with the majority's agreement follows `saturation`.
 // A master whose write probe was refused (MISCONF, OOM, NOREPLICAS) is down, class unwritable:
 // every write through it would fail, and only a down server fires HAProxy's alerts and backups.
-// A master whose run_id is not the one a majority of the Sentinels naming it last read is down,
-// class identity, whatever else holds (run_id_mismatch); one whose run_id could not be read
-// passes with "identity not checked" in the reason.
 Verdict evaluate_redis_writer(const RedisObservation& obs, SaturationPolicy saturation);
 
 // Reader: up when ROLE says replica, linked ("connected") to the master a Sentinel majority

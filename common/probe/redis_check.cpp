@@ -20,7 +20,6 @@ struct NodeAnswer {
   tl::expected<core::RedisRole, ProbeError> role;
   Clock::time_point at;
   core::WriteProbe write{};
-  core::NodeRunId run_id{};
 };
 
 // The commands, and where ROLE's reply is among the replies (PING's follows, then the probe's).
@@ -28,11 +27,9 @@ struct NodeCommands {
   std::vector<RedisCommand> cmds;
   std::size_t role_at = 0;
   bool write_probe = false;
-  std::optional<std::size_t> info_at; // INFO server's reply, asked by writer checks
 };
 
-NodeCommands node_commands(const config::RedisCluster& cluster, bool write_probe = false,
-                           bool identity = false) {
+NodeCommands node_commands(const config::RedisCluster& cluster, bool write_probe = false) {
   NodeCommands n;
   n.cmds = auth_command(cluster.user.value_or(""), cluster.password.reveal());
   n.role_at = n.cmds.size();
@@ -44,27 +41,7 @@ NodeCommands node_commands(const config::RedisCluster& cluster, bool write_probe
     n.cmds.push_back({"LPUSHX", core::k_write_probe_key, "1"});
     n.write_probe = true;
   }
-  if (identity) {
-    // Which instance answers: its run_id, against the one the Sentinels read.
-    n.info_at = n.cmds.size();
-    n.cmds.push_back({"INFO", "server"});
-  }
   return n;
-}
-
-// The run_id in the reply to INFO server; a refusal (NOPERM) or a reply without one leaves it
-// unknown, with why.
-core::NodeRunId read_run_id(const RespValue& reply) {
-  if (reply.type == RespValue::Type::error) {
-    return {core::NodeRunId::Outcome::unknown,
-            util::format("INFO server refused ({}; grant +info)", reply.str)};
-  }
-  std::string id =
-      reply.type == RespValue::Type::string ? core::run_id_from_info(reply.str) : std::string{};
-  if (id.empty()) {
-    return {core::NodeRunId::Outcome::unknown, "INFO server gave no run_id"};
-  }
-  return {core::NodeRunId::Outcome::known, std::move(id)};
 }
 
 NodeAnswer ask_node(Peers& peers, RedisPeer& link, const NodeCommands& n,
@@ -85,10 +62,6 @@ NodeAnswer ask_node(Peers& peers, RedisPeer& link, const NodeCommands& n,
   if (n.write_probe) {
     write = core::parse_write_probe((*replies)[n.role_at + 2]);
   }
-  core::NodeRunId run_id;
-  if (n.info_at) {
-    run_id = read_run_id((*replies)[*n.info_at]);
-  }
   if (auto ping = core::parse_ping((*replies)[n.role_at + 1]); !ping) {
     if (ping.error().kind != core::Failure::unwritable) {
       return {tl::make_unexpected(ping.error()), at, {}};
@@ -96,7 +69,7 @@ NodeAnswer ask_node(Peers& peers, RedisPeer& link, const NodeCommands& n,
     // A master that cannot persist refuses PING with its writes: its role is still known.
     write = {core::WriteProbe::Outcome::refused, ping.error().detail};
   }
-  return {std::move(*role), at, std::move(write), std::move(run_id)};
+  return {std::move(*role), at, std::move(write)};
 }
 
 core::Step node_step(const util::HostPort& node, const config::RedisTls& tls,
@@ -111,17 +84,13 @@ core::Step node_step(const util::HostPort& node, const config::RedisTls& tls,
 }
 
 void finish_node_step(core::Step& step, const tl::expected<core::RedisRole, ProbeError>& role,
-                      double latency_ms, const core::WriteProbe& write = {},
-                      const core::NodeRunId& run_id = {}) {
+                      double latency_ms, const core::WriteProbe& write = {}) {
   step.latency_ms = latency_ms;
   step.answer = role ? core::describe(*role) : role.error().detail;
   if (role && write.outcome == core::WriteProbe::Outcome::accepted) {
     step.answer += "; the write probe was accepted";
   } else if (role && write.outcome != core::WriteProbe::Outcome::not_asked) {
     step.answer += "; the write probe was refused: " + write.detail;
-  }
-  if (role && run_id.outcome == core::NodeRunId::Outcome::known) {
-    step.answer += "; run_id " + run_id.value;
   }
 }
 
@@ -165,14 +134,14 @@ core::Report check_writer(const config::RedisCluster& cluster, const config::Bac
                           const util::HostPort& node, const Deadline& deadline,
                           const std::shared_ptr<Peers>& peers) {
   auto sentinels = ask_all_sentinels(peers, cluster, deadline);
-  const auto cmds = node_commands(cluster, cluster.write_probe, true);
+  const auto cmds = node_commands(cluster, cluster.write_probe);
   core::Step nstep = node_step(node, cluster.tls, cmds);
   const auto t0 = peers->now();
   const auto link = peers->redis(node, cluster.tls);
   const auto opened = link->open(deadline);
   NodeAnswer answer = opened ? ask_node(*peers, *link, cmds, deadline)
                              : NodeAnswer{tl::make_unexpected(opened.error()), peers->now(), {}};
-  finish_node_step(nstep, answer.role, elapsed_ms(t0, peers->now()), answer.write, answer.run_id);
+  finish_node_step(nstep, answer.role, elapsed_ms(t0, peers->now()), answer.write);
 
   core::Report report;
   report.node_answered = answer.role.has_value();
@@ -183,7 +152,6 @@ core::Report check_writer(const config::RedisCluster& cluster, const config::Bac
   core::RedisObservation obs{
       node, std::move(answers), cluster.sentinels.size(), std::move(answer.role), {}};
   obs.write = std::move(answer.write);
-  obs.run_id = std::move(answer.run_id);
   report.steps.push_back(std::move(nstep));
   report.own = core::own_words(obs.node_answer);
   report.verdict = core::evaluate_redis_writer(obs, backend.on_saturation);
