@@ -74,6 +74,7 @@ Verdict apply_disk_space(Verdict verdict, bool writer, const std::vector<DiskObs
   std::vector<std::uint64_t> seen; // the devices already judged
   std::string found;
   bool low = false;
+  bool late = false;
   for (const DiskObservation& d : disks) {
     if (d.space) {
       if (std::find(seen.begin(), seen.end(), d.space->device) != seen.end()) {
@@ -83,6 +84,7 @@ Verdict apply_disk_space(Verdict verdict, bool writer, const std::vector<DiskObs
     }
     if (auto p = problem(d, policy)) {
       low = low || d.space.has_value();
+      late = late || d.out_of_time;
       found += util::format("{}{}", found.empty() ? "" : "; ", *p);
     }
   }
@@ -93,7 +95,7 @@ Verdict apply_disk_space(Verdict verdict, bool writer, const std::vector<DiskObs
     // The writer would pass while writes that extend a file fail: take it out, so HAProxy's
     // alert fires with the reason (docs/agent.md, "A writer whose disk is full").
     verdict.state = State::down;
-    verdict.failure = low ? Failure::unwritable : Failure::config;
+    verdict.failure = low ? Failure::unwritable : late ? Failure::timeout : Failure::config;
     verdict.reason = util::format("{}; {}", found, verdict.reason);
     return verdict;
   }

@@ -42,6 +42,7 @@ struct DiskObservation {
   std::string path;                         // as configured (pg_wal under data_directory)
   tl::expected<FsSpace, std::string> space; // or the OS's reason ("Permission denied")
   double latency_ms = 0;
+  bool out_of_time = false; // not asked: the check's deadline had passed
 };
 
 // --- Interface ---

@@ -154,8 +154,11 @@ protected:
       return tl::make_unexpected(
           core::ProbeError{core::Failure::network, "no connection (open() failed)", ""});
     }
+    // Only a kept connection's first request can meet a death while idle: once it has answered
+    // on this lease, a failure is the server's now, and a second try on a fresh connection
+    // would run a later statement out of its transaction (the write probe's BEGIN ... ROLLBACK).
     auto answer = retry_if_stale(
-        m_reused, deadline, [&] { return call(*m_conn); },
+        m_reused && !m_answered, deadline, [&] { return call(*m_conn); },
         [&] {
           m_conn.reset();
           if (m_cache != nullptr) {
@@ -163,6 +166,8 @@ protected:
           }
           return open_connection(deadline);
         });
+    // Anything but a network failure came from the server over this connection.
+    m_answered = m_answered || answer || answer.error().kind != core::Failure::network;
     if (!answer && breaks_connection(answer.error())) {
       m_healthy = false;
     }
@@ -198,6 +203,7 @@ private:
   std::optional<Conn> m_conn;
   Clock::time_point m_born{};
   bool m_reused = false;
+  bool m_answered = false; // a request on this lease got the server's answer
   bool m_healthy = true;
 };
 

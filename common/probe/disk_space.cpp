@@ -23,6 +23,7 @@ void judge_disks(const config::PostgresCluster& cluster, bool writer, const Dead
     if (t0 >= deadline.at()) {
       // Unmeasured is judged as unmeasurable: a writer fails closed.
       d.space = tl::make_unexpected(std::string{"the check's deadline passed before it was asked"});
+      d.out_of_time = true;
     } else {
       d.space = peers.fs_space(path);
     }

@@ -3,6 +3,8 @@
 #include "name_resolver.hpp"
 #include "peers.hpp"
 
+#include <util/format.hpp>
+
 #include <climits>
 
 #include <sys/stat.h>
@@ -11,6 +13,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <thread>
 
 namespace dbcheck::probe {
@@ -67,6 +71,28 @@ tl::expected<core::FsSpace, std::string> measure_fs(const std::string& path) {
   return out;
 }
 
+// measure_fs(), at most one call per path at a time: statvfs on a hung filesystem (a hard NFS
+// mount) never returns and cannot be interrupted, so each later round would leave one more
+// thread stuck in it until none could be made; while one is stuck, the path is reported as
+// not answering instead.
+tl::expected<core::FsSpace, std::string> measure_fs_once(const std::string& path) {
+  static std::mutex mutex;
+  static std::map<std::string, Clock::time_point> asking;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (const auto it = asking.find(path); it != asking.end()) {
+      const auto waited = std::chrono::duration<double>(Clock::now() - it->second).count();
+      return tl::make_unexpected(
+          util::format("statvfs has not returned for {:.0f} s (a hung filesystem?)", waited));
+    }
+    asking.emplace(path, Clock::now());
+  }
+  auto measured = measure_fs(path);
+  const std::lock_guard<std::mutex> lock(mutex);
+  asking.erase(path);
+  return measured;
+}
+
 class NetworkPeers final : public Peers {
 public:
   explicit NetworkPeers(std::shared_ptr<ConnectionCache> cache) : m_cache(std::move(cache)) {}
@@ -91,7 +117,7 @@ public:
     return resolve_names(names, deadline);
   }
   tl::expected<core::FsSpace, std::string> fs_space(const std::string& path) override {
-    return measure_fs(path);
+    return measure_fs_once(path);
   }
   Clock::time_point now() override { return Clock::now(); }
   void sleep_for(Clock::duration d) override { std::this_thread::sleep_for(d); }

@@ -106,6 +106,11 @@ TEST_CASE("a disk that cannot be measured fails a writer closed", "[core][disk_s
       unmeasurable("WAL directory", "/d/pg_wal", "Permission denied"),
   };
   CHECK(apply_disk_space(k_writer_up, true, both, DiskPolicy{}).failure == Failure::unwritable);
+  // Not asked because the check ran out of time: a timeout, not a configuration problem.
+  std::vector<DiskObservation> late = {
+      unmeasurable("data directory", "/d", "the check's deadline passed before it was asked")};
+  late.front().out_of_time = true;
+  CHECK(apply_disk_space(k_writer_up, true, late, DiskPolicy{}).failure == Failure::timeout);
 }
 
 TEST_CASE("a writer already down keeps its class, the disk joins the reason",

@@ -133,6 +133,7 @@ TEST_CASE("past the deadline nothing is measured, and a writer fails closed",
   probe::judge_disks(cluster_on(k_data), true, probe::Deadline{probe::Clock::time_point{}}, f, r);
   CHECK(f.count("statvfs ") == 0);
   CHECK(r.verdict.state == core::State::down);
+  CHECK(r.verdict.failure == core::Failure::timeout); // out of time, not misconfigured
   CHECK_THAT(r.verdict.reason, dbcheck_test::Contains("the check's deadline passed before it was "
                                                       "asked"));
 }
