@@ -1,5 +1,6 @@
 #include "byte_size.hpp"
 
+#include "decimal_text.hpp"
 #include "format.hpp"
 
 #include <algorithm>
@@ -28,18 +29,9 @@ tl::expected<std::uint64_t, std::string> parse_byte_size(std::string_view text) 
                         "or TiB, e.g. \"1GiB\" or \"512MiB\")",
                         text);
   };
-  std::size_t unit_pos = 0;
-  while (unit_pos < text.size() &&
-         ((text[unit_pos] >= '0' && text[unit_pos] <= '9') || text[unit_pos] == '.')) {
-    ++unit_pos;
-  }
-  const std::string_view number = text.substr(0, unit_pos);
-  const std::string_view unit = text.substr(unit_pos);
-  const std::size_t dot = number.find('.');
-  const std::string_view whole = number.substr(0, dot);
-  const std::string_view fraction = dot == std::string_view::npos ? "" : number.substr(dot + 1);
+  const auto [whole, fraction, unit, has_point] = split_decimal(text);
   if ((whole.empty() && fraction.empty()) || fraction.find('.') != std::string_view::npos ||
-      (dot != std::string_view::npos && fraction.empty())) {
+      (has_point && fraction.empty())) {
     return tl::make_unexpected(expected_form());
   }
   const auto row =

@@ -1,5 +1,6 @@
 #include "duration.hpp"
 
+#include "decimal_text.hpp"
 #include "format.hpp"
 
 #include <algorithm>
@@ -19,16 +20,10 @@ tl::expected<Duration, std::string> parse_duration(std::string_view text) {
                         "e.g. \"800ms\" or \"1.5s\")",
                         text);
   };
-  std::size_t unit_pos = 0;
-  while (unit_pos < text.size() &&
-         ((text[unit_pos] >= '0' && text[unit_pos] <= '9') || text[unit_pos] == '.')) {
-    ++unit_pos;
-  }
-  const std::string_view number = text.substr(0, unit_pos);
-  const std::string_view unit = text.substr(unit_pos);
-  const std::size_t dot = number.find('.');
-  const std::string_view whole = number.substr(0, dot);
-  std::string_view fraction = dot == std::string_view::npos ? "" : number.substr(dot + 1);
+  const DecimalText parts = split_decimal(text);
+  const std::string_view whole = parts.whole;
+  const std::string_view unit = parts.unit;
+  std::string_view fraction = parts.fraction;
   if ((whole.empty() && fraction.empty()) || fraction.find('.') != std::string_view::npos ||
       unit.empty()) {
     return tl::make_unexpected(expected_form());
