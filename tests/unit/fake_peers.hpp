@@ -291,4 +291,13 @@ inline config::PostgresCluster two_member_cluster() {
   return c;
 }
 
+// Its writer backend, pg_write, at the default settings.
+inline config::Backend two_member_writer() {
+  config::Backend b;
+  b.name = "pg_write";
+  b.cluster = "demo";
+  b.role = config::Role::primary;
+  return b;
+}
+
 } // namespace dbcheck::testing

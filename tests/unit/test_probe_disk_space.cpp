@@ -24,14 +24,6 @@ config::PostgresCluster cluster_on(std::optional<std::string> data_directory) {
   return c;
 }
 
-config::Backend writer() {
-  config::Backend b;
-  b.name = "pg_write";
-  b.cluster = "demo";
-  b.role = config::Role::primary;
-  return b;
-}
-
 core::FsSpace fs(const char* resolved, std::uint64_t device, std::uint64_t free_bytes) {
   return {resolved, device, free_bytes, 20 * k_gib, 50000, 65536};
 }
@@ -51,8 +43,8 @@ std::shared_ptr<FakePeers> primary_lab() {
 
 core::Report check(const std::shared_ptr<FakePeers>& f, const config::PostgresCluster& c,
                    probe::Vantage vantage) {
-  auto r = probe::check_postgres(c, writer(), k_leader, probe::Deadline::in(util::Duration{10000}),
-                                 f, vantage);
+  auto r = probe::check_postgres(c, testing::two_member_writer(), k_leader,
+                                 probe::Deadline::in(util::Duration{10000}), f, vantage);
   REQUIRE(testing::settled(f));
   return r;
 }

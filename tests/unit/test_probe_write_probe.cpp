@@ -17,14 +17,6 @@ namespace {
 const util::HostPort k_leader{"10.0.0.1", 5432};
 const std::string k_sql = "sql 10.0.0.1:5432 ";
 
-config::Backend writer() {
-  config::Backend b;
-  b.name = "pg_write";
-  b.cluster = "demo";
-  b.role = config::Role::primary;
-  return b;
-}
-
 config::PostgresCluster probing(bool write_probe = true) {
   config::PostgresCluster c = testing::two_member_cluster();
   c.write_probe = write_probe;
@@ -57,8 +49,8 @@ std::shared_ptr<FakePeers> lab(std::vector<std::optional<std::string>> writer_ro
 const std::vector<std::optional<std::string>> k_read_write = {"f", "off", "3", "47"};
 
 core::Report check(const std::shared_ptr<FakePeers>& f, const config::PostgresCluster& c) {
-  auto r =
-      probe::check_postgres(c, writer(), k_leader, probe::Deadline::in(util::Duration{10000}), f);
+  auto r = probe::check_postgres(c, testing::two_member_writer(), k_leader,
+                                 probe::Deadline::in(util::Duration{10000}), f);
   REQUIRE(testing::settled(f));
   return r;
 }
