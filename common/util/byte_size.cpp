@@ -34,8 +34,10 @@ tl::expected<std::uint64_t, std::string> parse_byte_size(std::string_view text) 
       (has_point && fraction.empty())) {
     return tl::make_unexpected(expected_form());
   }
-  const auto row =
-      std::find_if(k_units.begin(), k_units.end(), [&](const auto& u) { return u.first == unit; });
+  // A named copy: clang before 16 cannot capture a structured binding in a lambda.
+  const std::string_view unit_name = unit;
+  const auto row = std::find_if(k_units.begin(), k_units.end(),
+                                [&](const auto& u) { return u.first == unit_name; });
   if (row == k_units.end()) {
     return tl::make_unexpected(expected_form());
   }
