@@ -48,6 +48,9 @@ tl::expected<PatroniStatus, std::string> parse_patroni_status(std::string_view b
           std::string{"answer's \"database_system_identifier\" is not an unsigned number"});
     }
   }
+  if (const auto fs = doc->find("failsafe_mode_is_active"); fs != doc->end()) {
+    s.failsafe_active = fs->is_boolean() && fs->get<bool>();
+  }
   const auto patroni = doc->find("patroni");
   if (patroni != doc->end() && patroni->is_object()) {
     const auto name = patroni->find("name");

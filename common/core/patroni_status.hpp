@@ -21,6 +21,18 @@ struct PatroniStatus {
   // database_system_identifier: its PostgreSQL's (pg_controldata), absent while it has none
   // (bootstrapping, an empty data directory).
   std::optional<std::uint64_t> system_id;
+  // failsafe_mode_is_active: on the leader, every member in the DCS's failsafe topology accepted
+  // it within ttl while the DCS could not be read; on a replica, the leader asked it within ttl.
+  bool failsafe_active = false;
+};
+
+// What one member's Patroni answered to GET /primary: 200 only while it holds the leader lock
+// by its own clock (renewed within ttl, or kept under failsafe mode; Patroni's own check), with
+// its status document.
+struct LeaderReport {
+  std::string url;      // where it was asked, without credentials
+  long http_status = 0; // 200 or 503
+  PatroniStatus status; // the body: state, role, name (4.x)
 };
 
 // --- Interface ---

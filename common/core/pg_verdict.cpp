@@ -73,8 +73,32 @@ Opinion leader_confirms(const WriterObservation& obs, const PatroniMember& leade
   return o;
 }
 
+// No member gave its view: whether Patroni keeps this node leader without its DCS
+// (core/patroni_outage.hpp), said after why the members gave none.
+Opinion outage_opinion(const ProbeError& members, const OutageAnswers& outage) {
+  const OutageDecision d = outage_leader(outage);
+  const std::string lead = describe_failure("Patroni", members);
+  if (!d.leader) {
+    return {false, util::format("{}; asked GET /primary of every member: {}", lead, d.why), d.kind};
+  }
+  const LeaderReport& r = *outage.answers[*d.leader].report;
+  Opinion o{true,
+            util::format("Patroni keeps this node leader without its DCS: {} answers GET /primary "
+                         "200, running {}{}, because {} (no member gives its view of the "
+                         "cluster: {})",
+                         r.url, r.status.role, r.status.name ? ", member " + *r.status.name : "",
+                         d.why, members.detail),
+            Failure::none};
+  // First-hand only when its URL is known to be the node's own.
+  o.vouches_for_node = d.own;
+  return o;
+}
+
 Opinion manager_writer_opinion(const WriterObservation& obs) {
   if (!obs.manager) {
+    if (obs.outage) {
+      return outage_opinion(obs.manager.error(), *obs.outage);
+    }
     return {false, describe_failure("Patroni", obs.manager.error()), obs.manager.error().kind};
   }
   const ClusterView& view = *obs.manager;
@@ -178,6 +202,11 @@ Verdict evaluate_writer(const WriterObservation& obs, SaturationPolicy saturatio
   // cluster's identifier: elsewhere the node is not the writer anyway.
   const LeaderReport* report =
       obs.leader_report && *obs.leader_report ? &**obs.leader_report : nullptr;
+  if (report == nullptr && obs.outage) {
+    if (const auto held = outage_leader(*obs.outage).leader) {
+      report = &*obs.outage->answers[*held].report;
+    }
+  }
   const auto node_id = obs.node_answer ? obs.node_answer->system_id : std::nullopt;
   const auto cluster_id = report ? report->status.system_id : std::nullopt;
   if (auto mismatch =

@@ -3,6 +3,7 @@
 // tests/unit/test_core_pg_verdict.cpp.
 
 #include "patroni_cluster.hpp"
+#include "patroni_outage.hpp"
 #include "patroni_status.hpp"
 #include "pg_identity.hpp"
 #include "probe_error.hpp"
@@ -29,14 +30,6 @@ struct NodeRole {
   std::optional<SystemId> system_id;   // nullopt: the check user may not read it
 };
 
-// What the leader's own Patroni answered to GET /primary: 200 only while it holds the leader
-// lock by its own clock (renewed within ttl; Patroni's own check), with its status document.
-struct LeaderReport {
-  std::string url;      // where it was asked, without credentials
-  long http_status = 0; // 200 or 503
-  PatroniStatus status; // the body: state, role, name (4.x)
-};
-
 // Everything the writer check saw: the manager's answer and the node's, or why each failed.
 struct WriterObservation {
   util::HostPort node;
@@ -51,6 +44,9 @@ struct WriterObservation {
   // The write probe's outcome (write_probe = true): asked only of a node that answered as a
   // read-write primary; nullopt when it was not asked.
   std::optional<tl::expected<void, ProbeError>> write_probe{};
+  // When no member gave its view (`manager` failed without one usable answer): every member's
+  // GET /primary, asked to learn whether Patroni keeps a leader without its DCS.
+  std::optional<OutageAnswers> outage{};
 };
 
 // The node's own answer to the reader query.

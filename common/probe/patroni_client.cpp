@@ -237,10 +237,46 @@ ManagerResult ask_patroni(Peers& peers, const std::vector<std::string>& bases,
       steps.push_back(std::move(*step));
     }
   }
-  return ManagerResult{e.view, std::move(steps), quorum};
+  ManagerResult r{e.view, std::move(steps), quorum};
+  r.none_answered = e.answered == 0;
+  return r;
 }
 
 namespace {
+
+// How a member's status is asked: its body is larger than a health answer.
+HttpOptions status_options(const HttpOptions& tls) {
+  HttpOptions options = tls;
+  options.max_body = 256 * 1024;
+  return options;
+}
+
+// A member's reply to GET /primary at `base` as its report (200 or 503 with a status body), or
+// why it is none; `where` is added to the error. Fills `step`'s latency and answer.
+tl::expected<core::LeaderReport, ProbeError> leader_report(const HttpReply& reply,
+                                                           const std::string& base,
+                                                           const std::string& where,
+                                                           core::Step& step) {
+  const HttpAttempt& a = reply.attempt;
+  step.latency_ms = a.latency_ms;
+  const bool answered = a.status == 200 || a.status == 503;
+  if (!answered) {
+    step.answer = a.error;
+    return tl::make_unexpected(
+        ProbeError{failure_kind(a), util::format("{}{}: {}", a.url, where, a.error), ""});
+  }
+  auto status = core::parse_patroni_status(reply.body);
+  if (!status) {
+    step.answer = util::format("HTTP {}, unusable answer: {}", a.status, status.error());
+    return tl::make_unexpected(
+        ProbeError{core::Failure::protocol,
+                   util::format("{}: unusable answer: {}", a.url, status.error()), ""});
+  }
+  step.answer = util::format("HTTP {}: state {}, role {}{}{}", a.status, status->state,
+                             status->role, status->name ? ", member " + *status->name : "",
+                             status->failsafe_active ? ", failsafe mode active" : "");
+  return core::LeaderReport{util::redact_url(base), a.status, std::move(*status)};
+}
 
 // GET /primary of the leader's own Patroni: 200 only while it holds the leader lock by its
 // own clock; its body says whether PostgreSQL runs as primary.
@@ -262,28 +298,34 @@ ask_leader(Peers& peers, const core::PatroniMember& leader, const std::vector<st
         ""});
   }
   step.peer = util::redact_url(base->url);
-  HttpOptions options = tls;
-  options.max_body = 256 * 1024;
-  std::vector<HttpReply> replies = peers.get_all({base->url + "/primary"}, options, deadline,
+  std::vector<HttpReply> replies =
+      peers.get_all({base->url + "/primary"}, status_options(tls), deadline,
+                    [](std::size_t, HttpReply&) { return false; });
+  return leader_report(replies[0], base->url, util::format(" (asked at {})", base->why), step);
+}
+
+// GET /primary of every member at once, when none answered GET /cluster: what each Patroni
+// says of itself needs no DCS. One step per member, in configured order.
+core::OutageAnswers ask_outage(Peers& peers, const std::vector<std::string>& bases,
+                               const HttpOptions& tls, const util::HostPort& node,
+                               const Deadline& deadline, std::vector<core::Step>& steps) {
+  std::vector<std::string> urls;
+  for (const auto& b : bases) {
+    urls.push_back(b + "/primary");
+  }
+  std::vector<HttpReply> replies = peers.get_all(urls, status_options(tls), deadline,
                                                  [](std::size_t, HttpReply&) { return false; });
-  const HttpAttempt& a = replies[0].attempt;
-  step.latency_ms = a.latency_ms;
-  const bool answered = a.status == 200 || a.status == 503;
-  if (!answered) {
-    step.answer = a.error;
-    return tl::make_unexpected(ProbeError{
-        failure_kind(a), util::format("{} (asked at {}): {}", a.url, base->why, a.error), ""});
+  core::OutageAnswers out;
+  out.own = core::own_member(bases, node);
+  for (std::size_t i = 0; i < bases.size(); ++i) {
+    core::Step step;
+    step.opinion = "manager";
+    step.asked = "GET /primary (no member answered GET /cluster)";
+    step.peer = util::redact_url(bases[i]);
+    out.answers.push_back({step.peer, leader_report(replies[i], bases[i], "", step)});
+    steps.push_back(std::move(step));
   }
-  auto status = core::parse_patroni_status(replies[0].body);
-  if (!status) {
-    step.answer = util::format("HTTP {}, unusable answer: {}", a.status, status.error());
-    return tl::make_unexpected(
-        ProbeError{core::Failure::protocol,
-                   util::format("{}: unusable answer: {}", a.url, status.error()), ""});
-  }
-  step.answer = util::format("HTTP {}: state {}, role {}{}", a.status, status->state, status->role,
-                             status->name ? ", member " + *status->name : "");
-  return core::LeaderReport{util::redact_url(base->url), a.status, std::move(*status)};
+  return out;
 }
 
 } // namespace
@@ -295,6 +337,10 @@ WriterManagerResult ask_patroni_for_writer(Peers& peers, const std::vector<std::
                                     deadline.minus(reserve_for_last_step(deadline, peers.now())),
                                     true, share),
                         std::nullopt};
+  if (!r.members.view && r.members.none_answered && !bases.empty()) {
+    r.outage = ask_outage(peers, bases, tls, node, deadline, r.members.steps);
+    return r;
+  }
   if (!r.members.view || r.members.shared) {
     return r; // a shared view never confirms a writer: the caller asks again when it matters
   }

@@ -8,6 +8,7 @@
 
 #include <config/config.hpp>
 #include <core/patroni_cluster.hpp>
+#include <core/patroni_outage.hpp>
 #include <core/pg_verdict.hpp>
 #include <core/probe_error.hpp>
 #include <core/report.hpp>
@@ -25,14 +26,18 @@ namespace dbcheck::probe {
 struct ManagerResult {
   tl::expected<core::ClusterView, core::ProbeError> view; // the view the members agree on
   std::vector<core::Step> steps;                          // one per member asked
-  bool quorum = false; // the agreeing members are more than half of those configured
-  bool shared = false; // the view is one another check of this host took (shared_views.hpp)
+  bool quorum = false;        // the agreeing members are more than half of those configured
+  bool shared = false;        // the view is one another check of this host took (shared_views.hpp)
+  bool none_answered = false; // no member gave a usable answer (timeouts, refusals, errors)
 };
 
 // The members' view, and when they name the node leader, its own Patroni's report.
 struct WriterManagerResult {
   ManagerResult members;
   std::optional<tl::expected<core::LeaderReport, core::ProbeError>> leader_report;
+  // When no member answered GET /cluster: every member's GET /primary, to learn whether
+  // Patroni keeps a leader without its DCS (core/patroni_outage.hpp).
+  std::optional<core::OutageAnswers> outage{};
 };
 
 // --- Interface ---
@@ -53,8 +58,9 @@ ManagerResult ask_patroni(Peers& peers, const std::vector<std::string>& bases,
                           const ShareSettings& share = {});
 
 // ask_patroni(), then, when the agreed view names `node` leader, GET /primary of its own
-// Patroni. The members get what the confirmation leaves (a quarter at least): a hung member
-// must not starve it.
+// Patroni; when no member answered at all, GET /primary of every member at once (the DCS may
+// be down while Patroni keeps its leader). The members get what this last step leaves (a
+// quarter at least): a hung member must not starve it.
 WriterManagerResult ask_patroni_for_writer(Peers& peers, const std::vector<std::string>& bases,
                                            const HttpOptions& tls, const util::HostPort& node,
                                            const Deadline& deadline,

@@ -140,6 +140,9 @@ core::Report check_writer(const config::PostgresCluster& cluster, const config::
                                   false,
                                   std::nullopt};
   obs.write_probe = std::move(written);
+  if (m) {
+    obs.outage = std::move(m->outage);
+  }
   report.verdict = core::evaluate_writer(obs, backend.on_saturation);
   return report;
 }

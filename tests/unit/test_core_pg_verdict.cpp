@@ -703,3 +703,67 @@ TEST_CASE("writer: the write probe's outcome, when it was asked", "[core][pg][wr
   CHECK(v.failure == failure);
   CHECK(v.reason.find(words) != std::string::npos);
 }
+
+namespace {
+
+// No member gave its view (every GET /cluster timed out); every member's GET /primary.
+WriterObservation outage_obs(const std::string& node, std::vector<OutageAnswer> answers,
+                             std::optional<std::size_t> own = 0) {
+  WriterObservation obs = writer_obs("timeout", node, "not asked");
+  obs.quorum = false;
+  obs.outage = OutageAnswers{std::move(answers), own};
+  return obs;
+}
+
+OutageAnswer primary_answer(long http_status, const char* role, bool failsafe,
+                            const char* url = "http://10.0.0.1:8008") {
+  LeaderReport r = confirming(role, "running", http_status);
+  r.url = url;
+  r.status.failsafe_active = failsafe;
+  return {url, r};
+}
+
+} // namespace
+
+TEST_CASE("writer: with the DCS unreadable, Patroni's leader under failsafe keeps its writer",
+          "[core][pg][writer][outage]") {
+  const auto replica2 = primary_answer(503, "replica", false, "http://10.0.0.2:8008");
+  SECTION("failsafe active, node read-write: up, the reason says why") {
+    const Verdict v = evaluate_writer(
+        outage_obs("rw", {primary_answer(200, "primary", true),
+                          primary_answer(503, "replica", false, "http://10.0.0.2:8008")}),
+        SaturationPolicy::up);
+    CHECK(v.state == State::up);
+    CHECK_THAT(v.reason, dbcheck_test::Contains("no member gives its view") &&
+                             dbcheck_test::Contains("keeps this node leader without its DCS") &&
+                             dbcheck_test::Contains("failsafe mode is active"));
+    CHECK(v.named == Named::unknown); // no majority's view: never starts a rise count
+  }
+  SECTION("the node itself says recovery: the node's opinion still decides") {
+    const Verdict v =
+        evaluate_writer(outage_obs("recovery", {primary_answer(200, "primary", true), replica2}),
+                        SaturationPolicy::up);
+    CHECK(v.state == State::down);
+    CHECK(v.failure == Failure::role);
+  }
+  SECTION("its own Patroni has demoted it (503): not the writer") {
+    const Verdict v = evaluate_writer(
+        outage_obs("rw", {primary_answer(503, "replica", false), replica2}), SaturationPolicy::up);
+    CHECK(v.state == State::down);
+    CHECK(v.failure == Failure::role);
+    CHECK_THAT(v.reason, dbcheck_test::Contains("does not keep it leader"));
+  }
+  SECTION("a node of another cluster is caught by the leader's identifier") {
+    auto other = outage_obs("rw", {primary_answer(200, "primary", true), replica2});
+    other.node_answer->system_id = k_sysid + 1;
+    const Verdict v = evaluate_writer(other, SaturationPolicy::up);
+    CHECK(v.state == State::down);
+    CHECK(v.failure == Failure::identity);
+  }
+  SECTION("not asked (the members answered, or were never asked): as before, down") {
+    auto none = writer_obs("timeout", "rw", "not asked");
+    const Verdict v = evaluate_writer(none, SaturationPolicy::up);
+    CHECK(v.state == State::down);
+    CHECK(v.failure == Failure::timeout);
+  }
+}

@@ -322,6 +322,35 @@ TEST_CASE("a member that refuses brings in the members not yet asked", "[probe][
   CHECK(r.verdict.state == core::State::up);
 }
 
+TEST_CASE("no member answering GET /cluster: every member's GET /primary, and Patroni's "
+          "failsafe leader stays the writer",
+          "[probe][pg][patroni][outage]") {
+  auto f = lab({"0/3000060"});
+  f->http = [](const std::string& url) {
+    if (url.ends_with("/cluster")) {
+      probe::HttpReply hung;
+      hung.attempt.error = "HTTP 503"; // the DCS cannot be read
+      hung.attempt.status = 503;
+      return hung;
+    }
+    if (url.starts_with("http://10.0.0.1:")) {
+      return testing::http_ok(
+          R"({"state": "running", "role": "primary", "failsafe_mode_is_active": true})");
+    }
+    probe::HttpReply replica = testing::http_ok(R"({"state": "running", "role": "replica"})");
+    replica.attempt.status = 503;
+    return replica;
+  };
+  const auto r = check_three(f, config::Role::primary, k_leader);
+  for (const char* base :
+       {"http://10.0.0.1:8008", "http://10.0.0.2:8008", "http://10.0.0.3:8008"}) {
+    CHECK(f->count(std::string{"get "} + base + "/primary") == 1);
+  }
+  CHECK(r.verdict.state == core::State::up);
+  CHECK_THAT(r.verdict.reason, dbcheck_test::Contains("failsafe mode is active"));
+  CHECK_THAT(core::render_text(r), dbcheck_test::Contains("no member answered GET /cluster"));
+}
+
 // ---------------------------------------------------------------- shared views
 
 namespace {

@@ -1,0 +1,62 @@
+#pragma once
+// Which member's Patroni keeps the leader while no member gives its view of the cluster (every
+// GET /cluster failed: the DCS cannot be read, or this host reaches no member), decided from
+// what Patroni itself decides then, as every member's GET /primary reports it.
+//
+// Why: without its DCS, Patroni keeps a running primary as leader, and answers GET /primary 200,
+// in two cases only: within ttl of its last lock renewal by its own clock (it demotes itself
+// once retry_timeout passes), and under failsafe_mode while every member of the DCS's failsafe
+// topology accepts its POST /failsafe (a member that runs a primary itself refuses, so two
+// leaders cannot both be accepted). Patroni's own check follows that answer; failing the writer
+// there would turn a DCS outage into a write outage, for the users who turned failsafe on to
+// avoid exactly that.
+// Why more than one answer: a leader cut off, with this host, from the DCS and the other members
+// still holds the lock by its own clock while the others elect a new leader. So, failsafe aside,
+// a majority of the members must answer and none but the leader may run a primary: the others
+// then see no DCS either, or they would be the ones answering GET /cluster.
+
+#include "patroni_status.hpp"
+#include "probe_error.hpp"
+
+#include <tl/expected.hpp>
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dbcheck::core {
+
+// One configured member's answer to GET /primary (200 or 503 with its status), or why none.
+struct OutageAnswer {
+  std::string url; // without credentials
+  tl::expected<LeaderReport, ProbeError> report;
+};
+
+// Every configured member's answer, in configured order, and which one is the checked node's own.
+struct OutageAnswers {
+  std::vector<OutageAnswer> answers;
+  // The member whose URL is on the node's host (own_member()); nullopt when none or several are.
+  std::optional<std::size_t> own;
+};
+
+// What the answers decide.
+struct OutageDecision {
+  std::optional<std::size_t> leader; // the member whose Patroni keeps the leader
+  bool failsafe = false;             // it keeps it under failsafe mode
+  bool own = false;                  // the node's own member is known (its URL is on its host)
+  std::string why;                   // why it is kept, or why no member is
+  Failure kind = Failure::none;      // when none: role when the node's own Patroni (or every
+                                     // member) answered and it is not the leader; else what
+                                     // stopped the asking
+};
+
+// --- Interface ---
+
+// The member whose Patroni keeps the leader: exactly one answers 200 as a running primary and
+// no other reports a primary; it is the node's own when `own` is known, and with `own` unknown
+// every member answered (only then is the node, if it is a read-write primary, that member's);
+// and either it reports failsafe mode active or more than half of the members answered.
+OutageDecision outage_leader(const OutageAnswers& answers);
+
+} // namespace dbcheck::core
