@@ -1,0 +1,84 @@
+"""etcd down under the session's Patroni cluster: with failsafe_mode on, Patroni keeps its leader
+(every member accepted it) and so does dbcheck's writer check; with it off, Patroni demotes the
+leader once retry_timeout passes, and dbcheck follows. Either way the node is still asked: a
+replica is never the writer. etcd is restarted and the cluster healed before the test ends."""
+
+from lab import faults
+from lab.dbcheck import assert_in_time, explain, write_dbcheck_config
+from lab.procs import wait_until
+
+TIMEOUT = 0.8
+
+
+def _set_failsafe(cluster, on):
+    """Turn Patroni's failsafe_mode on or off (dynamic configuration, through etcd); with it on,
+    wait (bounded) until the leader wrote the failsafe topology with every member in it."""
+    cluster.patronictl("edit-config", "--set", f"failsafe_mode={'true' if on else 'false'}",
+                       "--force")
+    names = sorted(m.name for m in cluster.members())
+
+    def applied():
+        if not on:
+            return not cluster.rest(cluster.members()[0], "/config")[1].get("failsafe_mode")
+        return sorted(cluster.rest(cluster.members()[0], "/failsafe")[1] or {}) == names
+    wait_until(applied, 30, f"failsafe_mode {'on' if on else 'off'} applied")
+
+
+def _rest_or_none(cluster, member, path):
+    """(status, body) of a REST call, or (None, None) when it does not answer in time."""
+    try:
+        return cluster.rest(member, path, timeout=2.0)
+    except OSError:
+        return None, None
+
+
+def _heal(cluster):
+    """etcd back, the cluster healthy again, failsafe off."""
+    faults.start_etcd(cluster)
+    cluster.wait_healthy(120)
+    _set_failsafe(cluster, False)
+
+
+def test_etcd_down_failsafe_keeps_the_writer_as_patroni_does(workdir, pg_cluster,
+                                                             dbcheck_bin, figures):
+    leader = pg_cluster.member(pg_cluster.wait_healthy().name)
+    replica = pg_cluster.replicas(leader)[0]
+    cfg = write_dbcheck_config(workdir / "dbcheck", pg_cluster, owner=None)
+    _set_failsafe(pg_cluster, True)
+    faults.stop_etcd(pg_cluster)
+    try:
+        wait_until(lambda: (_rest_or_none(pg_cluster, leader, "/patroni")[1] or {})
+                   .get("failsafe_mode_is_active") is True, 60,
+                   f"{leader.name}'s Patroni reporting failsafe mode active")
+        status, _ = _rest_or_none(pg_cluster, leader, "/primary")
+        assert status == 200  # Patroni's own check keeps it
+        run = explain(dbcheck_bin, cfg, "pg_write", leader.pg_addr)
+        assert run.rc == 0, run
+        # On loopback no configured URL is on the node's host alone: the leader is named by URL.
+        assert f"Patroni keeps the member at {leader.rest_url} leader without its DCS" in run.reason, run
+        assert "failsafe mode is active" in run.reason, run
+        assert_in_time(run, TIMEOUT)
+        other = explain(dbcheck_bin, cfg, "pg_write", replica.pg_addr)
+        assert other.rc == 1 and other.failure == "role", other
+        assert_in_time(other, TIMEOUT)
+        figures("etcd down, failsafe on", f"leader UP in {run.report['elapsed_ms']:.0f} ms; "
+                f"replica DOWN {other.failure}: {other.reason[:100]}")
+    finally:
+        _heal(pg_cluster)
+
+
+def test_etcd_down_without_failsafe_follows_patroni_demoting(workdir, pg_cluster, dbcheck_bin,
+                                                             figures):
+    leader = pg_cluster.member(pg_cluster.wait_healthy().name)
+    cfg = write_dbcheck_config(workdir / "dbcheck", pg_cluster, owner=None)
+    faults.stop_etcd(pg_cluster)
+    try:
+        wait_until(lambda: _rest_or_none(pg_cluster, leader, "/primary")[0] == 503, 60,
+                   f"{leader.name}'s Patroni demoting it (GET /primary 503)")
+        run = explain(dbcheck_bin, cfg, "pg_write", leader.pg_addr)
+        assert run.rc == 1 and run.failure == "role", run
+        assert_in_time(run, TIMEOUT)
+        figures("etcd down, failsafe off", f"old leader DOWN {run.failure} after Patroni demoted "
+                f"it: {run.reason[:140]}")
+    finally:
+        _heal(pg_cluster)
