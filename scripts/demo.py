@@ -194,7 +194,7 @@ def main():
         print("starting 2 Redis nodes + 3 Sentinels ...")
         redis.start()
         print(f"Redis up in {redis.up_seconds:.1f}s")
-        config = write_dbcheck_config(work / "dbcheck", cluster)
+        config = write_dbcheck_config(work / "dbcheck", cluster, share=True)  # the defaults
         wrapper = write_check_wrapper(work / "dbcheck" / "dbcheck-wrapper", DBCHECK, config)
         cfg, ports = render_example_for(cluster, wrapper, work / "haproxy" / "admin.sock")
         hap = HAProxy(work / "haproxy", cfg).start()

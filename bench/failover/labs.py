@@ -153,7 +153,8 @@ class PgLab(Lab):
 
     def start(self):
         self.cluster.start()
-        self.check_config = write_dbcheck_config(self.workdir / "dbcheck", self.cluster)
+        # At the product's defaults, shared views included.
+        self.check_config = write_dbcheck_config(self.workdir / "dbcheck", self.cluster, share=True)
         wrapper = write_check_wrapper(self.workdir / "dbcheck" / "dbcheck-wrapper", DBCHECK,
                                       self.check_config)
         # `dbcheck switchover` runs as the operator (root here), from its own config.

@@ -148,11 +148,11 @@ const std::vector<KeySpec<Pg>>& postgres_keys() {
       store("require_tls", &Pg::require_tls, want_bool),
       {"shared_view_max_age",
        [](Pg& c, const toml::node& n, Errors& e, const std::string& key) {
-         if (auto v = want_duration(n, e, key)) {
+         if (auto v = want_duration_or_zero(n, e, key)) {
            if (*v > util::Duration{2000}) {
              e.add(n.source(), key,
                    "at most 2s: the checks would keep naming a writer the members may no "
-                   "longer name (at most HAProxy's inter; leave it out to ask the members on every "
+                   "longer name (at most HAProxy's inter; \"0s\" asks the members on every "
                    "check)");
              return;
            }

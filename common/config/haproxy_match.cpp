@@ -199,13 +199,17 @@ std::vector<std::string> compare_with_haproxy(const Config& cfg, const HaproxySe
     const auto c = cfg.clusters.find(mine.cluster);
     const auto* pg = c == cfg.clusters.end() ? nullptr : std::get_if<PostgresCluster>(&c->second);
     if (pg != nullptr && pg->shared_view_max_age > tightest->inter) {
+      const bool is_default = pg->shared_view_max_age_line == 0;
       out.push_back(util::format(
-          "{}: cluster.{}.shared_view_max_age {} is longer than inter {} of backend {} ({}): a "
+          "{}: cluster.{}.shared_view_max_age {}{} is longer than inter {} of backend {} ({}): a "
           "check could reuse the members' view of an earlier round of checks, and a new leader "
-          "would be seen that much later; keep it at most inter",
+          "would be seen that much later; {}",
           at(toml, pg->shared_view_max_age_line), pg->name,
-          util::format_duration(pg->shared_view_max_age), util::format_duration(tightest->inter),
-          b.name, at(hp, tightest->inter_line > 0 ? tightest->inter_line : b.line)));
+          util::format_duration(pg->shared_view_max_age), is_default ? " (the default)" : "",
+          util::format_duration(tightest->inter), b.name,
+          at(hp, tightest->inter_line > 0 ? tightest->inter_line : b.line),
+          is_default ? "set it to at most inter in the cluster's section (\"0s\": not shared)"
+                     : "keep it at most inter"));
     }
   }
 

@@ -103,8 +103,8 @@ std::optional<bool> want_bool(const toml::node& n, Errors& e, const std::string&
   return std::nullopt;
 }
 
-std::optional<util::Duration> want_duration(const toml::node& n, Errors& e,
-                                            const std::string& key) {
+std::optional<util::Duration> want_duration_or_zero(const toml::node& n, Errors& e,
+                                                    const std::string& key) {
   auto s = want_string(n, e, key);
   if (!s) {
     return std::nullopt;
@@ -114,8 +114,18 @@ std::optional<util::Duration> want_duration(const toml::node& n, Errors& e,
     e.add(n.source(), key, d.error());
     return std::nullopt;
   }
+  return *d;
+}
+
+std::optional<util::Duration> want_duration(const toml::node& n, Errors& e,
+                                            const std::string& key) {
+  auto d = want_duration_or_zero(n, e, key);
+  if (!d) {
+    return std::nullopt;
+  }
   if (d->count() <= 0) {
-    e.add(n.source(), key, util::format("\"{}\" must be longer than 0ms", *s));
+    e.add(n.source(), key,
+          util::format("\"{}\" must be longer than 0ms", n.value_or(std::string_view{})));
     return std::nullopt;
   }
   return *d;

@@ -83,6 +83,9 @@ std::optional<std::string> want_string(const toml::node& n, Errors& e, const std
 std::optional<bool> want_bool(const toml::node& n, Errors& e, const std::string& key);
 // A duration longer than 0 ("500ms", "2s").
 std::optional<util::Duration> want_duration(const toml::node& n, Errors& e, const std::string& key);
+// A duration, 0 ("0s": off) included.
+std::optional<util::Duration> want_duration_or_zero(const toml::node& n, Errors& e,
+                                                    const std::string& key);
 // A string among `allowed`.
 std::optional<std::string> want_one_of(const toml::node& n, Errors& e, const std::string& key,
                                        std::initializer_list<std::string_view> allowed);

@@ -333,10 +333,20 @@ core::OutageAnswers ask_outage(Peers& peers, const std::vector<std::string>& bas
 WriterManagerResult ask_patroni_for_writer(Peers& peers, const std::vector<std::string>& bases,
                                            const HttpOptions& tls, const util::HostPort& node,
                                            const Deadline& deadline, const ShareSettings& share) {
-  WriterManagerResult r{ask_patroni(peers, bases, tls, node,
-                                    deadline.minus(reserve_for_last_step(deadline, peers.now())),
-                                    true, share),
+  const Deadline members_by = deadline.minus(reserve_for_last_step(deadline, peers.now()));
+  WriterManagerResult r{ask_patroni(peers, bases, tls, node, members_by, true, share),
                         std::nullopt};
+  if (r.members.view && r.members.shared) {
+    const core::PatroniMember* named = core::find_leader(*r.members.view);
+    if (named != nullptr && util::same_endpoint(named->address, node)) {
+      // A shared view never confirms a writer: asked now, beside the node's own query, not
+      // after it (one after the other, the leader's check nears HAProxy's kill time).
+      core::Step aside = r.members.steps.front();
+      aside.answer += "; set aside: it names this node leader, so the members are asked";
+      r.members = ask_patroni(peers, bases, tls, node, members_by, true, share.asked_live());
+      r.members.steps.insert(r.members.steps.begin(), std::move(aside));
+    }
+  }
   if (!r.members.view && r.members.none_answered && !bases.empty()) {
     r.outage = ask_outage(peers, bases, tls, node, deadline, r.members.steps);
     return r;

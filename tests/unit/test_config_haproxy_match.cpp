@@ -170,6 +170,20 @@ TEST_CASE("haproxy_match: shared_view_max_age longer than inter") {
                 "at most inter");
 }
 
+TEST_CASE("haproxy_match: the default shared_view_max_age longer than inter says how to fix it") {
+  const auto cfg = toml(with(with(k_toml, "timeout = \"800ms\"", "timeout = \"300ms\""),
+                             "shared_view_max_age = \"500ms\"\n", ""));
+  const auto h =
+      haproxy(with(k_haproxy, "default-server inter 1s fall", "default-server inter 400ms fall"));
+  const auto f = compare_with_haproxy(cfg, h, "haproxy.cfg");
+  REQUIRE(f.size() == 1);
+  CHECK(f[0] == "dbcheck.toml: cluster.pg.shared_view_max_age 500ms (the default) is longer than "
+                "inter 400ms of backend pg_write (haproxy.cfg:10): a check could reuse the "
+                "members' view of an earlier round of checks, and a new leader would be seen that "
+                "much later; set it to at most inter in the cluster's section (\"0s\": not "
+                "shared)");
+}
+
 TEST_CASE("haproxy_match: a wrapper named after dbcheck runs it; dbcheck-agent does not") {
   const auto cfg = toml(k_toml);
   const auto wrapped = haproxy(with(k_haproxy, "/usr/bin/dbcheck", "/etc/haproxy/dbcheck-pg.sh"));

@@ -620,8 +620,11 @@ TEST_CASE("the shared Patroni view: at most 2 s, in an absolute directory", "[co
   };
   const auto plain = parse_config(valid_config(pw), "dbcheck.toml");
   REQUIRE(plain);
-  CHECK(std::get<PostgresCluster>(plain->clusters.at("pg")).shared_view_max_age.count() ==
-        0); // not shared unless asked for
+  CHECK(std::get<PostgresCluster>(plain->clusters.at("pg")).shared_view_max_age ==
+        dbcheck::util::Duration{500}); // shared by default, below HAProxy's usual inter
+  const auto off = with("shared_view_max_age = \"0s\"\n");
+  REQUIRE(off);
+  CHECK(std::get<PostgresCluster>(off->clusters.at("pg")).shared_view_max_age.count() == 0);
 
   const auto shared = with("shared_view_max_age = \"500ms\"\nshared_view_dir = \"/run/views\"\n");
   REQUIRE(shared);

@@ -419,7 +419,9 @@ TEST_CASE("a writable node never passes on a shared view: its members are asked"
   CHECK(r.verdict.state == core::State::up);
   CHECK(f->count("get http://10.0.0.1:8008/cluster") == 1);
   CHECK(f->count("get http://10.0.0.1:8008/primary") == 1);
-  CHECK(has_step(r, "set aside: the node is read-write or named leader, so the members are asked"));
+  // Set aside as soon as it names the node, beside the node's query rather than after it.
+  CHECK(has_step(r, "set aside: it names this node leader, so the members are asked"));
+  CHECK(f->count(std::string{"sql 10.0.0.1:5432 "} + core::k_writer_sql) == 1);
   REQUIRE(f->shares.size() == 1);
 }
 
@@ -494,7 +496,11 @@ TEST_CASE("a majority's view is shared; a check without max_age neither reads no
 
   auto g = lab({"0/3000060"});
   g->shared = shared(k_cluster);
-  check(g, config::Role::replica, k_replica);
+  auto off = cluster();
+  off.shared_view_max_age = util::Duration{0}; // "0s": every check asks the members
+  probe::check_postgres(off, backend(config::Role::replica), k_replica,
+                        probe::Deadline::in(util::Duration{10000}), g);
+  REQUIRE(testing::settled(g));
   CHECK(g->count("get ") >= 1);
   CHECK(g->shares.empty());
 }
