@@ -4,7 +4,9 @@ checking one real cluster cost the cluster itself, for dbcheck's external check,
 and the check users compare them with.
 
 PostgreSQL (3 Patroni members on etcd), backends pg_write and pg_read:
-  external  haproxy-examples/postgres-patroni.cfg (dbcheck as external check)
+  external  haproxy-examples/postgres-patroni.cfg (dbcheck as external check, at its defaults:
+            the checks of one HAProxy share the members' view for 500 ms)
+  unshared  the same with shared_view_max_age = "0s" (every check asks the members)
   agent     haproxy-examples/postgres-patroni-agent.cfg, one dbcheck-agent per member
   patroni   Patroni's own `option httpchk GET /primary` (pg_write) and `GET /replica` (pg_read)
             on each member's REST port, at the external example's inter 1s, fall 2 rise 3
@@ -26,8 +28,8 @@ pg_stat_database sessions and xact_commit + xact_rollback, pg_stat_statements ca
 check role; SYNs to the Patroni REST ports (an nftables table of ours, counters only, removed
 afterwards); Redis/Sentinel INFO stats. A row with M = 0 (nothing checking) is the idle floor.
 
-  bench/perf/cluster_bill.py [--smoke] [--m 1,3,10] [--seconds 20]   (after `. scripts/pythonpath`,
-                                                                      as root)
+  bench/perf/cluster_bill.py [--smoke] [--m 1,3,10,20] [--seconds 20] [--inter 1s]
+      (after `. scripts/pythonpath`, as root)
 bench/perf/main.py runs it as a section of the benchmarks in the lab it has started.
 """
 
@@ -59,11 +61,12 @@ from lab.procs import wait_until
 from lab.redis import RedisSentinelCluster
 
 MODES = {
-    "full": dict(ms=(1, 3, 10), seconds=20, settle=3),
+    "full": dict(ms=(1, 3, 10, 20), seconds=20, settle=3),
     "smoke": dict(ms=(1,), seconds=2, settle=0.5),
 }
-# The external check's shared view in variant "shared" (haproxy-examples/dbcheck.toml's value).
-SHARED_VIEW_MAX_AGE = "500ms"
+# Every variant's check interval is the examples' unless --inter says otherwise (all alike).
+EXAMPLE_INTER = "1s"
+_INTER = re.compile(r"(?<![-\w])inter 1s\b")
 SETTLE_TIMEOUT = 40  # s for M HAProxies to route as the cluster says before a window
 CGROUP_ROOT = Path("/sys/fs/cgroup/unified")  # cgroup v2 (hybrid hierarchy on this machine)
 if not (CGROUP_ROOT / "cgroup.procs").exists():
@@ -254,8 +257,9 @@ class Bill:
     """Runs the windows of one engine's lab and keeps their rows; a failure is recorded and
     ends that engine's part (the caller decides)."""
 
-    def __init__(self, mode, work, dbcheck=None, agent=None, ms=None, seconds=None, built_from=None):
-        self.mode, self.work = mode, Path(work)
+    def __init__(self, mode, work, dbcheck=None, agent=None, ms=None, seconds=None, built_from=None,
+                 inter=EXAMPLE_INTER):
+        self.mode, self.work, self.inter = mode, Path(work), inter
         self.ms = tuple(ms or MODES[mode]["ms"])
         self.seconds = seconds or MODES[mode]["seconds"]
         self.settle = MODES[mode]["settle"]
@@ -280,7 +284,8 @@ class Bill:
                 for i in range(m):
                     d = self.work / f"{tag}-haproxy{i}"
                     d.mkdir(mode=0o755)
-                    cfg = variant.cfg(cluster, d, agents=agents, wrapper=wrapper)
+                    cfg = _INTER.sub(f"inter {self.inter}",
+                                     variant.cfg(cluster, d, agents=agents, wrapper=wrapper))
                     haproxies.append(HAProxy(d, cfg, place=cg.place).start())
                 want = variant.expect(cluster)
                 wait_until(lambda: all(sorted(h.servers_up(b)) == s
@@ -324,22 +329,22 @@ class Bill:
     def postgres(self, cluster):
         config = write_dbcheck_config(self.work / "bill-pg-dbcheck", cluster)  # owner haproxy
         wrapper = write_check_wrapper(self.work / "bill-pg-dbcheck" / "dbcheck-wrapper", self.dbcheck, config)
-        external = _example(render_example_for, "wrapper")
+        unshared = _example(render_example_for, "wrapper")  # the lab's config: "0s", not shared
 
-        def shared(c, d, agents, wrapper):
-            """The same checks sharing the members' view as haproxy-examples/dbcheck.toml does,
-            each HAProxy in a directory of its own: M HAProxies stand for M hosts, which share
+        def external(c, d, agents, wrapper):
+            """The external example at dbcheck's defaults (views shared for 500 ms), each HAProxy
+            sharing in a directory of its own: M HAProxies stand for M hosts, which share
             nothing (one directory for all would divide the members' load by M)."""
             views = d / "shared-views"
             views.mkdir(mode=0o700)
             os.chown(views, pwd.getpwnam("haproxy").pw_uid, pwd.getpwnam("haproxy").pw_gid)
-            cfg = write_dbcheck_config(d / "dbcheck", c, cluster_extra=(
-                f'shared_view_max_age = "{SHARED_VIEW_MAX_AGE}"\nshared_view_dir = "{views}"'))
-            return external(c, d, agents, write_check_wrapper(d / "dbcheck" / "wrapper", self.dbcheck, cfg))
+            cfg = write_dbcheck_config(d / "dbcheck", c, share=True,
+                                       cluster_extra=f'shared_view_dir = "{views}"')
+            return unshared(c, d, agents, write_check_wrapper(d / "dbcheck" / "wrapper", self.dbcheck, cfg))
 
         variants = [
             Variant("external", external, pg_expect),
-            Variant("shared", shared, pg_expect),
+            Variant("unshared", unshared, pg_expect),
             Variant("agent", _example(render_agent_example, "agents"), pg_expect, agents=True),
             Variant("patroni", lambda c, d, agents, wrapper: pg_patroni_cfg(c, d), pg_expect),
         ]
@@ -374,14 +379,19 @@ class Bill:
             + (f", built from {self.built_from}." if self.built_from else "."),
             "",
             "Each row: M HAProxy processes, each with a writer and a reader backend over every node "
-            "(S = 3 Patroni members or 2 Redis data nodes, B = 2), inter 1s, settled (every HAProxy "
+            f"(S = 3 Patroni members or 2 Redis data nodes, B = 2), inter {self.inter} in every "
+            "variant, settled (every HAProxy "
             "routes as the cluster says), then counters read around the window. **external**: the "
-            "example config with dbcheck as external check (run through a `/bin/sh` wrapper that adds "
+            "example config with dbcheck as external check at its defaults (PostgreSQL: views shared "
+            "between the checks of one HAProxy for 500 ms, each HAProxy in a directory of its own, "
+            "as M hosts would; run through a `/bin/sh` wrapper that adds "
             "`--config`, as in the tests: one extra exec per check, counted in HAProxy CPU); "
+            "**unshared** (PostgreSQL): the same with `shared_view_max_age = \"0s\"`, every check "
+            "asking the members itself; "
             "**agent**: the agent example (agent-check every 250/500 ms and httpchk on the agent, "
             "downinter 250 ms), one dbcheck-agent per node, `interval = 1s`; **patroni**: "
             "`option httpchk GET /primary` (writer) and `GET /replica` (reader) on each member's REST "
-            "port, at the external example's inter 1s, fall 2 rise 3 / fall 2 rise 2; **seed-002** "
+            "port, fall 2 rise 3 / fall 2 rise 2; **seed-002** "
             "(Redis): bench/failover/variants.py's one-Sentinel-then-ROLE tcp-check for the writer, "
             "AUTH + ROLE expect `slave` for the reader, same settings. CPU in % of one core from "
             "/proc/<pid>/stat utime+stime; HAProxy: cgroup v2 `usage_usec` of the M processes and "
@@ -460,13 +470,14 @@ def _target_lines(rows, reference, columns):
         return []
     by = {(r.variant, r.m): r.figures for r in rows}
     ms = sorted({r.m for r in rows if r.m})
-    out = ["", "Above the idle row (M = 0), external check (\"shared\": sharing the members' view) "
+    out = ["", "Above the idle row (M = 0), external check (at its defaults; \"unshared\": not sharing "
+               "the members' view) "
                f"beside {reference} at each M "
                "(target: external <= reference), and the agent across M (target: flat):", ""]
     for label, key in columns.items():
         pairs = []
         for m in ms:
-            for variant in ("external", "shared"):
+            for variant in ("external", "unshared"):
                 ext, ref = by.get((variant, m)), by.get((reference, m))
                 if ext and ref:
                     e, r = ext[key] - idle[key], ref[key] - idle[key]
@@ -540,7 +551,9 @@ def redis_sample(cluster, haproxies, agents, cg):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--smoke", action="store_true", help="M = 1 and 2 s windows (CI keeps it working)")
-    ap.add_argument("--m", help="comma-separated HAProxy counts (default: 1,3,10; smoke: 1)")
+    ap.add_argument("--m", help="comma-separated HAProxy counts (default: 1,3,10,20; smoke: 1)")
+    ap.add_argument("--inter", default=EXAMPLE_INTER,
+                    help="every variant's HAProxy inter instead of the examples' 1s (all alike)")
     ap.add_argument("--seconds", type=int, help="seconds per window (default 20; smoke 2)")
     ap.add_argument("--engine", choices=("postgres", "redis", "both"), default="both")
     ap.add_argument("--section", default="cluster-bill", help="docs/results.md section to write")
@@ -551,7 +564,7 @@ def main():
     work = Path(tempfile.mkdtemp(prefix="dbcheck-bill.", dir="/tmp"))
     work.chmod(0o755)
     bill = Bill(mode, work, ms=[int(x) for x in args.m.split(",")] if args.m else None, seconds=args.seconds,
-                built_from=args.built_from)
+                built_from=args.built_from, inter=args.inter)
     failed = False
     labs = [("postgres", PatroniCluster(work / "pg"), bill.postgres),
             ("redis", RedisSentinelCluster(work / "redis"), bill.redis)]
