@@ -424,8 +424,12 @@ def main():
                     with log.open("a") as f:
                         for r in got:
                             f.write(json.dumps(r) + "\n")
-                    print(f"[failover] {lab.engine} {scen} #{rep} ({time.monotonic() - t:.0f}s, manager "
-                          f"+{got[0]['t_manager_s']}s, new {got[0]['new']}):\n    " +
+                    g = got[0]
+                    moved = (f"manager +{g['t_manager_s']}s" if g["t_manager_s"] is not None else
+                             f"manager unread {g['manager_silent_s']}s, back +{g['manager_back_s']}s"
+                             if g["held_s"] else "manager stayed")
+                    print(f"[failover] {lab.engine} {scen} #{rep} ({time.monotonic() - t:.0f}s, {moved}, "
+                          f"new {g['new']}):\n    " +
                           "\n    ".join(brief(r) for r in got), flush=True)
                     for r in got:
                         for why in r["gate"]:

@@ -109,8 +109,10 @@ def table(rows, reps, command, variants, failed=(), title="Failover proof: write
     for r in rows:
         if r["t_manager_s"] is not None:
             manager.setdefault((r["engine"], r["scenario"]), set()).add((r["rep"], r["t_manager_s"]))
-    out += ["", "Time from the fault to the manager naming the new primary (median, s): " + "; ".join(
-        f"{eng} {scen} {statistics.median(t for _, t in v):.1f}" for (eng, scen), v in manager.items()) + "."]
+    if manager:
+        out += ["", "Time from the fault to the manager naming the new primary (median, s): " + "; ".join(
+            f"{eng} {scen} {statistics.median(t for _, t in v):.1f}" for (eng, scen), v in manager.items())
+            + "."]
     held = {}
     for r in rows:
         if r.get("held_s"):
