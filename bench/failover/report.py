@@ -186,7 +186,8 @@ def table(rows, reps, command, variants, failed=(), title="Failover proof: write
                f"instead: in every run (the short mode's too) not more than {WINDOW_SLACK + PHASE_SLACK:.0f} "
                f"s longer, over the scenario's runs (from {MEDIAN_MIN_RUNS}) a median not more than "
                f"{WINDOW_SLACK:.0f} s longer; and its lost writes, summed, no more than the lowest anchor's "
-               "at its settings beyond chance."
+               "at its settings beyond chance. With failsafe_mode on, a run also fails when the old leader "
+               "no longer ran under failsafe when etcd came back (Patroni demoted it after all)."
                if any(r.get("window_rule") == "dcs" for r in rows) else ""), "",
             "| engine | scenario | gate | why |", "| --- | --- | --- | --- |"]
     for (eng, scen), why in gate_verdicts(rows, failed, variants).items():

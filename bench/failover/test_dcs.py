@@ -94,3 +94,17 @@ def test_the_lab_reads_patronis_failsafe_answers():
     assert not dcs.lists_every_member(body, ["pg1", "pg2", "pg3"])
     assert dcs.failsafe_active({"role": "master", "failsafe_mode_is_active": True})
     assert not dcs.failsafe_active({"role": "master"}) and not dcs.failsafe_active(None)
+
+
+def test_a_failsafe_that_did_not_hold_fails_the_scenario():
+    vs = {"pg": _six_variants()}
+    held = [dict(r, failsafe_mode=True, failsafe_active_at_heal=True)
+            for r in _run(a=0.0, b=0.0, c=0.0, a1=0.0, b1=0.0, d=0.0)]
+    assert G.dcs_gate(held, vs)[("pg", "etcd-down-failsafe")] == []
+    # Everyone lost the writer alike (Patroni demoted the leader): not a pass.
+    lapsed = [dict(r, failsafe_active_at_heal=False, kept_window_s=33.0) for r in held]
+    why = G.dcs_gate(lapsed, vs)[("pg", "etcd-down-failsafe")]
+    assert len(why) == 1 and "not running under failsafe" in why[0] and "#1" in why[0]
+    # Without failsafe_mode the leader demotes by design.
+    off = [dict(r, failsafe_mode=False) for r in lapsed]
+    assert G.dcs_gate(off, vs)[("pg", "etcd-down-failsafe")] == []

@@ -157,7 +157,9 @@ def etcd_down_failsafe(m, before_name, active_name):
             fault = "etcd still down; the leader's failsafe did NOT become active within 30 s"
         m.row(active_name, fault, [active], m.nothing, config=config)
         if not dcs.is_failsafe_active(cluster, leader):
-            m.lines[-1].problems.append("the leader's failsafe was not active (Patroni demoted it?)")
+            # Patroni demoted it after all: on Patroni 4 a REST API whose pool of 5 threads all
+            # wait on the DCS (GET /cluster) leaves the leader's POST /failsafe unanswered.
+            m.lines[-1].problems.append("the leader was not running under failsafe: Patroni demoted it")
     finally:
         stack.close()
         # Restore: etcd back, the cluster heals; then this lab is discarded (failsafe with it).
