@@ -108,13 +108,15 @@ def run_scenario(lab, scenario, rep, reasons=True, judge_timing=True):
         t_fault = time.monotonic()
         comeback = lab.inject(scenario, old, run)
         steady = scenario in lab.steady
-        if steady:
-            time.sleep(STEADY_HOLD)  # the primary must stay where it is: measured, not waited for
+        held = lab.held.get(scenario)
+        if steady or held:
+            # The primary must stay where it is, or the manager itself is away: measured, not waited for.
+            time.sleep(held or STEADY_HOLD)
         else:
             wait_until(lambda: watch.switch(old, t_fault)[1], 90,
                        f"the manager naming a primary other than {old}")
         if comeback:
-            if not steady:
+            if not steady and not held:
                 time.sleep(HOLD)  # the old primary stays away a while after the switch
             comeback_at = time.monotonic()
             comeback, undo = None, comeback
@@ -138,11 +140,19 @@ def run_scenario(lab, scenario, rep, reasons=True, judge_timing=True):
         if verdicts:
             verdicts.stop()
         watch.stop()
-    t0p, t0 = watch.switch(old, t_fault)  # (None, None) when it never moved (a steady scenario)
+    # (None, None) when it never moved: a steady scenario, or a manager that named the old
+    # primary again after an outage of its own (held: new may be old, judge() reads both alike).
+    t0p, t0 = watch.switch(old, t_fault)
+    back = watch.back_after(comeback_at) if held and comeback_at else None
     run.update(new=new, t_manager_s=round(t0 - t_fault, 2) if t0 else None,
                t0_uncertainty_s=round(t0 - t0p, 2) if t0 else None, steady=steady,
                manager_moved=t0 is not None,
                manager_reverted=watch.reverted(old, t_fault), repaired=lab.repairs[repairs_before:],
+               held_s=held,
+               # The manager's own outage: its unanswered samples after the fault, and when it
+               # named a primary again after the heal.
+               manager_silent_s=round(0.1 * sum(1 for ts in watch.silent if ts >= t_fault), 1),
+               manager_back_s=round(back - t_fault, 2) if back else None,
                comeback_s=round(comeback_at - t_fault, 2) if comeback_at else None,
                role_samples={n: len(r.samples) for n, r in roles.items()},
                role_silent={n: sum(1 for x in r.samples if x[2] is None) for n, r in roles.items()},
@@ -150,7 +160,7 @@ def run_scenario(lab, scenario, rep, reasons=True, judge_timing=True):
                role_timeline={n: changes(r.samples, t_fault) for n, r in roles.items()})
     ctx = dict(run=run, old=old, new=new, t_fault=t_fault, comeback_at=comeback_at, t_start=t_start,
                t_end=t_end,
-               offset=(offset_before + wall_offset()) / 2, manager=L.ManagerView(watch.samples),
+               offset=(offset_before + wall_offset()) / 2, manager=L.ManagerView(watch.samples, watch.silent),
                roles={n: L.Series(r.samples) for n, r in roles.items()}, verdicts=verdicts)
     # Every configuration's write backend over the run, for losses no router had reacted to yet.
     ctx["server_of"] = {v.key: {n: lab.server_name(v, n) for n in lab.node_names()} for v in lab.variants}
@@ -386,6 +396,8 @@ def main():
                 for scen in lab.scenarios:
                     if args.scenario and scen not in args.scenario:
                         continue
+                    if not args.scenario and scen in lab.slow and args.reps < MEDIAN_MIN_RUNS:
+                        continue  # the short mode leaves the long scenarios out (Lab.slow)
                     t = time.monotonic()
                     got = None
                     for attempt in (1, 2):  # a lab hiccup (not a verdict) gets one more try
@@ -412,8 +424,12 @@ def main():
                     with log.open("a") as f:
                         for r in got:
                             f.write(json.dumps(r) + "\n")
-                    print(f"[failover] {lab.engine} {scen} #{rep} ({time.monotonic() - t:.0f}s, manager "
-                          f"+{got[0]['t_manager_s']}s, new {got[0]['new']}):\n    " +
+                    g = got[0]
+                    moved = (f"manager +{g['t_manager_s']}s" if g["t_manager_s"] is not None else
+                             f"manager unread {g['manager_silent_s']}s, back +{g['manager_back_s']}s"
+                             if g["held_s"] else "manager stayed")
+                    print(f"[failover] {lab.engine} {scen} #{rep} ({time.monotonic() - t:.0f}s, {moved}, "
+                          f"new {g['new']}):\n    " +
                           "\n    ".join(brief(r) for r in got), flush=True)
                     for r in got:
                         for why in r["gate"]:

@@ -66,7 +66,9 @@ def _per_run(rows, variants, key):
                    f"{r['reader_bound_s']:.2f} s")
     rule = r.get("window_rule", "window")
     timing = []  # how long a closed window, a time back or a gap lasted: judged over runs
-    if rule == "no_outage":
+    if rule == "dcs":
+        out += dcs_run_failures(r, {k: by_key[k] for k in r["recovery_vs"]})
+    elif rule == "no_outage":
         best = min((a["max_gap_s"] for a in anchors), default=0.0)
         if r["max_gap_s"] >= best + NO_OUTAGE_SLACK:
             timing.append(f"a fault that leaves the primary in place: {r['max_gap_s']:.2f} s without a "
@@ -97,6 +99,78 @@ def timing_not_judged(rows, variants, key):
     against its 0.8 s deadline) as much as their rule; the long runs judge both, per run and on
     the median (docs/results.md)."""
     return _per_run(rows, variants, key)[1]
+
+
+def dcs_run_failures(r, anchors):
+    """Why dbcheck row r fails one run of a DCS-outage scenario (Lab.window_rule 'dcs') against
+    `anchors` ({key: row}: Patroni's own GET /primary at r's settings): a time without a kept
+    write (kept_window_s) more than WINDOW_SLACK + PHASE_SLACK longer than theirs, or one that
+    never closed. Judged in every run, the short mode's too: the outage is the DCS's, the
+    primary may well stay writable all along, and a check that drops it for the whole outage
+    is a full write outage of its own, tens of seconds, not the phase of a check against a
+    promotion (PHASE_SLACK covers that); over MEDIAN_MIN_RUNS runs dcs_gate() holds the median
+    to WINDOW_SLACK."""
+    theirs = {k: a["kept_window_s"] for k, a in anchors.items()}
+    known = [x for x in theirs.values() if x is not None]
+    mine = r["kept_window_s"]
+    if not known or (mine is not None and mine <= max(known) + WINDOW_SLACK + PHASE_SLACK):
+        return []
+    took = "never closed" if mine is None else f"{mine:.2f} s"
+    return [f"DCS outage: without a kept write {took}, > {WINDOW_SLACK + PHASE_SLACK:.0f} s longer than "
+            "Patroni's own GET /primary at the same settings ("
+            + ", ".join(f"{k}: {x}" for k, x in theirs.items()) + ")"]
+
+
+def dcs_gate(rows, variants):
+    """{(engine, scenario): [failure texts]} for the DCS-outage scenarios (rows whose
+    window_rule is 'dcs'): over the scenario's runs in this invocation, a dbcheck configuration's
+    median kept_window_s more than WINDOW_SLACK longer than the median of Patroni's own check at
+    its settings (from MEDIAN_MIN_RUNS runs on, as window_gate()), or its lost writes, summed, more
+    than the lowest anchor's at its settings beyond chance (excess_p(), as routing_gate(): every
+    loss, not only routing ones, since with the manager unreadable the classes cannot say who
+    was to blame). And with failsafe_mode on, a run whose old leader was not running under
+    failsafe when etcd came back (Patroni demoted it after all) fails: the premise of the
+    scenario did not hold, and the checks under test may be why (Patroni 4's REST API serves
+    requests from a pool of 5 threads; requests that wait on the DCS, GET /cluster, can take
+    them all, and the leader's POST /failsafe to its members then goes unanswered)."""
+    out, per = {}, {}
+    judged = {(r["engine"], r["scenario"]) for r in rows if r.get("window_rule") == "dcs"}
+    for r in rows:
+        if (r["engine"], r["scenario"]) in judged:
+            per.setdefault((r["engine"], r["scenario"]), []).append(r)
+    inf = float("inf")
+    for k, rs in per.items():
+        out[k] = []
+        lapsed = sorted({r["rep"] for r in rs
+                         if r.get("failsafe_mode") and r.get("failsafe_active_at_heal") is False})
+        if lapsed:
+            out[k].append("failsafe_mode on, but the old leader was not running under failsafe when etcd "
+                          "came back (Patroni demoted it) in run(s) " + ", ".join(f"#{n}" for n in lapsed))
+        lost, kept, vs = {}, {}, {}
+        for r in rs:
+            lost[r["variant"]] = lost.get(r["variant"], 0) + r["lost"]
+            w = r["kept_window_s"]
+            kept.setdefault(r["variant"], []).append(inf if w is None else w)
+            if r.get("window_rule") == "dcs":
+                vs[r["variant"]] = r["recovery_vs"]
+        for v in variants.get(k[0], []):
+            if v.key not in vs:
+                continue
+            anchors = {a.key: lost[a.key] for a in V.anchors_of(variants[k[0]], v) if a.key in lost}
+            if anchors:
+                lowest = min(anchors.values())
+                p = excess_p(lost[v.key], lowest)
+                if p < CHANCE_P:
+                    out[k].append(f"({v.key}): lost writes {lost[v.key]} > lowest anchor's {lowest}, p = "
+                                  f"{p:.2g} by chance (" + ", ".join(f"{a}: {n}" for a, n in anchors.items())
+                                  + ")")
+            mine = statistics.median(kept[v.key])
+            theirs = {a: statistics.median(kept[a]) for a in vs[v.key] if a in kept}
+            if theirs and len(kept[v.key]) >= MEDIAN_MIN_RUNS and mine > max(theirs.values()) + WINDOW_SLACK:
+                out[k].append(f"({v.key}): median time without a kept write {mine:.2f} s > "
+                              f"{WINDOW_SLACK:.0f} s longer than Patroni's own check's ("
+                              + ", ".join(f"{a}: {m:.2f}" for a, m in theirs.items()) + ")")
+    return out
 
 
 NO_OUTAGE_SLACK = 1.0  # in a no-outage scenario, seconds without a writer beyond the best anchor's that fail
@@ -229,6 +303,8 @@ def gate_verdicts(rows, failed, variants):
     for k, why in routing_gate(rows, variants).items():
         out[k] += why
     for k, why in window_gate(rows, variants).items():
+        out[k] += why
+    for k, why in dcs_gate(rows, variants).items():
         out[k] += why
     for engine, scenario, rep in failed:
         out.setdefault((engine, scenario), []).append(f"#{rep}: the run itself failed twice")

@@ -18,12 +18,13 @@ from pathlib import Path
 # script's own directory (pytest: the test module's).
 import variants as V
 import watches as W
-from lab import redis as redis_fx
+from lab import dcs, faults, redis as redis_fx
 from lab.agent import start_pg_agents, start_redis_agents
 from lab.binaries import agent_bin, dbcheck_bin
 from lab.dbcheck import operator_lines, write_check_wrapper, write_dbcheck_config, write_redis_config
 from lab.haproxy import HAProxy
-from lab.patroni import APP_DB, APP_PASSWORD, APP_USER, SUPERUSER, PatroniCluster
+from lab.patroni import APP_DB, APP_PASSWORD, APP_USER, LOOP_WAIT, RETRY_TIMEOUT, SUPERUSER, TTL, \
+    PatroniCluster
 from lab.procs import wait_until
 from lab.ca import issue, make_ca
 from lab.writers import PgWriter, RedisWriter
@@ -38,6 +39,11 @@ HOLD = 4.0  # seconds the old primary stays away after the manager named a new o
 # Seconds a fault that must not move the primary lasts: well past Sentinel's down-after (2 s
 # here) plus a failover's start, and Patroni's retry_timeout (5 s) plus a loop.
 STEADY_HOLD = 15.0
+# Seconds the DCS stays down in the DCS-outage scenarios: past the leader key's TTL, plus the
+# retry_timeout a member's DCS read may take and a loop, plus 3 s: long enough that without
+# failsafe the leader has demoted itself and the key's lease would have expired, so what
+# the checks do through a whole outage is measured, not only its first seconds.
+DCS_HOLD = TTL + RETRY_TIMEOUT + LOOP_WAIT + 3.0
 _http = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
@@ -61,6 +67,12 @@ class Lab:
     # the anchors check only writes (docs/failover.md: what the read checks cost).
     read_backend = None
     steady = ()  # scenarios whose fault must not move the primary (held STEADY_HOLD s, then healed)
+    # Scenarios held a fixed time whatever the manager does ({name: seconds}): the manager
+    # itself is down, and may name the old primary again once back.
+    held = {}
+    # Scenarios run only when named (--scenario) or in the full proof (MEDIAN_MIN_RUNS runs or
+    # more): each run is long, and the suite's short mode has no time for them.
+    slow = ()
     # The window the gate compares: error_window_s (first failed write to the first on the new
     # primary), or kept_window_s, which also starts at the first acknowledged write that was lost
     # (the partition labs: an old primary that HAProxy can still reach acknowledges writes that
@@ -143,13 +155,37 @@ class PgLab(Lab):
 
     engine = "pg"
     write_backend = "pg_write"
-    scenarios = ("switchover", "dbcheck-switchover", "freeze", "patroni-dies")
+    scenarios = ("switchover", "dbcheck-switchover", "freeze", "patroni-dies", "etcd-down",
+                 "etcd-down-failsafe")
+    # The DCS outage (etcd stopped DCS_HOLD s, then started again), without and with Patroni's
+    # failsafe_mode. With it the leader must stay primary throughout (steady); without it, it
+    # demotes itself after retry_timeout and a leader comes back with etcd, most often the same.
+    steady = ("etcd-down-failsafe",)
+    held = {"etcd-down": DCS_HOLD, "etcd-down-failsafe": DCS_HOLD}
+    slow = ("etcd-down", "etcd-down-failsafe")
 
     def __init__(self, workdir):
         self.workdir = workdir
         self.cluster = PatroniCluster(workdir / "cluster")
         self.haproxies, self.agents, self.variants = {}, [], []
         self.repairs = []  # members re-initialised by settle()
+        self.failsafe = False  # failsafe_mode in the cluster's dynamic configuration (off at bootstrap)
+
+    def window_rule(self, scenario, v):
+        """In the DCS-outage scenarios ('dcs'), dbcheck configuration v's time without a kept
+        write against Patroni's own GET /primary at v's settings (bench/failover/gates.py,
+        dcs_run_failures): the check a user turns to when the DCS is down; elsewhere 'window'."""
+        if scenario in self.held:
+            return ("dcs", [a.key for a in V.anchors_of(self.variants, v) if a.key.startswith("a")])
+        return super().window_rule(scenario, v)
+
+    def ready(self, scenario, old):
+        """failsafe_mode as `scenario` needs it: on for etcd-down-failsafe, off for every other
+        scenario (changed only when it is not already so; bounded waits, lab/dcs.py)."""
+        want = scenario == "etcd-down-failsafe"
+        if want != self.failsafe:
+            dcs.set_failsafe(self.cluster, want)
+            self.failsafe = want
 
     def start(self):
         self.cluster.start()
@@ -241,6 +277,15 @@ class PgLab(Lab):
         if scenario == "patroni-dies":
             self.cluster.kill_patroni(m)
             return lambda: self.cluster.start_patroni(m)
+        if scenario in ("etcd-down", "etcd-down-failsafe"):
+            run["failsafe_mode"] = self.failsafe
+            faults.stop_etcd(self.cluster)
+
+            def back():
+                # What the old leader's Patroni says of itself just before etcd returns.
+                run["failsafe_active_at_heal"] = dcs.is_failsafe_active(self.cluster, m)
+                faults.start_etcd(self.cluster)
+            return back
         raise ValueError(scenario)
 
 

@@ -84,10 +84,11 @@ def may_be_primary(roles, t):
 
 class ManagerView:
     """The manager's samples (value: the primary's name or None), with the questions the
-    classes ask of them."""
+    classes ask of them; `silent`: the sent times of the samples the manager did not answer."""
 
-    def __init__(self, samples):
+    def __init__(self, samples, silent=()):
         self.s = Series(samples)
+        self.silent = set(silent)
         self.named = {}  # name -> sent times of the samples naming it
         for ts, _, p in self.s.samples:
             if p is not None:
@@ -109,12 +110,17 @@ class ManagerView:
 
     def last_named_before(self, node, t):
         """Sent time of the last sample asked before t naming node (the earliest moment the
-        manager can have stopped naming it); the first sample's time when none did."""
+        manager can have stopped naming it), or of the last unanswered one right after it (a
+        manager that did not answer, an etcd that is down, may still have named node: only an
+        answer names another); the first sample's time when none did."""
         times = self.named.get(node, [])
         i = bisect_left(times, t) - 1
-        if i >= 0:
-            return times[i]
-        return self.s.sent[0] if self.s.sent else t
+        if i < 0:
+            return self.s.sent[0] if self.s.sent else t
+        j = bisect_left(self.s.sent, times[i])
+        while j + 1 < len(self.s.sent) and self.s.sent[j + 1] < t and self.s.sent[j + 1] in self.silent:
+            j += 1
+        return self.s.sent[j]
 
     def reversed_after(self, node, t):
         """True when the next primary the manager names after t, other than node, is one it had

@@ -13,6 +13,9 @@ SCENARIO_TEXT = {
     ("pg", "freeze"): "unplanned: leader host frozen (SIGSTOP Patroni + PostgreSQL), back after the switch",
     ("pg", "patroni-dies"): "unplanned: Patroni killed on the leader, its PostgreSQL keeps running as "
                             "primary; Patroni restarted after the switch",
+    ("pg", "etcd-down"): "the DCS down: etcd stopped 30 s, then started again; failsafe_mode off",
+    ("pg", "etcd-down-failsafe"): "the DCS down: etcd stopped 30 s, then started again; failsafe_mode on "
+                                  "(the leader must stay primary)",
     ("redis", "failover"): "planned: `SENTINEL FAILOVER`",
     ("redis", "dbcheck-switchover"): "planned: `dbcheck switchover` (pause, failover, demote, unpause)",
     ("pg", "dbcheck-switchover"): "planned: `dbcheck switchover` (Patroni's POST /switchover, "
@@ -106,8 +109,22 @@ def table(rows, reps, command, variants, failed=(), title="Failover proof: write
     for r in rows:
         if r["t_manager_s"] is not None:
             manager.setdefault((r["engine"], r["scenario"]), set()).add((r["rep"], r["t_manager_s"]))
-    out += ["", "Time from the fault to the manager naming the new primary (median, s): " + "; ".join(
-        f"{eng} {scen} {statistics.median(t for _, t in v):.1f}" for (eng, scen), v in manager.items()) + "."]
+    if manager:
+        out += ["", "Time from the fault to the manager naming the new primary (median, s): " + "; ".join(
+            f"{eng} {scen} {statistics.median(t for _, t in v):.1f}" for (eng, scen), v in manager.items())
+            + "."]
+    held = {}
+    for r in rows:
+        if r.get("held_s"):
+            held.setdefault((r["engine"], r["scenario"]), {})[r["rep"]] = r
+    if held:
+        out += ["", "Where the manager itself was down (etcd stopped): the manager unread for (median s), "
+                "named a primary again after the fault (median s), and the runs whose leader afterwards was "
+                "the old primary: " + "; ".join(
+                    f"{eng} {scen} {statistics.median(r['manager_silent_s'] for r in v.values()):.1f}, "
+                    + fmt_window([r["manager_back_s"] for r in v.values()]).split(" / ")[0]
+                    + f", {sum(1 for r in v.values() if r['new'] == r['old'])} of {len(v)}"
+                    for (eng, scen), v in held.items()) + "."]
     readers = [k for k in keys_of(rows, "engine", "scenario", "variant")
                if any(r.get("reader_bound_s") is not None
                       for r in rows if (r["engine"], r["scenario"], r["variant"]) == k)]
@@ -163,7 +180,15 @@ def table(rows, reps, command, variants, failed=(), title="Failover proof: write
                "median, with the anchor that asks over the same path (Patroni's `GET /primary`; the "
                "Sentinel + ROLE tcp-check's Sentinel); a cut replica must leave each dbcheck "
                "configuration's read backend within its documented bound (bench/failover/partitions.py)."
-               if any(r.get("steady") for r in rows) else ""), "",
+               if any(r.get("steady") for r in rows) else "")
+            + (" Where the DCS is down (etcd stopped), each dbcheck configuration's time without a kept "
+               "write is compared with Patroni's own `GET /primary` at its settings, the check a user runs "
+               f"instead: in every run (the short mode's too) not more than {WINDOW_SLACK + PHASE_SLACK:.0f} "
+               f"s longer, over the scenario's runs (from {MEDIAN_MIN_RUNS}) a median not more than "
+               f"{WINDOW_SLACK:.0f} s longer; and its lost writes, summed, no more than the lowest anchor's "
+               "at its settings beyond chance. With failsafe_mode on, a run also fails when the old leader "
+               "no longer ran under failsafe when etcd came back (Patroni demoted it after all)."
+               if any(r.get("window_rule") == "dcs" for r in rows) else ""), "",
             "| engine | scenario | gate | why |", "| --- | --- | --- | --- |"]
     for (eng, scen), why in gate_verdicts(rows, failed, variants).items():
         out.append(f"| {eng} | {scen} | {'**FAIL**' if why else 'pass'} | {'; '.join(why) if why else ''} |")
@@ -175,4 +200,5 @@ def brief(r):
     return (f"{r['variant']}: lost {r['lost']} (routing {r['lost_routing']}: late {r['lost_late']}, "
             f"2w {r['lost_two_writer']}; mgr {r['lost_manager']}, rev {r['lost_reversal']}, "
             f"chg {r['lost_at_change']}, all {r['lost_behind_all']}) "
-            f"up2 {r['two_up_s']:.2f}s win {r['error_window_s']} kept-win {r['kept_window_s']}")
+            f"up2 {r['two_up_s']:.2f}s win {r['error_window_s']} kept-win {r['kept_window_s']} "
+            f"max-gap {r['max_gap_s']}")

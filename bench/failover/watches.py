@@ -26,11 +26,13 @@ UNSETTLED = {"o_down", "failover_in_progress"}
 
 class ManagerWatch(Periodic):
     """Samples the manager's primary (a node name, or None when it names none or does not
-    answer) every 100 ms: samples [(t_sent, t_recv, primary)]."""
+    answer) every 100 ms: samples [(t_sent, t_recv, primary)]; `silent`: the sent times of the
+    samples it did not answer (an etcd that is down names nobody, but has not said so either:
+    losses.ManagerView does not read that silence as the manager having moved)."""
 
     def __init__(self, ask):
         super().__init__("manager-watch", 0.1, max_seconds=900)
-        self.ask, self.samples = ask, []
+        self.ask, self.samples, self.silent = ask, [], set()
 
     def tick(self):
         t = time.monotonic()
@@ -38,7 +40,13 @@ class ManagerWatch(Periodic):
             p = self.ask()
         except Exception:  # noqa: BLE001 - an unreachable manager names nobody
             p = None
+            self.silent.add(t)
         self.samples.append((t, time.monotonic(), p))
+
+    def back_after(self, since):
+        """The received time of the first sample at/after `since` naming a primary (after an
+        outage of the manager itself: when it names one again), or None."""
+        return next((tr for ts, tr, p in list(self.samples) if ts >= since and p is not None), None)
 
     def switch(self, old, since):
         """(T0', T0): the sent time of the last sample at/after `since` naming `old`, and the

@@ -1,13 +1,15 @@
 """The fault matrix's etcd rows: a private 2-member Patroni cluster whose etcd is stopped; what
-the leader and dbcheck say over time, before and after Patroni demotes the leader. Declared once
-in ROWS (bench/faults/fault_registry.py) as one sequence of two rows: the second needs the first's fault."""
+the leader and dbcheck say over time, before and after Patroni demotes the leader; and the same
+with Patroni's failsafe_mode on, where the leader stays primary (lab/dcs.py), right after etcd
+stopped and once the leader's failsafe is active. Declared once in ROWS
+(bench/faults/fault_registry.py) as two sequences of two rows: each second row needs the first's fault."""
 
 import functools
 import time
 from contextlib import ExitStack, contextmanager
 
 # The repository root (the lab package) is on PYTHONPATH: bench/faults/run sources scripts/pythonpath.
-from lab import faults
+from lab import dcs, faults
 from lab.agent import AgentProcess
 from lab.dbcheck import run_dbcheck, write_dbcheck_config
 from lab.patroni import PatroniCluster
@@ -17,6 +19,11 @@ from fault_registry import Rows
 from fault_runner import AGENT, DBCHECK
 
 ROWS = Rows()
+# What the external check and the agent must answer for the leader while Patroni keeps it
+# primary under failsafe. None records without expecting: the writer rule this build has takes
+# the writer down when no member can read the DCS; the rule that follows Patroni's own failsafe
+# keeps it, and sets this to ("up", "none").
+FAILSAFE_EXPECT = None
 
 
 @ROWS.row("etcd-down-before", "etcd-down-after", lab=None)
@@ -100,3 +107,67 @@ def etcd_down(m, before_name, after_name):
                    + "):\n\n" + "\n".join(rows))
     if demoted_after is None:
         m.lines[-1].problems.append("the leader never demoted within 60 s")
+
+
+@ROWS.row("etcd-down-failsafe-before", "etcd-down-failsafe-active", lab=None)
+def etcd_down_failsafe(m, before_name, active_name):
+    cluster = PatroniCluster(m.workdir / "etcd-failsafe-lab", members=2)
+    m.stack.callback(cluster.stop)
+    m.private_labs.append(cluster)
+    cluster.start()
+    leader = cluster.wait_primary()
+    t_on = time.monotonic()
+    dcs.set_failsafe(cluster, True)  # before the outage: every member must be in /failsafe
+    agent = AgentProcess(m.workdir / "etcd-failsafe-agent", "agent-etcd-failsafe-lab", AGENT,
+                         functools.partial(write_dbcheck_config, cluster=cluster, owner=None), "pg",
+                         leader.pg_addr, **AGENT_SETTINGS)
+    m.stack.callback(agent.stop)
+    agent.start()
+    config = write_dbcheck_config(m.workdir / "configs" / "etcd-failsafe-lab", cluster, owner=None,
+                                  timeout="800ms")
+    m.notes.append(f"**etcd down, failsafe on**: failsafe_mode set and /failsafe on every member in "
+                   f"{time.monotonic() - t_on:.1f} s (patronictl edit-config)")
+    state = {}
+
+    @contextmanager
+    def etcd_stopped():
+        t0 = time.monotonic()
+        faults.stop_etcd(cluster)
+        state["t0"] = t0
+        yield t0
+
+    label = f"pg_write @ {leader.name} (leader), failsafe_mode on"
+    before = Target("pg_write", leader.pg_addr, f"{label}, etcd just stopped", agent, expect=FAILSAFE_EXPECT,
+                    healthy=None)
+    active = Target("pg_write", leader.pg_addr, f"{label}, the leader's failsafe active", agent,
+                    expect=FAILSAFE_EXPECT, healthy=None)
+    stack = ExitStack()
+    try:
+        # Row 1: right after etcd stops (the leader's HA loop has not failed to read it yet).
+        m.row(before_name, "etcd stopped, failsafe_mode on (TTL 20 s, loop_wait 2 s, retry_timeout 5 s); "
+              "checked at once", [before], lambda: m.entered(stack, etcd_stopped()), config=config)
+        # Row 2: once the leader runs under failsafe (its GET /patroni says so; bounded).
+        try:
+            waited = dcs.wait_failsafe_active(cluster, leader, 30)
+            t = time.monotonic() - state.get("t0", time.monotonic())
+            m.notes.append(f"**etcd down, failsafe on**: the leader's failsafe active {t:.1f} s after etcd "
+                           f"stopped (waited {waited:.1f} s after the first row)")
+            fault = "etcd still down, the leader's GET /patroni says failsafe_mode_is_active"
+        except AssertionError:
+            fault = "etcd still down; the leader's failsafe did NOT become active within 30 s"
+        m.row(active_name, fault, [active], m.nothing, config=config)
+        if not dcs.is_failsafe_active(cluster, leader):
+            # Patroni demoted it after all: on Patroni 4 a REST API whose pool of 5 threads all
+            # wait on the DCS (GET /cluster) leaves the leader's POST /failsafe unanswered.
+            m.lines[-1].problems.append("the leader was not running under failsafe: Patroni demoted it")
+    finally:
+        stack.close()
+        # Restore: etcd back, the cluster heals; then this lab is discarded (failsafe with it).
+        try:
+            faults.start_etcd(cluster)
+            cluster.wait_primary(60)
+            m.notes.append("etcd restarted: the private failsafe cluster healed")
+        except Exception as e:  # noqa: BLE001
+            m.notes.append(f"etcd restarted, the private failsafe cluster did not heal in 60 s: {short(e)}")
+        agent.stop()
+        cluster.stop()

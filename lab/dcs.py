@@ -1,0 +1,79 @@
+"""Patroni's failsafe_mode on a running lab cluster (lab/patroni.py), for the DCS-outage faults
+(lab/faults.py stop_etcd / start_etcd).
+
+With failsafe_mode on, a leader that cannot reach the DCS stays primary while every member named
+in the DCS's /failsafe key accepts its POST /failsafe. That key is written by the leader's own HA
+loop once the mode is on, and read from the DCS by every member: it must be in every member's
+view before the DCS goes away, or the leader has nobody to ask and demotes as without the mode.
+So switching the mode on waits, bounded, until every member's GET /failsafe lists every member.
+The same code serves Patroni 3.0.2, 4.0.7 (Debian 13) and 4.1.4: patronictl edit-config and the
+REST answers used here are alike in all three."""
+
+import time
+
+from .patroni import LOOP_WAIT
+from .procs import wait_until
+
+
+def config_says(body, on):
+    """True when a GET /config body (the dynamic configuration) has failsafe_mode `on` (absent
+    counts as off, as Patroni reads it)."""
+    return isinstance(body, dict) and bool(body.get("failsafe_mode")) == on
+
+
+def lists_every_member(body, names):
+    """True when a GET /failsafe body ({member name: REST API URL}) names every one of `names`."""
+    return isinstance(body, dict) and set(names) <= set(body)
+
+
+def failsafe_active(body):
+    """True when a GET /patroni (or /primary) status body says the member runs as leader under
+    failsafe: Patroni adds "failsafe_mode_is_active": true only then."""
+    return isinstance(body, dict) and body.get("failsafe_mode_is_active") is True
+
+
+def _every_member(cluster, path, predicate):
+    for m in cluster.members():
+        try:
+            status, body = cluster.rest(m, path)
+        except OSError:
+            return False
+        if status != 200 or not predicate(body):
+            return False
+    return True
+
+
+def set_failsafe(cluster, on, timeout=60):
+    """Set failsafe_mode in `cluster`'s dynamic configuration (patronictl edit-config, which
+    writes the DCS; the DCS must answer) and wait, bounded, until every member's GET /config
+    says so and, when on, every member's GET /failsafe lists every member. Then one more HA loop
+    and a second: a member applies the configuration in the loop that read it, and a replica
+    refuses the leader's POST /failsafe until it has."""
+    value = "true" if on else "false"
+    cluster.patronictl("edit-config", "--set", f"failsafe_mode={value}", "--force", timeout=timeout)
+    wait_until(lambda: _every_member(cluster, "/config", lambda b: config_says(b, on)), timeout,
+               f"every member's GET /config saying failsafe_mode: {value}")
+    if on:
+        names = [m.name for m in cluster.members()]
+        wait_until(lambda: _every_member(cluster, "/failsafe", lambda b: lists_every_member(b, names)),
+                   timeout, f"every member's GET /failsafe listing {', '.join(names)}")
+    time.sleep(LOOP_WAIT + 1)
+
+
+def is_failsafe_active(cluster, member):
+    """True when `member`'s GET /patroni says failsafe is active; False when it does not, or
+    does not answer."""
+    try:
+        status, body = cluster.rest(member, "/patroni")
+    except OSError:
+        return False
+    return status == 200 and failsafe_active(body)
+
+
+def wait_failsafe_active(cluster, member, timeout=30):
+    """Wait, bounded, until `member` runs as leader under failsafe (with the DCS gone: its first
+    HA loop that failed to read the DCS, about retry_timeout after); returns the seconds waited."""
+    t0 = time.monotonic()
+    wait_until(lambda: is_failsafe_active(cluster, member), timeout,
+               f"{cluster.member(member).name}'s GET /patroni saying failsafe_mode_is_active")
+    return time.monotonic() - t0
