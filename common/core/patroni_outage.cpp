@@ -2,6 +2,8 @@
 
 #include <util/format.hpp>
 
+#include <algorithm>
+
 namespace dbcheck::core {
 namespace {
 
@@ -107,6 +109,22 @@ OutageDecision outage_leader(const OutageAnswers& in) {
                        "other runs a primary",
                        answered, n);
   return d;
+}
+
+std::optional<long long> latest_dcs_read(const OutageAnswers& in) {
+  std::optional<long long> latest;
+  for (const auto& a : in.answers) {
+    if (a.report && a.report->status.dcs_last_seen &&
+        (!latest || *a.report->status.dcs_last_seen > *latest)) {
+      latest = a.report->status.dcs_last_seen;
+    }
+  }
+  return latest;
+}
+
+bool any_member_answered(const OutageAnswers& in) {
+  return std::any_of(in.answers.begin(), in.answers.end(),
+                     [](const OutageAnswer& a) { return a.report.has_value(); });
 }
 
 } // namespace dbcheck::core

@@ -59,4 +59,11 @@ struct OutageDecision {
 // and either it reports failsafe mode active or more than half of the members answered.
 OutageDecision outage_leader(const OutageAnswers& answers);
 
+// The latest DCS read (dcs_last_seen, epoch seconds by each member's clock) any member reported;
+// nullopt when none did.
+std::optional<long long> latest_dcs_read(const OutageAnswers& answers);
+
+// True when some member answered GET /primary (200 or 503): reachable from this host.
+bool any_member_answered(const OutageAnswers& answers);
+
 } // namespace dbcheck::core

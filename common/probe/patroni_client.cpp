@@ -120,6 +120,26 @@ std::optional<ManagerResult> shared_result(Peers& peers, const std::vector<std::
   return r;
 }
 
+// The members' view when this host's note kept their GET /cluster unasked: none, and why.
+ManagerResult not_asked(const std::vector<std::string>& bases, const DcsDownNote& note) {
+  const std::string why = util::format(
+      "GET /cluster not asked: no member answered it {:.1f} s ago while their own GET /primary "
+      "did (their Patroni cannot read its DCS); asked again once one reports a later DCS read "
+      "(dcs_last_seen), or {} s after the last check that found none",
+      note.age_ms / 1000,
+      std::chrono::duration_cast<std::chrono::seconds>(k_dcs_down_hold).count());
+  core::Step step;
+  step.opinion = "manager";
+  step.peer = util::format("{} members (this host's note)", bases.size());
+  step.asked = "GET /cluster";
+  step.answer = why;
+  ManagerResult r{
+      tl::make_unexpected(ProbeError{core::Failure::timeout, why, ""}), {std::move(step)}, false};
+  r.none_answered = true;
+  r.dcs_down = note;
+  return r;
+}
+
 // What the members' replies are kept for beyond the plan: each step's latency and error, and
 // the body that is shared. By configured index; none for a member never asked.
 using Replies = std::vector<std::optional<HttpReply>>;
@@ -205,6 +225,9 @@ ManagerResult ask_patroni(Peers& peers, const std::vector<std::string>& bases,
                           const HttpOptions& tls, const std::optional<util::HostPort>& node,
                           const Deadline& deadline, bool own_denial_decides,
                           const ShareSettings& share) {
+  if (auto note = peers.dcs_down_note(share, share_key(bases, tls))) {
+    return not_asked(bases, *note);
+  }
   if (share.max_age.count() > 0 && share.reuse) {
     if (auto r = shared_result(peers, bases, tls, node, deadline, share)) {
       return std::move(*r);
@@ -330,26 +353,73 @@ core::OutageAnswers ask_outage(Peers& peers, const std::vector<std::string>& bas
 
 } // namespace
 
+namespace {
+
+// The members' view for a writer check, by `members_by`: a shared view naming `node` leader is
+// set aside at once (it never confirms a writer), so the members are asked beside the node's
+// own query, not after it (one after the other, the leader's check nears HAProxy's kill time).
+ManagerResult writer_members(Peers& peers, const std::vector<std::string>& bases,
+                             const HttpOptions& tls, const util::HostPort& node,
+                             const Deadline& members_by, const ShareSettings& share) {
+  ManagerResult m = ask_patroni(peers, bases, tls, node, members_by, true, share);
+  if (m.view && m.shared) {
+    const core::PatroniMember* named = core::find_leader(*m.view);
+    if (named != nullptr && util::same_endpoint(named->address, node)) {
+      core::Step aside = m.steps.front();
+      aside.answer += "; set aside: it names this node leader, so the members are asked";
+      m = ask_patroni(peers, bases, tls, node, members_by, true, share.asked_live());
+      m.steps.insert(m.steps.begin(), std::move(aside));
+    }
+  }
+  return m;
+}
+
+// No member answered GET /cluster (or this host's note kept it unasked): every member's GET
+// /primary into `r`, and this host's note kept, renewed or removed by what they say. True
+// when a member's Patroni has read its DCS since the note: the members are worth asking now.
+bool take_outage(Peers& peers, const std::vector<std::string>& bases, const HttpOptions& tls,
+                 const util::HostPort& node, const Deadline& deadline, const ShareSettings& share,
+                 WriterManagerResult& r) {
+  r.outage = ask_outage(peers, bases, tls, node, deadline, r.members.steps);
+  const auto seen = core::latest_dcs_read(*r.outage);
+  const std::string key = share_key(bases, tls);
+  const auto& noted = r.members.dcs_down;
+  if (noted && seen && (!noted->dcs_last_seen || *seen > *noted->dcs_last_seen)) {
+    peers.note_dcs_down(share, key, std::nullopt);
+    return true;
+  }
+  if (noted) {
+    peers.note_dcs_down(share, key, *noted); // still no read: renewed
+  } else if (core::any_member_answered(*r.outage)) {
+    // Reachable, yet none answered /cluster: their DCS, not this host's network.
+    peers.note_dcs_down(share, key, DcsDownNote{seen, 0});
+  }
+  return false;
+}
+
+} // namespace
+
 WriterManagerResult ask_patroni_for_writer(Peers& peers, const std::vector<std::string>& bases,
                                            const HttpOptions& tls, const util::HostPort& node,
                                            const Deadline& deadline, const ShareSettings& share) {
-  const Deadline members_by = deadline.minus(reserve_for_last_step(deadline, peers.now()));
-  WriterManagerResult r{ask_patroni(peers, bases, tls, node, members_by, true, share),
-                        std::nullopt};
-  if (r.members.view && r.members.shared) {
-    const core::PatroniMember* named = core::find_leader(*r.members.view);
-    if (named != nullptr && util::same_endpoint(named->address, node)) {
-      // A shared view never confirms a writer: asked now, beside the node's own query, not
-      // after it (one after the other, the leader's check nears HAProxy's kill time).
-      core::Step aside = r.members.steps.front();
-      aside.answer += "; set aside: it names this node leader, so the members are asked";
-      r.members = ask_patroni(peers, bases, tls, node, members_by, true, share.asked_live());
-      r.members.steps.insert(r.members.steps.begin(), std::move(aside));
-    }
-  }
+  const auto members_by = [&] {
+    return deadline.minus(reserve_for_last_step(deadline, peers.now()));
+  };
+  WriterManagerResult r{writer_members(peers, bases, tls, node, members_by(), share), std::nullopt};
   if (!r.members.view && r.members.none_answered && !bases.empty()) {
-    r.outage = ask_outage(peers, bases, tls, node, deadline, r.members.steps);
-    return r;
+    if (!take_outage(peers, bases, tls, node, deadline, share, r)) {
+      return r;
+    }
+    // A member read its DCS since this host's note: ask the members now, once.
+    std::vector<core::Step> before = std::move(r.members.steps);
+    r = WriterManagerResult{writer_members(peers, bases, tls, node, members_by(), share),
+                            std::nullopt};
+    r.members.steps.insert(r.members.steps.begin(), std::make_move_iterator(before.begin()),
+                           std::make_move_iterator(before.end()));
+    if (!r.members.view && r.members.none_answered) {
+      take_outage(peers, bases, tls, node, deadline, share, r);
+      return r;
+    }
   }
   if (!r.members.view || r.members.shared) {
     return r; // a shared view never confirms a writer: the caller asks again when it matters

@@ -3,25 +3,11 @@
 leader once retry_timeout passes, and dbcheck follows. Either way the node is still asked: a
 replica is never the writer. etcd is restarted and the cluster healed before the test ends."""
 
-from lab import faults
+from lab import dcs, faults
 from lab.dbcheck import assert_in_time, explain, write_dbcheck_config
 from lab.procs import wait_until
 
 TIMEOUT = 0.8
-
-
-def _set_failsafe(cluster, on):
-    """Turn Patroni's failsafe_mode on or off (dynamic configuration, through etcd); with it on,
-    wait (bounded) until the leader wrote the failsafe topology with every member in it."""
-    cluster.patronictl("edit-config", "--set", f"failsafe_mode={'true' if on else 'false'}",
-                       "--force")
-    names = sorted(m.name for m in cluster.members())
-
-    def applied():
-        if not on:
-            return not cluster.rest(cluster.members()[0], "/config")[1].get("failsafe_mode")
-        return sorted(cluster.rest(cluster.members()[0], "/failsafe")[1] or {}) == names
-    wait_until(applied, 30, f"failsafe_mode {'on' if on else 'off'} applied")
 
 
 def _rest_or_none(cluster, member, path):
@@ -36,7 +22,7 @@ def _heal(cluster):
     """etcd back, the cluster healthy again, failsafe off."""
     faults.start_etcd(cluster)
     cluster.wait_healthy(120)
-    _set_failsafe(cluster, False)
+    dcs.set_failsafe(cluster, False)
 
 
 def test_etcd_down_failsafe_keeps_the_writer_as_patroni_does(workdir, pg_cluster,
@@ -44,12 +30,10 @@ def test_etcd_down_failsafe_keeps_the_writer_as_patroni_does(workdir, pg_cluster
     leader = pg_cluster.member(pg_cluster.wait_healthy().name)
     replica = pg_cluster.replicas(leader)[0]
     cfg = write_dbcheck_config(workdir / "dbcheck", pg_cluster, owner=None)
-    _set_failsafe(pg_cluster, True)
+    dcs.set_failsafe(pg_cluster, True)
     faults.stop_etcd(pg_cluster)
     try:
-        wait_until(lambda: (_rest_or_none(pg_cluster, leader, "/patroni")[1] or {})
-                   .get("failsafe_mode_is_active") is True, 60,
-                   f"{leader.name}'s Patroni reporting failsafe mode active")
+        dcs.wait_failsafe_active(pg_cluster, leader, 60)
         status, _ = _rest_or_none(pg_cluster, leader, "/primary")
         assert status == 200  # Patroni's own check keeps it
         run = explain(dbcheck_bin, cfg, "pg_write", leader.pg_addr)

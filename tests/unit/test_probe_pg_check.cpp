@@ -8,6 +8,7 @@
 #include <core/report.hpp>
 #include <probe/catch_up.hpp>
 #include <probe/pg_check.hpp>
+#include <util/format.hpp>
 
 using namespace dbcheck;
 using namespace std::chrono_literals;
@@ -349,6 +350,74 @@ TEST_CASE("no member answering GET /cluster: every member's GET /primary, and Pa
   CHECK(r.verdict.state == core::State::up);
   CHECK_THAT(r.verdict.reason, dbcheck_test::Contains("failsafe mode is active"));
   CHECK_THAT(core::render_text(r), dbcheck_test::Contains("no member answered GET /cluster"));
+}
+
+namespace {
+
+// Every member's GET /cluster fails (their DCS unreadable); GET /primary answers with Patroni's
+// last DCS read `seen`: pg1 the failsafe leader, the others replicas.
+FakePeers::HttpAnswer dcs_down(long long seen, std::shared_ptr<int> cluster_asks) {
+  return [seen, cluster_asks](const std::string& url) {
+    if (url.ends_with("/cluster")) {
+      ++*cluster_asks;
+      probe::HttpReply hung;
+      hung.attempt.error = "no answer before the deadline";
+      hung.attempt.timed_out = true;
+      return hung;
+    }
+    const bool leader = url.starts_with("http://10.0.0.1:");
+    probe::HttpReply r = testing::http_ok(
+        util::format(R"({{"state": "running", "role": "{}", "dcs_last_seen": {}{}}})",
+                     leader ? "primary" : "replica", seen,
+                     leader ? R"(, "failsafe_mode_is_active": true)" : ""));
+    r.attempt.status = leader ? 200 : 503;
+    return r;
+  };
+}
+
+} // namespace
+
+TEST_CASE("with the DCS down, this host's note keeps the checks that follow off GET /cluster",
+          "[probe][pg][patroni][outage]") {
+  auto f = lab({"0/3000060"});
+  auto asks = std::make_shared<int>(0);
+  f->http = dcs_down(1'700'000'000, asks);
+  const auto first = check_three(f, config::Role::primary, k_leader);
+  CHECK(first.verdict.state == core::State::up);
+  REQUIRE(f->dcs_down);
+  CHECK(f->dcs_down->dcs_last_seen == 1'700'000'000);
+  const int asked_first = *asks;
+  CHECK(asked_first >= 2);
+
+  SECTION("no member has read the DCS since: /cluster stays unasked, the note is renewed") {
+    const auto writer = check_three(f, config::Role::primary, k_leader);
+    const auto reader = check_three(f, config::Role::replica, k_replica);
+    CHECK(*asks == asked_first);
+    CHECK(writer.verdict.state == core::State::up);
+    CHECK_THAT(core::render_text(writer), dbcheck_test::Contains("GET /cluster not asked"));
+    CHECK(reader.verdict.state == core::State::down); // a reader needs the members' view
+    CHECK(f->count("keep dcs-down note") == 2);
+    CHECK(f->dcs_down);
+  }
+  SECTION("a member read its DCS since: the note goes and the members are asked at once") {
+    f->http = dcs_down(1'700'000'030, asks);
+    check_three(f, config::Role::primary, k_leader);
+    CHECK(f->count("drop dcs-down note") == 1);
+    CHECK(*asks > asked_first);
+  }
+}
+
+TEST_CASE("members that answer neither /cluster nor /primary leave no note: this host's network",
+          "[probe][pg][patroni][outage]") {
+  auto f = lab({"0/3000060"});
+  f->http = [](const std::string&) {
+    probe::HttpReply refused;
+    refused.attempt.error = "Connection refused";
+    return refused;
+  };
+  const auto r = check_three(f, config::Role::primary, k_leader);
+  CHECK(r.verdict.state == core::State::down);
+  CHECK_FALSE(f->dcs_down);
 }
 
 // ---------------------------------------------------------------- shared views
