@@ -168,6 +168,11 @@ const std::vector<KeySpec<Pg>>& postgres_keys() {
       store("patroni_certfile", &Pg::patroni_certfile, want_string),
       store("patroni_keyfile", &Pg::patroni_keyfile, want_string),
       store("data_directory", &Pg::data_directory, want_absolute_path),
+      {"source_cluster",
+       [](Pg& c, const toml::node& n, Errors& e, const std::string& key) {
+         c.source_cluster = want_string(n, e, key);
+         c.source_cluster_line = static_cast<int>(n.source().begin.line);
+       }},
       store("write_probe", &Pg::write_probe, want_bool),
       {"min_free_space",
        [](Pg& c, const toml::node& n, Errors& e, const std::string& key) {

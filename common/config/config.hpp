@@ -12,6 +12,7 @@
 #include <util/host_port.hpp>
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
@@ -61,6 +62,15 @@ struct PostgresCluster {
   // (read when a switchover runs, never by checks: the check user cannot read it).
   std::optional<std::string> operator_user;
   std::optional<std::string> operator_password_file;
+  // A standby cluster's source_cluster: the [cluster.NAME] its standby_leader replicates from,
+  // whose leader its readers' lag is measured against (docs/lag.md). None: the commit age only.
+  std::optional<std::string> source_cluster;
+  int source_cluster_line = 0; // where it is written, for the errors of the link
+  // That cluster's settings, linked once the whole file is read (load_config.cpp); null: none.
+  std::shared_ptr<const PostgresCluster> source;
+  // Why the source cannot be reached though linked (its password file is unreadable); empty: it
+  // can. Its readers then keep the commit-age bound and say why, rather than fail.
+  std::string source_unusable;
 };
 
 // TLS on the links to a Redis cluster's data nodes (tls = true) or to its Sentinels

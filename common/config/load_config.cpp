@@ -5,6 +5,7 @@
 
 #include "cluster_section.hpp"
 #include "host_sections.hpp"
+#include "source_cluster.hpp"
 #include "toml_guard.hpp"
 #include "toml_reader.hpp"
 
@@ -233,6 +234,7 @@ tl::expected<Config, ConfigError> parse_config(std::string_view text, const std:
                                *cfg.agent->default_backend));
     }
   }
+  check_source_clusters(cfg, e);
   if (cfg.backends.empty() && !e.any()) {
     e.add_plain(util::format("{}: no [backend.NAME] is defined: HAProxy's backend names must "
                              "appear here",
@@ -242,6 +244,7 @@ tl::expected<Config, ConfigError> parse_config(std::string_view text, const std:
     return tl::make_unexpected(e.take());
   }
   cfg.unreadable = e.take_unreadable();
+  link_source_clusters(cfg);
   cfg.warnings = e.warnings_for([&cfg](const std::string& cluster) {
     return std::any_of(cfg.backends.begin(), cfg.backends.end(), [&](const auto& b) {
       return b.second.cluster == cluster && b.second.role == Role::primary;

@@ -3,8 +3,10 @@
 #include "async.hpp"
 #include "catch_up.hpp"
 #include "disk_space.hpp"
+#include "leader_sample.hpp"
 #include "opinion_wait.hpp"
 #include "patroni_client.hpp"
+#include "standby_source.hpp"
 #include "write_probe.hpp"
 
 #include <core/patroni_election.hpp>
@@ -22,11 +24,6 @@ using core::ProbeError;
 
 constexpr std::string_view k_patroni_step = "the Patroni query";
 
-PgTarget target_for(const config::PostgresCluster& c, const util::HostPort& address) {
-  return PgTarget{address,   c.dbname,      c.user,    c.password.reveal(),
-                  c.sslmode, c.sslrootcert, c.sslcert, c.sslkey};
-}
-
 // What the check offers the node to log in with, for `explain`: the user and the files, never
 // their content. The server's pg_hba chooses among them (trust needs none).
 std::string auth_words(const config::PostgresCluster& c) {
@@ -41,25 +38,6 @@ std::string auth_words(const config::PostgresCluster& c) {
     out += "no certificate, no password (only pg_hba's trust lets it in)";
   }
   return out;
-}
-
-core::Step node_step(const std::string& opinion, const util::HostPort& addr, const char* sql) {
-  core::Step s;
-  s.opinion = opinion;
-  s.peer = util::to_string(addr);
-  s.asked = sql;
-  return s;
-}
-
-// `sql` on `session`; asked again without_identity() when pg_control_system() fails (refused
-// to the check user, or a torn read): the identity is then unchecked, never the node down.
-tl::expected<std::vector<PgRow>, ProbeError> ask_with_identity(PgPeer& session, const char* sql,
-                                                               const Deadline& deadline) {
-  auto rows = session.query(sql, deadline);
-  if (!rows && core::identity_unreadable(rows.error())) {
-    return session.query(core::without_identity(sql), deadline);
-  }
-  return rows;
 }
 
 // ---------------------------------------------------------------- writer
@@ -86,9 +64,9 @@ core::Report check_writer(const config::PostgresCluster& cluster, const config::
         return ask_patroni_for_writer(*peers, bases, tls, node, deadline, share);
       });
 
-  core::Step nstep = node_step("node", node, core::k_writer_sql);
+  core::Step nstep = sql_step("node", node, core::k_writer_sql);
   const auto t0 = peers->now();
-  const auto session = peers->pg(target_for(cluster, node));
+  const auto session = peers->pg(pg_target(cluster, node));
   auto role = ask_writer_node(*session, deadline);
   nstep.latency_ms = elapsed_ms(t0, peers->now());
   nstep.answer = role ? core::describe(*role) : role.error().detail;
@@ -149,76 +127,6 @@ core::Report check_writer(const config::PostgresCluster& cluster, const config::
 
 // ---------------------------------------------------------------- replica
 
-// The leader's WAL position and timeline, and when they were asked for.
-struct SampleResult {
-  std::optional<core::WalSample> wal;
-  Clock::time_point sent{};
-  std::string leader;     // the leader's member name, when one was sampled
-  std::string problem;    // why there is no sample, for the lag derivation
-  bool timed_out = false; // the leader did not answer by the sample's deadline
-  std::optional<core::Step> step;
-};
-
-// Samples the leader the members agree on, unless there is none or it is `node` itself.
-SampleResult sample_leader(Peers& peers, const config::PostgresCluster& cluster,
-                           const core::ClusterView& view, const util::HostPort& node,
-                           const Deadline& deadline) {
-  SampleResult s;
-  const core::PatroniMember* leader = core::find_leader(view);
-  if (leader == nullptr) {
-    // A standby cluster's source primary is outside Patroni's view: only the age of the last
-    // replayed commit bounds the lag there (docs/lag.md).
-    const core::PatroniMember* standby = core::find_standby_leader(view);
-    s.problem = standby != nullptr
-                    ? util::format("a standby cluster: its standby_leader {} replicates from a "
-                                   "primary outside it",
-                                   standby->name)
-                    : "Patroni names no leader";
-    return s;
-  }
-  if (util::same_endpoint(leader->address, node)) {
-    s.problem = "this node is the leader";
-    return s;
-  }
-  if (!util::is_ip_literal(leader->address.host)) {
-    // libpq would resolve the name itself, with no deadline of ours.
-    s.problem = util::format("leader {}: {}", leader->name,
-                             leader->unresolved.empty()
-                                 ? util::format("its address {} is a host name, not sampled",
-                                                util::to_string(leader->address))
-                                 : leader->unresolved);
-    return s;
-  }
-  core::Step step = node_step("primary_sample", leader->address, core::k_sample_sql);
-  s.leader = leader->name;
-  const auto t0 = peers.now();
-  auto session = peers.pg(target_for(cluster, leader->address));
-  if (auto opened = session->open(deadline); !opened) {
-    s.problem = util::format("leader {}: {}", leader->name, opened.error().detail);
-    s.timed_out = opened.error().kind == core::Failure::timeout;
-  } else {
-    s.sent = peers.now();
-    auto rows = ask_with_identity(*session, core::k_sample_sql, deadline);
-    auto wal = rows ? core::parse_sample_rows(*rows)
-                    : tl::expected<core::WalSample, ProbeError>(tl::make_unexpected(rows.error()));
-    if (!wal) {
-      s.problem = util::format("leader {}: {}", leader->name, wal.error().detail);
-      s.timed_out = wal.error().kind == core::Failure::timeout;
-    } else {
-      s.wal = *wal;
-      step.answer = util::format(
-          "pg_current_wal_flush_lsn={}, timeline {}{}", core::format_lsn(wal->lsn), wal->timeline,
-          wal->system_id ? util::format(", system_identifier={}", *wal->system_id) : std::string{});
-    }
-  }
-  step.latency_ms = elapsed_ms(t0, peers.now());
-  if (!s.wal) {
-    step.answer = s.problem;
-  }
-  s.step = std::move(step);
-  return s;
-}
-
 core::Report check_replica(const config::PostgresCluster& cluster, const config::Backend& backend,
                            const util::HostPort& node, const Deadline& deadline,
                            const std::shared_ptr<Peers>& peers) {
@@ -230,9 +138,12 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
       spawn([bases = cluster.patroni, tls = patroni_http(cluster), node, members_by, peers, share] {
         return ask_patroni(*peers, bases, tls, node, members_by, false, share);
       });
-  core::Step nstep = node_step("node", node, core::k_replica_sql);
+  // A standby cluster's source is asked meanwhile too: its members do not depend on the
+  // standby's view, and its leader is sampled only if that view is a standby cluster's.
+  StandbySource source(cluster, node, members_by, peers);
+  core::Step nstep = sql_step("node", node, core::k_replica_sql);
   const auto t0 = peers->now();
-  auto session = peers->pg(target_for(cluster, node));
+  auto session = peers->pg(pg_target(cluster, node));
   const auto opened = session->open(deadline); // meanwhile Patroni
   // The node's own answer time is its connection and its answer to the replica query: the
   // wait for Patroni, the leader's sample and the catch-up's pauses are not the node's.
@@ -262,10 +173,14 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
       }
     }
     if (p.view && opened) {
-      p.sample = sample_leader(*peers, cluster, *p.view, node,
-                               deadline.minus(reserve_for_last_step(deadline, peers->now())));
-      if (p.sample.step) {
-        report.steps.push_back(*p.sample.step);
+      const Deadline sample_by = deadline.minus(reserve_for_last_step(deadline, peers->now()));
+      if (source.measures(*p.view)) {
+        p.sample = source.sample(sample_by, report.steps);
+      } else {
+        p.sample = sample_leader(*peers, cluster, *p.view, node, sample_by);
+        if (p.sample.step) {
+          report.steps.push_back(*p.sample.step);
+        }
       }
     } else {
       p.sample.problem = p.view ? "the replica did not answer" : "no view from Patroni";
@@ -280,11 +195,14 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
     return p;
   };
   Pass pass = sample_then_read(m);
-  if (m && m->shared && pass.view && pass.row &&
+  const bool own_unfit =
+      m && m->shared && pass.view && pass.row &&
       !core::shared_view_fits_reader(*pass.view, node, pass.row->status,
                                      pass.sample.wal ? std::optional{pass.sample.wal->timeline}
                                                      : std::nullopt,
-                                     pass.sample.timed_out)) {
+                                     pass.sample.timed_out);
+  const bool source_unfit = pass.row && source.shared_unfit(pass.row->status, pass.sample);
+  if (own_unfit) {
     // The shared view does not fit what the node and the leader say now (a leader that cannot
     // be sampled, another timeline, this node named leader while in recovery): ask the members.
     report.steps.push_back(core::Step{"manager", "shared view", "GET /cluster",
@@ -293,6 +211,16 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
                                       0});
     m = ask_patroni(*peers, cluster.patroni, patroni_http(cluster), node, members_by, false,
                     share.asked_live());
+  }
+  if (source_unfit) {
+    source.ask_live(members_by, report.steps);
+    if (!own_unfit && m) {
+      // The standby's own view still stands: the next pass takes it again, its steps told.
+      m->view = std::move(pass.view);
+      m->steps.clear();
+    }
+  }
+  if (own_unfit || source_unfit) {
     pass = sample_then_read(m);
   }
   auto& view = pass.view;
@@ -300,6 +228,7 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
   auto& row = pass.row;
 
   core::LagEvidence evidence;
+  source.name_in(evidence, sample);
   evidence.primary_sampled = sample.wal.has_value();
   evidence.primary_problem = sample.problem;
   auto status = row ? tl::expected<core::ReplicaStatus, ProbeError>(row->status)

@@ -101,6 +101,10 @@ def test_every_documented_key_and_example_is_accepted(dbcheck_bin, tmp_path):
     reader = [e for e in sections["[backend.NAME]"] if not e.startswith(("on_saturation", "role"))]
     assert any(e.startswith("max_lag") for e in reader)
     text += "[backend.pg_read]\nrole = \"replica\"\n" + "".join(e + "\n" for e in reader)
+    # source_cluster names another PostgreSQL section of the file: the example's.
+    assert 'source_cluster = "main"' in text
+    text += '\n[cluster.main]\nengine = "postgres"\npatroni = ["https://10.0.0.1:8008"]\n' \
+            'dbname = "app"\nuser = "healthcheck"\n'
     cfg = tmp_path / "documented.toml"
     cfg.write_text(text)
     res = subprocess.run([str(dbcheck_bin), "--config", str(cfg), "config-check"], capture_output=True,
