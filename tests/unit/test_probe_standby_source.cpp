@@ -37,6 +37,7 @@ config::PostgresCluster source() {
   config::PostgresCluster c = testing::two_member_cluster();
   c.name = "main";
   c.user = "main_hc";
+  c.shared_view_max_age = util::Duration{0}; // the fakes keep one shared view for every key
   return c;
 }
 
@@ -47,6 +48,7 @@ config::PostgresCluster standby(bool with_source = true) {
   c.patroni = {"http://10.0.1.1:8008", "http://10.0.1.2:8008"};
   c.dbname = "postgres";
   c.user = "standby_hc";
+  c.shared_view_max_age = util::Duration{0};
   if (with_source) {
     c.source_cluster = "main";
     c.source = std::make_shared<const config::PostgresCluster>(source());
