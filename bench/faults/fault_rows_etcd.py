@@ -20,10 +20,8 @@ from fault_runner import AGENT, DBCHECK
 
 ROWS = Rows()
 # What the external check and the agent must answer for the leader while Patroni keeps it
-# primary under failsafe. None records without expecting: the writer rule this build has takes
-# the writer down when no member can read the DCS; the rule that follows Patroni's own failsafe
-# keeps it, and sets this to ("up", "none").
-FAILSAFE_EXPECT = None
+# primary under failsafe: up, as Patroni's own GET /primary (docs/failover.md, the DCS down).
+FAILSAFE_EXPECT = ("up", "none")
 
 
 @ROWS.row("etcd-down-before", "etcd-down-after", lab=None)

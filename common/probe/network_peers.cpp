@@ -145,6 +145,10 @@ public:
     }
     DcsDownNote note;
     note.age_ms = kept->age_ms;
+    note.noted_at = std::chrono::duration_cast<std::chrono::seconds>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count() -
+                    static_cast<long long>(kept->age_ms / 1000);
     long long seen = 0;
     const char* end = kept->body.data() + kept->body.size();
     if (const auto r = std::from_chars(kept->body.data(), end, seen);

@@ -377,22 +377,36 @@ ManagerResult writer_members(Peers& peers, const std::vector<std::string>& bases
 // No member answered GET /cluster (or this host's note kept it unasked): every member's GET
 // /primary into `r`, and this host's note kept, renewed or removed by what they say. True
 // when a member's Patroni has read its DCS since the note: the members are worth asking now.
+// The note is written whatever /primary says: a REST API whose threads all wait on the DCS
+// answers nothing at all, and an unreachable member costs nothing by being left unasked.
 bool take_outage(Peers& peers, const std::vector<std::string>& bases, const HttpOptions& tls,
                  const util::HostPort& node, const Deadline& deadline, const ShareSettings& share,
                  WriterManagerResult& r) {
+  const std::string key = share_key(bases, tls);
+  const std::optional<DcsDownNote> noted = r.members.dcs_down;
+  // Kept (or renewed) before the members are asked: that may last to the deadline, past which
+  // the process may be gone.
+  peers.note_dcs_down(share, key, noted ? DcsDownNote{noted->dcs_last_seen} : DcsDownNote{});
   r.outage = ask_outage(peers, bases, tls, node, deadline, r.members.steps);
   const auto seen = core::latest_dcs_read(*r.outage);
-  const std::string key = share_key(bases, tls);
-  const auto& noted = r.members.dcs_down;
-  if (noted && seen && (!noted->dcs_last_seen || *seen > *noted->dcs_last_seen)) {
+  if (!noted) {
+    if (seen) {
+      peers.note_dcs_down(share, key, DcsDownNote{seen});
+    }
+    return false;
+  }
+  // Patroni's last DCS read against the one noted, or else against when the note was written
+  // (a clock ahead of this host's costs one more round of /cluster, then the note holds
+  // Patroni's own figure).
+  if (seen && *seen > noted->dcs_last_seen.value_or(noted->noted_at)) {
     peers.note_dcs_down(share, key, std::nullopt);
     return true;
   }
-  if (noted) {
-    peers.note_dcs_down(share, key, *noted); // still no read: renewed
-  } else if (core::any_member_answered(*r.outage)) {
-    // Reachable, yet none answered /cluster: their DCS, not this host's network.
-    peers.note_dcs_down(share, key, DcsDownNote{seen, 0});
+  if (!noted->dcs_last_seen && seen) {
+    peers.note_dcs_down(share, key, DcsDownNote{seen});
+  } else if (!noted->dcs_last_seen && core::any_member_answered(*r.outage)) {
+    // They answer without dcs_last_seen: nothing to tell the DCS's return by, so no note.
+    peers.note_dcs_down(share, key, std::nullopt);
   }
   return false;
 }

@@ -29,6 +29,7 @@ struct SharedView {
 struct DcsDownNote {
   std::optional<long long> dcs_last_seen; // the latest DCS read any member reported then
   double age_ms = 0;                      // its age when read (set when read)
+  long long noted_at = 0;                 // when it was written, epoch s (set when read)
 };
 
 // How long a note holds unless renewed: a writer check that finds no member reading the DCS

@@ -388,6 +388,7 @@ TEST_CASE("with the DCS down, this host's note keeps the checks that follow off 
   CHECK(f->dcs_down->dcs_last_seen == 1'700'000'000);
   const int asked_first = *asks;
   CHECK(asked_first >= 2);
+  const int kept_first = f->count("keep dcs-down note");
 
   SECTION("no member has read the DCS since: /cluster stays unasked, the note is renewed") {
     const auto writer = check_three(f, config::Role::primary, k_leader);
@@ -396,7 +397,7 @@ TEST_CASE("with the DCS down, this host's note keeps the checks that follow off 
     CHECK(writer.verdict.state == core::State::up);
     CHECK_THAT(core::render_text(writer), dbcheck_test::Contains("GET /cluster not asked"));
     CHECK(reader.verdict.state == core::State::down); // a reader needs the members' view
-    CHECK(f->count("keep dcs-down note") == 2);
+    CHECK(f->count("keep dcs-down note") == kept_first + 1); // the writer renewed it
     CHECK(f->dcs_down);
   }
   SECTION("a member read its DCS since: the note goes and the members are asked at once") {
@@ -407,17 +408,31 @@ TEST_CASE("with the DCS down, this host's note keeps the checks that follow off 
   }
 }
 
-TEST_CASE("members that answer neither /cluster nor /primary leave no note: this host's network",
+TEST_CASE("members that answer nothing at all leave a note the first later DCS read removes",
           "[probe][pg][patroni][outage]") {
+  // A REST API whose threads all wait on the DCS answers nothing, as does a cut network.
   auto f = lab({"0/3000060"});
   f->http = [](const std::string&) {
     probe::HttpReply refused;
-    refused.attempt.error = "Connection refused";
+    refused.attempt.error = "no answer before the deadline";
+    refused.attempt.timed_out = true;
     return refused;
   };
+  CHECK(check_three(f, config::Role::primary, k_leader).verdict.state == core::State::down);
+  REQUIRE(f->dcs_down);
+  CHECK_FALSE(f->dcs_down->dcs_last_seen);
+  check_three(f, config::Role::primary, k_leader);
+  CHECK(f->count("get http://10.0.0.1:8008/cluster") == 1); // the second check asked none
+  // Answered again, with a DCS read later than the note: the members are asked at once.
+  f->http = [](const std::string& url) {
+    return testing::http_ok(url.ends_with("/primary")
+                                ? R"({"state": "running", "role": "primary", "dcs_last_seen": 5})"
+                                : k_cluster);
+  };
   const auto r = check_three(f, config::Role::primary, k_leader);
-  CHECK(r.verdict.state == core::State::down);
+  CHECK(r.verdict.state == core::State::up);
   CHECK_FALSE(f->dcs_down);
+  CHECK(f->count("get http://10.0.0.1:8008/cluster") == 2);
 }
 
 // ---------------------------------------------------------------- shared views
