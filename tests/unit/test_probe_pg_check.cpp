@@ -396,7 +396,7 @@ TEST_CASE("with the DCS down, this host's note keeps the checks that follow off 
     CHECK(*asks == asked_first);
     CHECK(writer.verdict.state == core::State::up);
     CHECK_THAT(core::render_text(writer), dbcheck_test::Contains("GET /cluster not asked"));
-    CHECK(reader.verdict.state == core::State::down); // a reader needs the members' view
+    CHECK(reader.verdict.state == core::State::down);        // a reader needs the members' view
     CHECK(f->count("keep dcs-down note") == kept_first + 1); // the writer renewed it
     CHECK(f->dcs_down);
   }
