@@ -77,3 +77,15 @@ def wait_failsafe_active(cluster, member, timeout=30):
     wait_until(lambda: is_failsafe_active(cluster, member), timeout,
                f"{cluster.member(member).name}'s GET /patroni saying failsafe_mode_is_active")
     return time.monotonic() - t0
+
+
+def urls_naming(cluster, member):
+    """Every member's REST URL, `member`'s by its address and the others' by the name localhost.
+    dbcheck tells the node's own Patroni by the one configured URL on the node's host (each
+    member on a host of its own, as in production); on loopback every member shares 127.0.0.1,
+    and dbcheck does not take the name localhost for that address, so `member`'s URL is the
+    only one on its node's host. (A replica's check then takes `member`'s Patroni for its own:
+    use it for `member`'s checks.)"""
+    own = cluster.member(member)
+    return [m.rest_url if m == own else m.rest_url.replace("://127.0.0.1:", "://localhost:")
+            for m in cluster.members()]

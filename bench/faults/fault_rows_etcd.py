@@ -116,13 +116,16 @@ def etcd_down_failsafe(m, before_name, active_name):
     leader = cluster.wait_primary()
     t_on = time.monotonic()
     dcs.set_failsafe(cluster, True)  # before the outage: every member must be in /failsafe
+    # The leader's own Patroni told by its URL on the node's host (lab/dcs.urls_naming).
+    urls = dcs.urls_naming(cluster, leader)
     agent = AgentProcess(m.workdir / "etcd-failsafe-agent", "agent-etcd-failsafe-lab", AGENT,
-                         functools.partial(write_dbcheck_config, cluster=cluster, owner=None), "pg",
+                         functools.partial(write_dbcheck_config, cluster=cluster, owner=None,
+                                           patroni_urls=urls), "pg",
                          leader.pg_addr, **AGENT_SETTINGS)
     m.stack.callback(agent.stop)
     agent.start()
     config = write_dbcheck_config(m.workdir / "configs" / "etcd-failsafe-lab", cluster, owner=None,
-                                  timeout="800ms")
+                                  timeout="800ms", patroni_urls=urls)
     m.notes.append(f"**etcd down, failsafe on**: failsafe_mode set and /failsafe on every member in "
                    f"{time.monotonic() - t_on:.1f} s (patronictl edit-config)")
     state = {}

@@ -54,7 +54,6 @@ OutageDecision outage_leader(const OutageAnswers& in) {
     }
   }
   OutageDecision d;
-  d.own = in.own.has_value();
   const bool own_answered = in.own && answers[*in.own].report;
   if (holders.empty()) {
     d.why = own_answered ? util::format("this node's own Patroni does not keep it leader ({})",
@@ -80,11 +79,13 @@ OutageDecision outage_leader(const OutageAnswers& in) {
     d.kind = Failure::role;
     return d;
   }
-  if (!in.own && answered < n) {
+  if (!in.own) {
+    // Without it, nothing here ties the leader's Patroni to the node: a read-write node that is
+    // no member's (a promoted DR node, an old member left running) would pass beside it.
     d.why = util::format("{} keeps a leader, but which member this node is cannot be told: no "
-                         "configured URL is on its host and {} of {} members answered",
-                         said(answers[h]), answered, n);
-    d.kind = first_failure(answers);
+                         "configured URL is on its host alone",
+                         said(answers[h]));
+    d.kind = Failure::protocol;
     return d;
   }
   const LeaderReport& r = *answers[h].report;

@@ -44,7 +44,6 @@ struct OutageAnswers {
 struct OutageDecision {
   std::optional<std::size_t> leader; // the member whose Patroni keeps the leader
   bool failsafe = false;             // it keeps it under failsafe mode
-  bool own = false;                  // the node's own member is known (its URL is on its host)
   std::string why;                   // why it is kept, or why no member is
   Failure kind = Failure::none;      // when none: role when the node's own Patroni (or every
                                      // member) answered and it is not the leader; else what
@@ -54,9 +53,8 @@ struct OutageDecision {
 // --- Interface ---
 
 // The member whose Patroni keeps the leader: exactly one answers 200 as a running primary and
-// no other reports a primary; it is the node's own when `own` is known, and with `own` unknown
-// every member answered (only then is the node, if it is a read-write primary, that member's);
-// and either it reports failsafe mode active or more than half of the members answered.
+// no other reports a primary; it is the node's own (`own` known, and that member); and either
+// it reports failsafe mode active or more than half of the members answered.
 OutageDecision outage_leader(const OutageAnswers& answers);
 
 // The latest DCS read (dcs_last_seen, epoch seconds by each member's clock) any member reported;

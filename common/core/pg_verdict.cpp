@@ -82,17 +82,14 @@ Opinion outage_opinion(const ProbeError& members, const OutageAnswers& outage) {
     return {false, util::format("{}; asked GET /primary of every member: {}", lead, d.why), d.kind};
   }
   const LeaderReport& r = *outage.answers[*d.leader].report;
-  // With no configured URL on the node's host, the leader is known by its URL only; the node
-  // is its PostgreSQL when it answers as a read-write primary, no other member running one.
-  const std::string whom = d.own ? "this node" : util::format("the member at {}", r.url);
   Opinion o{true,
-            util::format("Patroni keeps {} leader without its DCS: {} answers GET /primary 200, "
-                         "running {}{}, because {} (no member gives its view of the cluster: {})",
-                         whom, r.url, r.status.role,
-                         r.status.name ? ", member " + *r.status.name : "", d.why, members.detail),
+            util::format("Patroni keeps this node leader without its DCS: {} answers GET /primary "
+                         "200, running {}{}, because {} (no member gives its view of the cluster: "
+                         "{})",
+                         r.url, r.status.role, r.status.name ? ", member " + *r.status.name : "",
+                         d.why, members.detail),
             Failure::none};
-  // First-hand only when its URL is known to be the node's own.
-  o.vouches_for_node = d.own;
+  o.vouches_for_node = true; // the node's own Patroni says it runs a primary
   return o;
 }
 

@@ -11,7 +11,6 @@
 #include <sys/statvfs.h>
 
 #include <cerrno>
-#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -135,41 +134,8 @@ public:
       write_shared_view(shared_view_dir(settings), key, view);
     }
   }
-  // Both wrappers keep the note (the agent's rounds too must stop asking /cluster), in files
-  // beside the shared views, whether views are shared or not.
-  std::optional<DcsDownNote> dcs_down_note(const ShareSettings& settings,
-                                           const std::string& key) override {
-    const auto kept = read_shared_view(shared_view_dir(settings), key + k_note, k_dcs_down_hold);
-    if (!kept) {
-      return std::nullopt;
-    }
-    DcsDownNote note;
-    note.age_ms = kept->age_ms;
-    note.noted_at = std::chrono::duration_cast<std::chrono::seconds>(
-                        std::chrono::system_clock::now().time_since_epoch())
-                        .count() -
-                    static_cast<long long>(kept->age_ms / 1000);
-    long long seen = 0;
-    const char* end = kept->body.data() + kept->body.size();
-    if (const auto r = std::from_chars(kept->body.data(), end, seen);
-        r.ec == std::errc{} && r.ptr == end) {
-      note.dcs_last_seen = seen;
-    }
-    return note;
-  }
-  void note_dcs_down(const ShareSettings& settings, const std::string& key,
-                     const std::optional<DcsDownNote>& note) override {
-    if (!note) {
-      remove_shared_view(shared_view_dir(settings), key + k_note);
-      return;
-    }
-    SharedView kept;
-    kept.body = note->dcs_last_seen ? std::to_string(*note->dcs_last_seen) : std::string{};
-    write_shared_view(shared_view_dir(settings), key + k_note, kept);
-  }
 
 private:
-  static constexpr const char* k_note = ".dcs-down"; // the note's name: the view's key and this
   // Held here so every thread holding the peers holds the cache: an abandoned step may give
   // its connection back after the check returned.
   std::shared_ptr<ConnectionCache> m_cache;

@@ -120,26 +120,6 @@ std::optional<ManagerResult> shared_result(Peers& peers, const std::vector<std::
   return r;
 }
 
-// The members' view when this host's note kept their GET /cluster unasked: none, and why.
-ManagerResult not_asked(const std::vector<std::string>& bases, const DcsDownNote& note) {
-  const std::string why = util::format(
-      "GET /cluster not asked: no member answered it {:.1f} s ago while their own GET /primary "
-      "did (their Patroni cannot read its DCS); asked again once one reports a later DCS read "
-      "(dcs_last_seen), or {} s after the last check that found none",
-      note.age_ms / 1000,
-      std::chrono::duration_cast<std::chrono::seconds>(k_dcs_down_hold).count());
-  core::Step step;
-  step.opinion = "manager";
-  step.peer = util::format("{} members (this host's note)", bases.size());
-  step.asked = "GET /cluster";
-  step.answer = why;
-  ManagerResult r{
-      tl::make_unexpected(ProbeError{core::Failure::timeout, why, ""}), {std::move(step)}, false};
-  r.none_answered = true;
-  r.dcs_down = note;
-  return r;
-}
-
 // What the members' replies are kept for beyond the plan: each step's latency and error, and
 // the body that is shared. By configured index; none for a member never asked.
 using Replies = std::vector<std::optional<HttpReply>>;
@@ -225,9 +205,6 @@ ManagerResult ask_patroni(Peers& peers, const std::vector<std::string>& bases,
                           const HttpOptions& tls, const std::optional<util::HostPort>& node,
                           const Deadline& deadline, bool own_denial_decides,
                           const ShareSettings& share) {
-  if (auto note = peers.dcs_down_note(share, share_key(bases, tls))) {
-    return not_asked(bases, *note);
-  }
   if (share.max_age.count() > 0 && share.reuse) {
     if (auto r = shared_result(peers, bases, tls, node, deadline, share)) {
       return std::move(*r);
@@ -374,66 +351,16 @@ ManagerResult writer_members(Peers& peers, const std::vector<std::string>& bases
   return m;
 }
 
-// No member answered GET /cluster (or this host's note kept it unasked): every member's GET
-// /primary into `r`, and this host's note kept, renewed or removed by what they say. True
-// when a member's Patroni has read its DCS since the note: the members are worth asking now.
-// The note is written whatever /primary says: a REST API whose threads all wait on the DCS
-// answers nothing at all, and an unreachable member costs nothing by being left unasked.
-bool take_outage(Peers& peers, const std::vector<std::string>& bases, const HttpOptions& tls,
-                 const util::HostPort& node, const Deadline& deadline, const ShareSettings& share,
-                 WriterManagerResult& r) {
-  const std::string key = share_key(bases, tls);
-  const std::optional<DcsDownNote> noted = r.members.dcs_down;
-  // Kept (or renewed) before the members are asked: that may last to the deadline, past which
-  // the process may be gone.
-  peers.note_dcs_down(share, key, noted ? DcsDownNote{noted->dcs_last_seen} : DcsDownNote{});
-  r.outage = ask_outage(peers, bases, tls, node, deadline, r.members.steps);
-  const auto seen = core::latest_dcs_read(*r.outage);
-  if (!noted) {
-    if (seen) {
-      peers.note_dcs_down(share, key, DcsDownNote{seen});
-    }
-    return false;
-  }
-  // Patroni's last DCS read against the one noted, or else against when the note was written
-  // (a clock ahead of this host's costs one more round of /cluster, then the note holds
-  // Patroni's own figure).
-  if (seen && *seen > noted->dcs_last_seen.value_or(noted->noted_at)) {
-    peers.note_dcs_down(share, key, std::nullopt);
-    return true;
-  }
-  if (!noted->dcs_last_seen && seen) {
-    peers.note_dcs_down(share, key, DcsDownNote{seen});
-  } else if (!noted->dcs_last_seen && core::any_member_answered(*r.outage)) {
-    // They answer without dcs_last_seen: nothing to tell the DCS's return by, so no note.
-    peers.note_dcs_down(share, key, std::nullopt);
-  }
-  return false;
-}
-
 } // namespace
 
 WriterManagerResult ask_patroni_for_writer(Peers& peers, const std::vector<std::string>& bases,
                                            const HttpOptions& tls, const util::HostPort& node,
                                            const Deadline& deadline, const ShareSettings& share) {
-  const auto members_by = [&] {
-    return deadline.minus(reserve_for_last_step(deadline, peers.now()));
-  };
-  WriterManagerResult r{writer_members(peers, bases, tls, node, members_by(), share), std::nullopt};
+  const Deadline members_by = deadline.minus(reserve_for_last_step(deadline, peers.now()));
+  WriterManagerResult r{writer_members(peers, bases, tls, node, members_by, share), std::nullopt};
   if (!r.members.view && r.members.none_answered && !bases.empty()) {
-    if (!take_outage(peers, bases, tls, node, deadline, share, r)) {
-      return r;
-    }
-    // A member read its DCS since this host's note: ask the members now, once.
-    std::vector<core::Step> before = std::move(r.members.steps);
-    r = WriterManagerResult{writer_members(peers, bases, tls, node, members_by(), share),
-                            std::nullopt};
-    r.members.steps.insert(r.members.steps.begin(), std::make_move_iterator(before.begin()),
-                           std::make_move_iterator(before.end()));
-    if (!r.members.view && r.members.none_answered) {
-      take_outage(peers, bases, tls, node, deadline, share, r);
-      return r;
-    }
+    r.outage = ask_outage(peers, bases, tls, node, deadline, r.members.steps);
+    return r;
   }
   if (!r.members.view || r.members.shared) {
     return r; // a shared view never confirms a writer: the caller asks again when it matters

@@ -29,8 +29,6 @@ struct ManagerResult {
   bool quorum = false;        // the agreeing members are more than half of those configured
   bool shared = false;        // the view is one another check of this host took (shared_views.hpp)
   bool none_answered = false; // no member gave a usable answer (timeouts, refusals, errors)
-  // This host's note that kept the members unasked (shared_views.hpp), when one did.
-  std::optional<DcsDownNote> dcs_down{};
 };
 
 // The members' view, and when they name the node leader, its own Patroni's report.
@@ -51,8 +49,6 @@ struct WriterManagerResult {
 // its naming another leader ends the asking: the node is not the writer.
 // Then, given the `node` checked, the host names the agreed view advertises are resolved and
 // replaced by their one address (core/endpoint_names.hpp), to compare with HAProxy's server.
-// While this host's note says no member answered GET /cluster while their GET /primary did
-// (the DCS down: shared_views.hpp), no member is asked at all (result.dcs_down).
 // With `share` on, a view another check of this host elected within share.max_age is taken
 // instead of asking (result.shared; the caller sets it aside when it does not fit what is
 // asked live: core/shared_view.hpp), and a view a majority elects here is shared.
@@ -62,11 +58,9 @@ ManagerResult ask_patroni(Peers& peers, const std::vector<std::string>& bases,
                           const ShareSettings& share = {});
 
 // ask_patroni(), then, when the agreed view names `node` leader, GET /primary of its own
-// Patroni; when no member answered at all (or the note kept them unasked), GET /primary of
-// every member at once (the DCS may be down while Patroni keeps its leader), which also
-// keeps this host's note: written when they answer, renewed while none has read its DCS
-// since, removed (and the members asked again) once one has. The members get what this last
-// step leaves (a quarter at least): a hung member must not starve it.
+// Patroni; when no member answered at all, GET /primary of every member at once (the DCS may
+// be down while Patroni keeps its leader). The members get what this last step leaves (a
+// quarter at least): a hung member must not starve it.
 WriterManagerResult ask_patroni_for_writer(Peers& peers, const std::vector<std::string>& bases,
                                            const HttpOptions& tls, const util::HostPort& node,
                                            const Deadline& deadline,

@@ -95,20 +95,6 @@ public:
     (void)settings;
     (void)key;
     (void)view;
-  } // This host's note that no member of the cluster `key` answered GET /cluster while their
-  // GET /primary answered, when it is younger than k_dcs_down_hold. None by default.
-  virtual std::optional<DcsDownNote> dcs_down_note(const ShareSettings& settings,
-                                                   const std::string& key) {
-    (void)settings;
-    (void)key;
-    return std::nullopt;
-  }
-  // Keeps `note` as this host's note for `key` (nullopt: removes it). Nothing by default.
-  virtual void note_dcs_down(const ShareSettings& settings, const std::string& key,
-                             const std::optional<DcsDownNote>& note) {
-    (void)settings;
-    (void)key;
-    (void)note;
   }
 };
 

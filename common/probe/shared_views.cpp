@@ -161,11 +161,4 @@ void write_shared_view(const std::string& dir, const std::string& key, const Sha
   }
 }
 
-void remove_shared_view(const std::string& dir, const std::string& key) {
-  util::OwnedFd d{open_dir(dir, false)};
-  if (d.get() >= 0) {
-    ::unlinkat(d.get(), (key + ".view").c_str(), 0);
-  }
-}
-
 } // namespace dbcheck::probe

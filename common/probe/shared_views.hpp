@@ -21,21 +21,6 @@ struct SharedView {
   std::chrono::nanoseconds asked_before{0};
 };
 
-// A host's note that no Patroni member answered GET /cluster while their own GET /primary
-// answered: their Patroni cannot read its DCS. The checks that follow ask no member's /cluster
-// while it holds, because each such request holds one of Patroni's REST threads until its DCS
-// client gives up (Patroni 4 serves from a pool of five), and a starved REST API cannot answer
-// the leader's POST /failsafe: dbcheck's own requests would end the failsafe it follows.
-struct DcsDownNote {
-  std::optional<long long> dcs_last_seen; // the latest DCS read any member reported then
-  double age_ms = 0;                      // its age when read (set when read)
-  long long noted_at = 0;                 // when it was written, epoch s (set when read)
-};
-
-// How long a note holds unless renewed: a writer check that finds no member reading the DCS
-// since renews it; one that finds one has read it since removes it.
-inline constexpr std::chrono::milliseconds k_dcs_down_hold{10000};
-
 // Where and for how long a cluster's views are shared (shared_view_dir, shared_view_max_age).
 struct ShareSettings {
   std::string dir;                      // empty: the default, /tmp/dbcheck-shared-<euid>
@@ -60,8 +45,5 @@ std::optional<SharedView> read_shared_view(const std::string& dir, const std::st
 // Keeps `view` as `key` in `dir` (created 0700 when missing), replacing the one before in one
 // step (rename); does nothing when the directory is not safely this user's. Never throws.
 void write_shared_view(const std::string& dir, const std::string& key, const SharedView& view);
-
-// Removes what is kept as `key` in `dir`, when the directory is safely this user's.
-void remove_shared_view(const std::string& dir, const std::string& key);
 
 } // namespace dbcheck::probe

@@ -1,7 +1,9 @@
 """etcd down under the session's Patroni cluster: with failsafe_mode on, Patroni keeps its leader
-(every member accepted it) and so does dbcheck's writer check; with it off, Patroni demotes the
-leader once retry_timeout passes, and dbcheck follows. Either way the node is still asked: a
-replica is never the writer. etcd is restarted and the cluster healed before the test ends."""
+(every member accepted it) and so does dbcheck's writer check, which tells the node's own
+Patroni by the configured URL on its host (lab/dcs.urls_naming); without that URL it fails
+closed. With failsafe off, Patroni demotes the leader once retry_timeout passes, and dbcheck
+follows. Either way the node is still asked: a replica is never the writer. etcd is restarted
+and the cluster healed before the test ends."""
 
 from lab import dcs, faults
 from lab.dbcheck import assert_in_time, explain, write_dbcheck_config
@@ -29,7 +31,9 @@ def test_etcd_down_failsafe_keeps_the_writer_as_patroni_does(workdir, pg_cluster
                                                              dbcheck_bin, figures):
     leader = pg_cluster.member(pg_cluster.wait_healthy().name)
     replica = pg_cluster.replicas(leader)[0]
-    cfg = write_dbcheck_config(workdir / "dbcheck", pg_cluster, owner=None)
+    cfg = write_dbcheck_config(workdir / "dbcheck", pg_cluster, owner=None,
+                               patroni_urls=dcs.urls_naming(pg_cluster, leader))
+    loopback = write_dbcheck_config(workdir / "loopback", pg_cluster, owner=None)
     dcs.set_failsafe(pg_cluster, True)
     faults.stop_etcd(pg_cluster)
     try:
@@ -38,13 +42,16 @@ def test_etcd_down_failsafe_keeps_the_writer_as_patroni_does(workdir, pg_cluster
         assert status == 200  # Patroni's own check keeps it
         run = explain(dbcheck_bin, cfg, "pg_write", leader.pg_addr)
         assert run.rc == 0, run
-        # On loopback no configured URL is on the node's host alone: the leader is named by URL.
-        assert f"Patroni keeps the member at {leader.rest_url} leader without its DCS" in run.reason, run
+        assert "Patroni keeps this node leader without its DCS" in run.reason, run
         assert "failsafe mode is active" in run.reason, run
         assert_in_time(run, TIMEOUT)
         other = explain(dbcheck_bin, cfg, "pg_write", replica.pg_addr)
         assert other.rc == 1 and other.failure == "role", other
         assert_in_time(other, TIMEOUT)
+        # Every URL on the one host: nothing ties the leader's Patroni to the node; fail closed.
+        unknown = explain(dbcheck_bin, loopback, "pg_write", leader.pg_addr)
+        assert unknown.rc == 1, unknown
+        assert "which member this node is cannot be told" in unknown.reason, unknown
         figures("etcd down, failsafe on", f"leader UP in {run.report['elapsed_ms']:.0f} ms; "
                 f"replica DOWN {other.failure}: {other.reason[:100]}")
     finally:

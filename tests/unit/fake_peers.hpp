@@ -55,8 +55,6 @@ public:
   // The view another check shared (given to a check that asks for one), and what checks shared.
   std::optional<probe::SharedView> shared;
   std::vector<probe::SharedView> shares;
-  // This host's DCS-down note, as the checks kept it.
-  std::optional<probe::DcsDownNote> dcs_down;
 
   // What was asked, in order.
   std::vector<Asked> log() {
@@ -154,19 +152,6 @@ public:
     std::lock_guard lock(m_mutex);
     shares.push_back(view);
   }
-  std::optional<probe::DcsDownNote> dcs_down_note(const probe::ShareSettings&,
-                                                  const std::string& key) override {
-    note("dcs-down note " + key, Deadline{Clock::time_point{}}, false); // a small local file
-    std::lock_guard lock(m_mutex);
-    return dcs_down;
-  }
-  void note_dcs_down(const probe::ShareSettings&, const std::string& key,
-                     const std::optional<probe::DcsDownNote>& n) override {
-    note(n ? "keep dcs-down note " + key : "drop dcs-down note " + key,
-         Deadline{Clock::time_point{}}, false);
-    std::lock_guard lock(m_mutex);
-    dcs_down = n;
-  }
   tl::expected<core::FsSpace, std::string> fs_space(const std::string& path) override {
     note("statvfs " + path, Deadline{Clock::time_point{}});
     const auto it = disks.find(path);
@@ -191,11 +176,9 @@ public:
   }
 
 private:
-  // Logs `what`, asked by `by`; it costs answer_takes on the virtual clock unless `takes_time`
-  // is false.
-  void note(std::string what, const Deadline& by, bool takes_time = true) {
+  void note(std::string what, const Deadline& by) {
     std::lock_guard lock(m_mutex);
-    m_now += takes_time ? answer_takes : Clock::duration::zero();
+    m_now += answer_takes;
     m_log.push_back({std::move(what), by.at(), m_now});
   }
 
