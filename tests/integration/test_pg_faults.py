@@ -189,10 +189,12 @@ def test_config_errors_are_line_numbered(pg_cluster, dbcheck_bin, config_for):
     run = run_dbcheck(dbcheck_bin, config, "config-check")
     assert run.rc == 2, run
     lines = run.stderr.strip().splitlines()
+    text = config.read_text().split("\n")
+    bad, unknown = (text.index(line) + 1 for line in ('max_lag = "5x"', 'maxlag = "1s"'))
     assert lines == [
-        f'configuration error: {config}:24: backend.pg_other.max_lag: "5x" is not a duration (expected a '
+        f'configuration error: {config}:{bad}: backend.pg_other.max_lag: "5x" is not a duration (expected a '
         'number with a unit: ms, s or m, e.g. "800ms" or "1.5s")',
-        f'configuration error: {config}:25: backend.pg_other.maxlag: unknown key "maxlag" in '
+        f'configuration error: {config}:{unknown}: backend.pg_other.maxlag: unknown key "maxlag" in '
         '[backend.pg_other] (expected one of: cluster, role, timeout, max_lag, max_latency, '
         'on_saturation, readers)',
     ], run.stderr
