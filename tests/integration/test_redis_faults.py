@@ -293,11 +293,12 @@ def test_a_master_that_refuses_commands_is_not_called_not_the_writer(redis_clust
     figures("redis master refusing PING (MISCONF)", f"writer DOWN ({run.failure}): {run.reason[:110]}")
 
 
-def repl_offset(cluster, node):
-    """The node's master_repl_offset: every byte it has sent its replicas."""
-    info = cluster.admin(node, "INFO", "replication")
-    return int(next(line.split(":")[1] for line in info.splitlines()
-                    if line.startswith("master_repl_offset:")))
+def lpushx_calls(cluster, node):
+    """LPUSHX commands `node` has run, those its master replicated to it included."""
+    for line in cluster.admin(node, "INFO", "commandstats").splitlines():
+        if line.startswith("cmdstat_lpushx:"):
+            return int(line.split("calls=")[1].split(",")[0])
+    return 0
 
 
 def test_a_master_that_refuses_writes_is_unwritable(redis_cluster, dbcheck_bin, redis_config, figures):
@@ -307,13 +308,22 @@ def test_a_master_that_refuses_writes_is_unwritable(redis_cluster, dbcheck_bin, 
     probe itself stores and replicates nothing."""
     master = redis_cluster.wait_stable()
     config = redis_config("unwritable")
-    before = repl_offset(redis_cluster, master)
+    replicas = [n for n in redis_cluster.nodes() if n != master]
+    ran = lpushx_calls(redis_cluster, master)
+    seen = {n.name: lpushx_calls(redis_cluster, n) for n in replicas}
     for _ in range(20):
         ok = explain(dbcheck_bin, config, "redis_write", master.addr)
         assert ok.rc == 0 and ok.reason.endswith("Redis ROLE says master and it accepts writes"), ok
-    # Had the probe replicated, 20 LPUSHX would have added 20 x 45 bytes; the master's own
-    # replication PING adds 14 bytes every 10 s.
-    assert repl_offset(redis_cluster, master) - before < 200
+    assert lpushx_calls(redis_cluster, master) - ran >= 20  # every check sent its probe
+    # One LPUSHX that does write, after the probes: it reaches each replica behind anything they
+    # sent, so once it has, a replica that ran no more than it ran no probe.
+    redis_cluster.admin(master, "RPUSH", "dbcheck-test:control", "x")
+    redis_cluster.admin(master, "LPUSHX", "dbcheck-test:control", "y")
+    redis_cluster.admin(master, "DEL", "dbcheck-test:control")
+    for n in replicas:
+        wait_until(lambda n=n: lpushx_calls(redis_cluster, n) > seen[n.name], 10,
+                   f"{n.name} running the replicated LPUSHX")
+        assert lpushx_calls(redis_cluster, n) == seen[n.name] + 1, n.name
     assert redis_cluster.admin(master, "EXISTS", "dbcheck:write-probe") == 0
     for setting, value, code in (("maxmemory", "1", "OOM"), ("min-replicas-to-write", "10", "NOREPLICAS")):
         old = redis_cluster.admin(master, "CONFIG", "GET", setting)[1]
