@@ -170,7 +170,8 @@ def _explain_while_busy(redis_cluster, dbcheck_bin, config, backend, node, busy_
 def _slow_run(redis_cluster, dbcheck_bin, config, backend, node, node_ms):
     """A check of `node` whose own node step (by the check's clock) took over 300 ms behind a
     busy script. Where the script ran out before the check reached the node (a busy machine
-    starts the check late), the check must not say slow, and the node is kept busy longer."""
+    starts the check late), the check must not say slow, and the node is kept busy longer (well
+    inside the 3 s deadline, which a loaded machine's longer script must not reach)."""
     for busy_s in (0.8, 1.2, 1.6):
         run = _explain_while_busy(redis_cluster, dbcheck_bin, config, backend, node, busy_s)
         if node_ms(run) > 300:
@@ -185,7 +186,7 @@ def test_slow_node_reader_out_writer_degraded(redis_cluster, dbcheck_bin, redis_
     The time judged is the node step's, which the check itself reports."""
     master = redis_cluster.wait_stable()
     replica = next(n for n in redis_cluster.nodes() if n != master)
-    config = redis_config("slow", timeout="2s", extra="""max_latency = "300ms"
+    config = redis_config("slow", timeout="3s", extra="""max_latency = "300ms"
 
 [backend.redis_write_slow]
 cluster = "cache"
@@ -198,7 +199,7 @@ max_latency = "300ms"
 
     listed = run_dbcheck(dbcheck_bin, config, "config-check")
     assert listed.rc == 0, listed
-    assert "backend redis_read: cluster cache, role replica, timeout 2s, max_lag 2s, max_latency 300ms" \
+    assert "backend redis_read: cluster cache, role replica, timeout 3s, max_lag 2s, max_latency 300ms" \
         in listed.stdout, listed.stdout
 
     fast_reader = explain(dbcheck_bin, config, "redis_read", replica.addr)
@@ -218,7 +219,7 @@ max_latency = "300ms"
     assert "max_latency 300 ms (" in writer.reason, writer
     assert node_ms(writer) > 300, writer.report["steps"]
     for run in (reader, writer):
-        assert_in_time(run, 2.0, MARGIN)
+        assert_in_time(run, 3.0, MARGIN)
     redis_cluster.wait_stable()
     figures("redis slow node (max_latency 300 ms)",
             f"replica node step {node_ms(reader):.0f} ms: DOWN/slow; master {node_ms(writer):.0f} "
