@@ -19,6 +19,29 @@ from fault_registry import Rows
 from fault_runner import AGENT, DBCHECK
 
 ROWS = Rows()
+
+
+@contextmanager
+def _etcd_stopped(cluster, state):
+    """Stops `cluster`'s etcd, noting when in state["t0"] (rows time the fault from it)."""
+    t0 = time.monotonic()
+    faults.stop_etcd(cluster)
+    state["t0"] = t0
+    yield t0
+
+
+def _restore(m, cluster, agent, label):
+    """etcd back and `cluster` healed (noted as `label`), then the lab discarded."""
+    try:
+        faults.start_etcd(cluster)
+        cluster.wait_primary(60)
+        m.notes.append(f"etcd restarted: {label} healed")
+    except Exception as e:  # noqa: BLE001 - noted, the row's own figures stand
+        m.notes.append(f"etcd restarted, {label} did not heal in 60 s: {short(e)}")
+    agent.stop()
+    cluster.stop()
+
+
 # What the external check and the agent must answer for the leader while Patroni keeps it
 # primary under failsafe: up, as Patroni's own GET /primary (docs/failover.md, the DCS down).
 FAILSAFE_EXPECT = ("up", "none")
@@ -50,13 +73,6 @@ def etcd_down(m, before_name, after_name):
 
     state = {}
 
-    @contextmanager
-    def etcd_stopped():
-        t0 = time.monotonic()
-        faults.stop_etcd(cluster)
-        state["t0"] = t0
-        yield t0
-
     before = Target("pg_write", leader.pg_addr, f"pg_write @ {leader.name} (leader), etcd just stopped",
                     agent, expect=None, healthy=None)
     after = Target("pg_write", leader.pg_addr, f"pg_write @ {leader.name} after Patroni demoted it",
@@ -66,7 +82,7 @@ def etcd_down(m, before_name, after_name):
     try:
         # Row 1: right after etcd stops (the leader is still primary).
         m.row(before_name, "etcd stopped (TTL 20 s, loop_wait 2 s, retry_timeout 5 s); "
-              "checked at once", [before], lambda: m.entered(stack, etcd_stopped()),
+              "checked at once", [before], lambda: m.entered(stack, _etcd_stopped(cluster, state)),
               config=config)
         t0 = state.get("t0", t0)
         # Over time until the leader has demoted itself and runs read-only (bounded).
@@ -86,14 +102,7 @@ def etcd_down(m, before_name, after_name):
     finally:
         stack.close()
         # Restore: etcd back, the cluster heals; then this lab is discarded.
-        try:
-            faults.start_etcd(cluster)
-            cluster.wait_primary(60)
-            m.notes.append("etcd restarted: the private cluster healed")
-        except Exception as e:  # noqa: BLE001
-            m.notes.append(f"etcd restarted, the private cluster did not heal in 60 s: {short(e)}")
-        agent.stop()
-        cluster.stop()
+        _restore(m, cluster, agent, "the private cluster")
     demoted_after = state.get("demoted_after")
     rows = [f"- t+{t:4.1f}s: leader PostgreSQL {role}; dbcheck {r.state}/{r.failure} in "
             f"{r.seconds * 1000:.0f} ms: {short(r.reason, 160)}" if r.report else
@@ -130,13 +139,6 @@ def etcd_down_failsafe(m, before_name, active_name):
                    f"{time.monotonic() - t_on:.1f} s (patronictl edit-config)")
     state = {}
 
-    @contextmanager
-    def etcd_stopped():
-        t0 = time.monotonic()
-        faults.stop_etcd(cluster)
-        state["t0"] = t0
-        yield t0
-
     label = f"pg_write @ {leader.name} (leader), failsafe_mode on"
     before = Target("pg_write", leader.pg_addr, f"{label}, etcd just stopped", agent, expect=FAILSAFE_EXPECT,
                     healthy=None)
@@ -146,7 +148,8 @@ def etcd_down_failsafe(m, before_name, active_name):
     try:
         # Row 1: right after etcd stops (the leader's HA loop has not failed to read it yet).
         m.row(before_name, "etcd stopped, failsafe_mode on (TTL 20 s, loop_wait 2 s, retry_timeout 5 s); "
-              "checked at once", [before], lambda: m.entered(stack, etcd_stopped()), config=config)
+              "checked at once", [before], lambda: m.entered(stack, _etcd_stopped(cluster, state)),
+              config=config)
         # Row 2: once the leader runs under failsafe (its GET /patroni says so; bounded).
         try:
             waited = dcs.wait_failsafe_active(cluster, leader, 30)
@@ -164,11 +167,4 @@ def etcd_down_failsafe(m, before_name, active_name):
     finally:
         stack.close()
         # Restore: etcd back, the cluster heals; then this lab is discarded (failsafe with it).
-        try:
-            faults.start_etcd(cluster)
-            cluster.wait_primary(60)
-            m.notes.append("etcd restarted: the private failsafe cluster healed")
-        except Exception as e:  # noqa: BLE001
-            m.notes.append(f"etcd restarted, the private failsafe cluster did not heal in 60 s: {short(e)}")
-        agent.stop()
-        cluster.stop()
+        _restore(m, cluster, agent, "the private failsafe cluster")
