@@ -28,6 +28,9 @@ the steady ones (the primary must stay where it is) are held STEADY_HOLD s, then
                              etcd; the Sentinels' ports), not from the nodes: a check that asks
                              the manager from HAProxy's host fails closed (the external check),
                              one that asks from the database host does not (the agent)
+    pg etcd-down, etcd-down-failsafe (long: left out of the short mode, as on loopback) the
+                             loopback lab's DCS outage, here where each member has an address
+                             of its own, so a check can tell which member is the node's own
 
 How a dbcheck configuration's time without a writer is judged (window_rule()): in N1, N2 and
 N5, its time without a kept write against every anchor's; in N3 and N4, and for the agent in
@@ -98,6 +101,8 @@ class NetLabMixin:
 
     def window_rule(self, scenario, v):
         """See the module docstring."""
+        if scenario in getattr(self, "held", {}):
+            return super().window_rule(scenario, v)  # the loopback lab's DCS-outage rule
         if scenario in ("replica-cut", "sentinel-minority") or (scenario == "proxy-cut" and v.key == "d"):
             return ("no_outage", None)
         if scenario == "proxy-cut":
@@ -110,7 +115,8 @@ class NetLabMixin:
 
     def ready(self, scenario, old):
         """Before a replica is cut, it must be in every dbcheck configuration's read backend:
-        otherwise "taken out in 0 s" would be measured."""
+        otherwise "taken out in 0 s" would be measured. The loopback lab's own needs first."""
+        super().ready(scenario, old)
         if scenario != "replica-cut":
             return
         name = self.cut_replica(old)
@@ -169,7 +175,8 @@ class NetLabMixin:
 class NetPgLab(NetLabMixin, labs.PgLab):
     """PgLab with every host in its own network namespace (see the module docstring)."""
 
-    scenarios = ("partition", "partition-in", "replica-cut", "proxy-cut")
+    scenarios = ("partition", "partition-in", "replica-cut", "proxy-cut", *labs.PgLab.held)
+    steady = (*NetLabMixin.steady, *labs.PgLab.steady)
     read_backend = "pg_read"
     max_lag = PG_MAX_LAG
     same_path = {"c": "a"}  # Patroni's GET /primary from HAProxy's host
