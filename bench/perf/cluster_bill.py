@@ -5,7 +5,8 @@ and the check users compare them with.
 
 PostgreSQL (3 Patroni members on etcd), backends pg_write and pg_read:
   external  haproxy-examples/postgres-patroni.cfg (dbcheck as external check, at its defaults:
-            the checks of one HAProxy share the members' view for 500 ms)
+            the checks of one HAProxy share the members' view for half
+            the time between a server's own checks, "auto")
   unshared  the same with shared_view_max_age = "0s" (every check asks the members)
   agent     haproxy-examples/postgres-patroni-agent.cfg, one dbcheck-agent per member
   patroni   Patroni's own `option httpchk GET /primary` (pg_write) and `GET /replica` (pg_read)
@@ -332,7 +333,7 @@ class Bill:
         unshared = _example(render_example_for, "wrapper")  # the lab's config: "0s", not shared
 
         def external(c, d, agents, wrapper):
-            """The external example at dbcheck's defaults (views shared for 500 ms), each HAProxy
+            """The external example at dbcheck's defaults (views shared, "auto"), each HAProxy
             sharing in a directory of its own: M HAProxies stand for M hosts, which share
             nothing (one directory for all would divide the members' load by M)."""
             views = d / "shared-views"
@@ -383,7 +384,8 @@ class Bill:
             "variant, settled (every HAProxy "
             "routes as the cluster says), then counters read around the window. **external**: the "
             "example config with dbcheck as external check at its defaults (PostgreSQL: views shared "
-            "between the checks of one HAProxy for 500 ms, each HAProxy in a directory of its own, "
+            "between the checks of one HAProxy for half the time between a server's own checks (\"auto\"), "
+            "each HAProxy in a directory of its own, "
             "as M hosts would; run through a `/bin/sh` wrapper that adds "
             "`--config`, as in the tests: one extra exec per check, counted in HAProxy CPU); "
             "**unshared** (PostgreSQL): the same with `shared_view_max_age = \"0s\"`, every check "

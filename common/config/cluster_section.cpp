@@ -148,16 +148,20 @@ const std::vector<KeySpec<Pg>>& postgres_keys() {
       store("require_tls", &Pg::require_tls, want_bool),
       {"shared_view_max_age",
        [](Pg& c, const toml::node& n, Errors& e, const std::string& key) {
+         c.shared_view_max_age_line = static_cast<int>(n.source().begin.line);
+         if (n.value<std::string>() == "auto") {
+           c.shared_view_max_age.reset();
+           return;
+         }
          if (auto v = want_duration_or_zero(n, e, key)) {
-           if (*v > util::Duration{2000}) {
+           if (*v > k_max_shared_view_max_age) {
              e.add(n.source(), key,
                    "at most 2s: the checks would keep naming a writer the members may no "
-                   "longer name (at most HAProxy's inter; \"0s\" asks the members on every "
-                   "check)");
+                   "longer name (at most HAProxy's inter; \"auto\" follows it; \"0s\" asks the "
+                   "members on every check)");
              return;
            }
            c.shared_view_max_age = *v;
-           c.shared_view_max_age_line = static_cast<int>(n.source().begin.line);
          }
        }},
       store("shared_view_dir", &Pg::shared_view_dir, want_absolute_path),

@@ -23,9 +23,9 @@ namespace dbcheck::config {
 // Which traffic a backend carries: writes (the one primary) or reads (replicas).
 enum class Role { primary, replica };
 
-// How long the external checks of one host share a Patroni view unless told otherwise: below
-// HAProxy's usual inter (2s by default, 1s in the examples), so each round of checks asks anew.
-inline constexpr util::Duration k_default_shared_view_max_age{500};
+// The longest shared_view_max_age: a check must not keep naming a writer the members may no
+// longer name for longer.
+inline constexpr util::Duration k_max_shared_view_max_age{2000};
 
 // A Patroni-managed PostgreSQL cluster ([cluster.NAME] with engine = "postgres").
 struct PostgresCluster {
@@ -52,10 +52,12 @@ struct PostgresCluster {
   // Writer checks also extend a table and roll back (probe/write_probe.hpp): a full disk.
   bool write_probe = false;
   // External checks of this host share the members' view for this long (0: never; at most 2 s),
-  // in this directory (none: /tmp/dbcheck-shared-<euid>): probe/shared_views.hpp. On by
-  // default: every check asking a majority of the members costs Patroni more REST requests
-  // than its own httpchk, and a shared view can take a writer down, never keep one up.
-  util::Duration shared_view_max_age{k_default_shared_view_max_age};
+  // in this directory (none: /tmp/dbcheck-shared-<euid>): probe/shared_views.hpp. None ("auto",
+  // the default): half the time between a server's own checks (core/shared_view.hpp), so at any
+  // inter a round of checks shares one view: every check asking a majority of the members costs
+  // Patroni more REST requests than its own httpchk, and a shared view can take a writer down,
+  // never keep one up.
+  std::optional<util::Duration> shared_view_max_age;
   int shared_view_max_age_line = 0; // where it is written (0: not), for config-check
   std::optional<std::string> shared_view_dir;
   // `dbcheck switchover` only: Patroni REST basic-auth user and the path of its password file

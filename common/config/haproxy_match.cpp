@@ -198,18 +198,15 @@ std::vector<std::string> compare_with_haproxy(const Config& cfg, const HaproxySe
     }
     const auto c = cfg.clusters.find(mine.cluster);
     const auto* pg = c == cfg.clusters.end() ? nullptr : std::get_if<PostgresCluster>(&c->second);
-    if (pg != nullptr && pg->shared_view_max_age > tightest->inter) {
-      const bool is_default = pg->shared_view_max_age_line == 0;
+    // "auto" (none) follows the checks' own cadence, so it is always below inter.
+    if (pg != nullptr && pg->shared_view_max_age && *pg->shared_view_max_age > tightest->inter) {
       out.push_back(util::format(
-          "{}: cluster.{}.shared_view_max_age {}{} is longer than inter {} of backend {} ({}): a "
+          "{}: cluster.{}.shared_view_max_age {} is longer than inter {} of backend {} ({}): a "
           "check could reuse the members' view of an earlier round of checks, and a new leader "
-          "would be seen that much later; {}",
+          "would be seen that much later; keep it at most inter, or \"auto\"",
           at(toml, pg->shared_view_max_age_line), pg->name,
-          util::format_duration(pg->shared_view_max_age), is_default ? " (the default)" : "",
-          util::format_duration(tightest->inter), b.name,
-          at(hp, tightest->inter_line > 0 ? tightest->inter_line : b.line),
-          is_default ? "set it to at most inter in the cluster's section (\"0s\": not shared)"
-                     : "keep it at most inter"));
+          util::format_duration(*pg->shared_view_max_age), util::format_duration(tightest->inter),
+          b.name, at(hp, tightest->inter_line > 0 ? tightest->inter_line : b.line)));
     }
   }
 

@@ -2,22 +2,49 @@
 
 #include <util/format.hpp>
 
-namespace dbcheck::core {
+#include <algorithm>
 
-std::string shared_view_key(const std::vector<std::string>& redacted_bases) {
-  // FNV-1a, 64 bits: a name, not a secret (the URLs are given without credentials).
+namespace dbcheck::core {
+namespace {
+
+// FNV-1a, 64 bits, of `parts` each ended by a newline: a file name, not a secret (no part holds
+// a credential).
+std::uint64_t name_hash(const std::vector<std::string>& parts) {
   std::uint64_t h = 14695981039346656037ULL;
   const auto mix = [&h](unsigned char c) {
     h ^= c;
     h *= 1099511628211ULL;
   };
-  for (const auto& b : redacted_bases) {
+  for (const auto& b : parts) {
     for (const char c : b) {
       mix(static_cast<unsigned char>(c));
     }
     mix('\n');
   }
-  return util::format("patroni-{:016x}", h);
+  return h;
+}
+
+} // namespace
+
+std::string shared_view_key(const std::vector<std::string>& redacted_bases) {
+  return util::format("patroni-{:016x}", name_hash(redacted_bases));
+}
+
+std::string check_mark_key(const std::string& backend, const std::string& node) {
+  return util::format("check-{:016x}", name_hash({backend, node}));
+}
+
+std::optional<std::chrono::milliseconds>
+auto_shared_view_max_age(std::optional<std::chrono::nanoseconds> since_last) {
+  using namespace std::chrono_literals;
+  if (!since_last || *since_last <= 0ns || *since_last > 10s) {
+    return std::nullopt;
+  }
+  const auto half = std::chrono::duration_cast<std::chrono::milliseconds>(*since_last / 2);
+  if (half <= 0ms) {
+    return std::nullopt;
+  }
+  return std::min<std::chrono::milliseconds>(half, 2s);
 }
 
 bool shared_view_fresh(std::chrono::nanoseconds steady_age, std::chrono::nanoseconds real_age,

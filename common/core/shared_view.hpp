@@ -27,6 +27,19 @@ namespace dbcheck::core {
 // of its Patroni URLs (given without credentials), in their configured order.
 std::string shared_view_key(const std::vector<std::string>& redacted_bases);
 
+// The file name a check's marks are kept under (auto_shared_view_max_age): "check-" and 16 hex
+// digits of a hash of HAProxy's backend and the node, so each server of each backend has its own.
+std::string check_mark_key(const std::string& backend, const std::string& node);
+
+// shared_view_max_age "auto": the age a check may reuse views at, from `since_last`, the time
+// since the previous check of the same server in the same backend started on this host
+// (HAProxy's inter plus that check's own run): half of it, so a round of checks shares one view
+// and the next round asks anew; at most 2 s. Nullopt (ask the members) when there was no such
+// check within the last 10 s (the server's first, or one HAProxy checks that rarely), or the
+// time cannot be a cadence (none, negative, under 2 ms).
+std::optional<std::chrono::milliseconds>
+auto_shared_view_max_age(std::optional<std::chrono::nanoseconds> since_last);
+
 // True when a view written `steady_age` ago by the monotonic clock and `real_age` ago by the
 // wall clock may be used at `max_age`: both ages within it, and the two within a second of each
 // other (a view kept across a reboot has a monotonic age that means nothing).

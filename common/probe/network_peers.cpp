@@ -128,6 +128,13 @@ public:
     }
     return read_shared_view(shared_view_dir(settings), key, settings.max_age);
   }
+  std::optional<std::chrono::nanoseconds> mark_check(const ShareSettings& settings,
+                                                     const std::string& key) override {
+    if (m_cache) {
+      return std::nullopt;
+    }
+    return probe::mark_check(shared_view_dir(settings), key);
+  }
   void share_view(const ShareSettings& settings, const std::string& key,
                   const SharedView& view) override {
     if (!m_cache && settings.max_age.count() > 0) {

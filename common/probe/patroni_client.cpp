@@ -90,6 +90,14 @@ std::string share_key(const std::vector<std::string>& bases, const HttpOptions& 
   return core::shared_view_key(parts);
 }
 
+// How long views are reused for, and why, for explain.
+std::string max_age_said(const ShareSettings& share) {
+  return share.automatic
+             ? util::format("reused up to {} ms: half the time since this server's last check",
+                            share.max_age.count())
+             : util::format("reused up to {} ms: shared_view_max_age", share.max_age.count());
+}
+
 // The members' view another check shared, as ask_patroni() would have returned it, or nullopt.
 std::optional<ManagerResult> shared_result(Peers& peers, const std::vector<std::string>& bases,
                                            const HttpOptions& tls,
@@ -107,9 +115,9 @@ std::optional<ManagerResult> shared_result(Peers& peers, const std::vector<std::
   step.opinion = "manager";
   step.peer = "shared view";
   step.asked = "GET /cluster";
-  step.answer =
-      util::format("{} of {} members agreed {:.0f} ms ago (check pid {}): {}", shared->agreeing,
-                   shared->configured, shared->age_ms, shared->pid, summarize(*view));
+  step.answer = util::format("{} of {} members agreed {:.0f} ms ago (check pid {}; {}): {}",
+                             shared->agreeing, shared->configured, shared->age_ms, shared->pid,
+                             max_age_said(share), summarize(*view));
   ManagerResult r{
       std::move(*view), {std::move(step)}, 2 * shared->agreeing > shared->configured, true};
   if (node) {
@@ -377,8 +385,28 @@ WriterManagerResult ask_patroni_for_writer(Peers& peers, const std::vector<std::
   return r;
 }
 
-ShareSettings patroni_sharing(const config::PostgresCluster& cluster) {
-  return ShareSettings{cluster.shared_view_dir.value_or(""), cluster.shared_view_max_age, true};
+ShareSettings patroni_sharing(const config::PostgresCluster& cluster,
+                              std::optional<std::chrono::milliseconds> cadence_age) {
+  const std::string dir = cluster.shared_view_dir.value_or("");
+  if (cluster.shared_view_max_age) {
+    return ShareSettings{dir, *cluster.shared_view_max_age, true, false};
+  }
+  if (!cadence_age) {
+    return ShareSettings{dir, config::k_max_shared_view_max_age, false, true};
+  }
+  return ShareSettings{dir, *cadence_age, true, true};
+}
+
+std::optional<std::chrono::milliseconds> check_cadence_age(Peers& peers,
+                                                           const config::PostgresCluster& cluster,
+                                                           const std::string& backend,
+                                                           const util::HostPort& node) {
+  if (cluster.shared_view_max_age) {
+    return std::nullopt;
+  }
+  const ShareSettings where{cluster.shared_view_dir.value_or(""), {}, false, true};
+  return core::auto_shared_view_max_age(
+      peers.mark_check(where, core::check_mark_key(backend, util::to_string(node))));
 }
 
 HttpOptions patroni_http(const config::PostgresCluster& cluster) {

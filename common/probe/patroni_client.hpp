@@ -66,8 +66,19 @@ WriterManagerResult ask_patroni_for_writer(Peers& peers, const std::vector<std::
                                            const Deadline& deadline,
                                            const ShareSettings& share = {});
 
-// How `cluster`'s checks share Patroni views (shared_view_max_age, shared_view_dir).
-ShareSettings patroni_sharing(const config::PostgresCluster& cluster);
+// How `cluster`'s checks share Patroni views: in shared_view_dir, for shared_view_max_age; when
+// that is "auto", for `cadence_age` (check_cadence_age()), and with none, no view is reused
+// (what the members elect is still shared).
+ShareSettings patroni_sharing(const config::PostgresCluster& cluster,
+                              std::optional<std::chrono::milliseconds> cadence_age);
+
+// When `cluster`'s shared_view_max_age is "auto": marks this check of `node` in `backend` as
+// starting now and returns the age core::auto_shared_view_max_age() gives for the time since
+// the check before it. Nullopt, and nothing marked, otherwise.
+std::optional<std::chrono::milliseconds> check_cadence_age(Peers& peers,
+                                                           const config::PostgresCluster& cluster,
+                                                           const std::string& backend,
+                                                           const util::HostPort& node);
 
 // How the cluster's Patroni REST APIs are reached over https: its CA bundle and client
 // certificate (patroni_cafile, patroni_certfile, patroni_keyfile).

@@ -19,6 +19,7 @@
 
 #include <tl/expected.hpp>
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -85,6 +86,14 @@ public:
   // (shared_views.hpp). None by default: only the external check shares views.
   virtual std::optional<SharedView> shared_view(const ShareSettings& settings,
                                                 const std::string& key) {
+    (void)settings;
+    (void)key;
+    return std::nullopt;
+  }
+  // Marks a check kept as `key` as starting now and returns the time since the mark before
+  // (shared_views.hpp, mark_check). Nothing by default.
+  virtual std::optional<std::chrono::nanoseconds> mark_check(const ShareSettings& settings,
+                                                             const std::string& key) {
     (void)settings;
     (void)key;
     return std::nullopt;

@@ -58,7 +58,8 @@ tl::expected<core::NodeRole, ProbeError> ask_writer_node(PgPeer& session,
 core::Report check_writer(const config::PostgresCluster& cluster, const config::Backend& backend,
                           const util::HostPort& node, const Deadline& deadline,
                           const std::shared_ptr<Peers>& peers) {
-  const ShareSettings share = patroni_sharing(cluster);
+  const ShareSettings share =
+      patroni_sharing(cluster, check_cadence_age(*peers, cluster, backend.name, node));
   auto manager =
       spawn([bases = cluster.patroni, tls = patroni_http(cluster), node, deadline, peers, share] {
         return ask_patroni_for_writer(*peers, bases, tls, node, deadline, share);
@@ -133,14 +134,15 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
   // The members get what the replica's own query leaves: a hung member (no majority yet)
   // must not starve the query and take every healthy replica out.
   const Deadline members_by = deadline.minus(reserve_for_last_step(deadline, peers->now()));
-  const ShareSettings share = patroni_sharing(cluster);
+  const auto cadence_age = check_cadence_age(*peers, cluster, backend.name, node);
+  const ShareSettings share = patroni_sharing(cluster, cadence_age);
   auto manager =
       spawn([bases = cluster.patroni, tls = patroni_http(cluster), node, members_by, peers, share] {
         return ask_patroni(*peers, bases, tls, node, members_by, false, share);
       });
   // A standby cluster's source is asked meanwhile too: its members do not depend on the
   // standby's view, and its leader is sampled only if that view is a standby cluster's.
-  StandbySource source(cluster, node, members_by, peers);
+  StandbySource source(cluster, node, members_by, peers, cadence_age);
   core::Step nstep = sql_step("node", node, core::k_replica_sql);
   const auto t0 = peers->now();
   auto session = peers->pg(pg_target(cluster, node));

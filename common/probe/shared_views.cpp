@@ -132,6 +132,34 @@ std::optional<SharedView> read_shared_view(const std::string& dir, const std::st
   return v;
 }
 
+std::optional<std::chrono::nanoseconds> mark_check(const std::string& dir, const std::string& key) {
+  util::OwnedFd d{open_dir(dir, true)};
+  if (d.get() < 0) {
+    return std::nullopt;
+  }
+  const std::string name = key + ".mark";
+  constexpr int k_flags = O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+  util::OwnedFd f{::openat(d.get(), name.c_str(), k_flags | O_CREAT | O_EXCL, 0600)};
+  const bool created = f.get() >= 0;
+  if (!created) {
+    f = util::OwnedFd{::openat(d.get(), name.c_str(), k_flags)};
+  }
+  struct stat before {};
+  if (f.get() < 0 || !ours(f.get(), false) || ::fstat(f.get(), &before) != 0 ||
+      ::futimens(f.get(), nullptr) != 0) {
+    return std::nullopt;
+  }
+  struct stat after {};
+  if (created || ::fstat(f.get(), &after) != 0) {
+    return std::nullopt;
+  }
+  // Both times from the same (file system's) clock: the difference is the cadence.
+  const auto at = [](const struct timespec& t) {
+    return std::chrono::seconds{t.tv_sec} + std::chrono::nanoseconds{t.tv_nsec};
+  };
+  return at(after.st_mtim) - at(before.st_mtim);
+}
+
 void write_shared_view(const std::string& dir, const std::string& key, const SharedView& view) {
   util::OwnedFd d{open_dir(dir, true)};
   if (d.get() < 0) {

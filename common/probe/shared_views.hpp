@@ -26,9 +26,10 @@ struct ShareSettings {
   std::string dir;                      // empty: the default, /tmp/dbcheck-shared-<euid>
   std::chrono::milliseconds max_age{0}; // 0: views are not shared
   bool reuse = true;                    // false: ask live, but keep what is elected
+  bool automatic = false;               // max_age was taken from the checks' own cadence
 
   // These settings with the members asked live (a view that was set aside); still shared.
-  ShareSettings asked_live() const { return ShareSettings{dir, max_age, false}; }
+  ShareSettings asked_live() const { return ShareSettings{dir, max_age, false, automatic}; }
 };
 
 // --- Interface ---
@@ -41,6 +42,12 @@ std::string shared_view_dir(const ShareSettings& settings);
 // owner, open to group or others, a symbolic link, not a regular file).
 std::optional<SharedView> read_shared_view(const std::string& dir, const std::string& key,
                                            std::chrono::milliseconds max_age);
+
+// Marks that a check kept as `key` (core::check_mark_key) starts now: the modification time of
+// "<key>.mark" in `dir` (the file created 0600, the directory 0700, when missing). Returns the
+// time since the mark before it; nullopt when there was none, or the file or the directory is
+// not safely this user's. Never throws.
+std::optional<std::chrono::nanoseconds> mark_check(const std::string& dir, const std::string& key);
 
 // Keeps `view` as `key` in `dir` (created 0700 when missing), replacing the one before in one
 // step (rename); does nothing when the directory is not safely this user's. Never throws.

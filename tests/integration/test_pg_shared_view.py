@@ -5,6 +5,7 @@ live); a writable node's writer check always asks the members. A switchover is s
 the new leader's checks set the older view aside."""
 
 import os
+import re
 import stat
 import threading
 import time
@@ -109,3 +110,39 @@ def test_a_switchover_is_seen_at_once_through_the_shared_view(pg_cluster, dbchec
     figures("shared view across a switchover",
             f"{old.name} -> {new.name}: new leader UP {first_new - switched:.1f}s after the request; "
             f"{len(set_aside)} check(s) of it set an older shared view aside; old leader never UP after")
+
+
+def test_by_default_a_view_is_reused_for_half_a_servers_check_interval(
+        pg_cluster, dbcheck_bin, workdir, figures):
+    """shared_view_max_age unset ("auto"): a check reuses a view for half the time since the
+    last check of the same server in the same backend, so at any inter a round of checks shares
+    one view; a server's first check asks the members."""
+    leader = pg_cluster.wait_healthy()
+    replica = pg_cluster.replicas()[0]
+    views = workdir / "views-auto"
+    cfg = write_dbcheck_config(workdir / "auto", pg_cluster, owner=None, timeout="800ms", share=True,
+                               cluster_extra=f'shared_view_dir = "{views}"')
+
+    # As two servers' checks of one HAProxy at inter 1s: the reader's check shares a view, and
+    # the writer check of the same node, a second after its own last one, reuses it (retried:
+    # on a loaded machine the two process starts may be further apart than that half).
+    def attempt():
+        explain(dbcheck_bin, cfg, "pg_read", replica.pg_addr)
+        explain(dbcheck_bin, cfg, "pg_write", replica.pg_addr)
+        time.sleep(1.0)
+        explain(dbcheck_bin, cfg, "pg_read", replica.pg_addr)
+        run = explain(dbcheck_bin, cfg, "pg_write", replica.pg_addr)
+        return run if uses_shared_view(run) else None
+    run = wait_until(attempt, 40, "a writer check of the replica that reads the shared view")
+    assert run.state == "down" and run.failure == "role", run.reason
+    answer = manager_steps(run)[0]["answer"]
+    assert "half the time since this server's last check" in answer, answer
+    reused = int(re.search(r"reused up to (\d+) ms", answer).group(1))
+    assert 500 <= reused <= 2000, answer  # half of 1 s and more: the sleep and a check between
+    # A server never checked before asks the members, though a fresh view is there.
+    explain(dbcheck_bin, cfg, "pg_read", replica.pg_addr)
+    first = explain(dbcheck_bin, cfg, "pg_read", leader.pg_addr)
+    assert not uses_shared_view(first), manager_steps(first)
+    marks = sorted(p for p in views.iterdir() if p.name.endswith(".mark"))
+    assert len(marks) == 3 and all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in marks), marks
+    figures("shared view, auto", f"replica's writer check reused a view: {answer[:60]}...")

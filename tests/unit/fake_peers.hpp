@@ -55,6 +55,10 @@ public:
   // The view another check shared (given to a check that asks for one), and what checks shared.
   std::optional<probe::SharedView> shared;
   std::vector<probe::SharedView> shares;
+  // What mark_check() answers (the time since the check before), and the max age the last
+  // shared view was asked for at.
+  std::optional<std::chrono::nanoseconds> since_last;
+  std::chrono::milliseconds asked_max_age{0};
 
   // What was asked, in order.
   std::vector<Asked> log() {
@@ -144,7 +148,14 @@ public:
   std::optional<probe::SharedView> shared_view(const probe::ShareSettings& settings,
                                                const std::string& key) override {
     note("shared view " + key, Deadline{Clock::time_point{}});
+    std::lock_guard lock(m_mutex);
+    asked_max_age = settings.max_age;
     return settings.max_age.count() > 0 ? shared : std::nullopt;
+  }
+  std::optional<std::chrono::nanoseconds> mark_check(const probe::ShareSettings&,
+                                                     const std::string& key) override {
+    note("mark " + key, Deadline{Clock::time_point{}});
+    return since_last;
   }
   void share_view(const probe::ShareSettings&, const std::string& key,
                   const probe::SharedView& view) override {

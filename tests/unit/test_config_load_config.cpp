@@ -610,7 +610,7 @@ TEST_CASE("a writer reachable by a man in the middle: a warning, or an error und
   CHECK(ok->warnings.empty());
 }
 
-TEST_CASE("the shared Patroni view: at most 2 s, in an absolute directory", "[config]") {
+TEST_CASE("the shared Patroni view: auto, or at most 2 s, in an absolute directory", "[config]") {
   TempDir dir;
   const auto pw = dir.write("pg.password", "s3cret\n", 0600);
   const auto with = [&](const std::string& lines) {
@@ -620,11 +620,18 @@ TEST_CASE("the shared Patroni view: at most 2 s, in an absolute directory", "[co
   };
   const auto plain = parse_config(valid_config(pw), "dbcheck.toml");
   REQUIRE(plain);
-  CHECK(std::get<PostgresCluster>(plain->clusters.at("pg")).shared_view_max_age ==
-        dbcheck::util::Duration{500}); // shared by default, below HAProxy's usual inter
+  // Shared by default, for the checks' own cadence ("auto"): none set.
+  CHECK_FALSE(std::get<PostgresCluster>(plain->clusters.at("pg")).shared_view_max_age);
   const auto off = with("shared_view_max_age = \"0s\"\n");
   REQUIRE(off);
-  CHECK(std::get<PostgresCluster>(off->clusters.at("pg")).shared_view_max_age.count() == 0);
+  CHECK(std::get<PostgresCluster>(off->clusters.at("pg")).shared_view_max_age ==
+        dbcheck::util::Duration{0});
+  const auto automatic = with("shared_view_max_age = \"auto\"\n");
+  REQUIRE(automatic);
+  CHECK_FALSE(std::get<PostgresCluster>(automatic->clusters.at("pg")).shared_view_max_age);
+  const auto words = with("shared_view_max_age = \"often\"\n");
+  REQUIRE_FALSE(words);
+  CHECK(errors_of(words).find("cluster.pg.shared_view_max_age") != std::string::npos);
 
   const auto shared = with("shared_view_max_age = \"500ms\"\nshared_view_dir = \"/run/views\"\n");
   REQUIRE(shared);

@@ -49,6 +49,27 @@ TEST_CASE("each cluster's Patroni URLs have their own shared view", "[core][shar
   CHECK(a.size() == 8 + 16);
 }
 
+TEST_CASE("auto: half the time between a server's checks, at most 2 s", "[core][shared_view]") {
+  CHECK(core::auto_shared_view_max_age(1030ms) == 515ms); // inter 1s, a 30 ms check
+  CHECK(core::auto_shared_view_max_age(2100ms) == 1050ms);
+  CHECK(core::auto_shared_view_max_age(9s) == 2s); // downinter 9s: the longest age allowed
+  CHECK(core::auto_shared_view_max_age(60ms) == 30ms);
+  // None before, too long ago to say, a clock that stepped back, too short: ask live.
+  CHECK_FALSE(core::auto_shared_view_max_age(std::nullopt));
+  CHECK_FALSE(core::auto_shared_view_max_age(11s));
+  CHECK_FALSE(core::auto_shared_view_max_age(-5ms));
+  CHECK_FALSE(core::auto_shared_view_max_age(1ms));
+}
+
+TEST_CASE("each server of each backend has its own mark", "[core][shared_view]") {
+  const auto a = core::check_mark_key("pg_write", "10.0.0.1:5432");
+  CHECK(a == core::check_mark_key("pg_write", "10.0.0.1:5432"));
+  CHECK(a != core::check_mark_key("pg_read", "10.0.0.1:5432"));
+  CHECK(a != core::check_mark_key("pg_write", "10.0.0.2:5432"));
+  CHECK(a.rfind("check-", 0) == 0);
+  CHECK(a.size() == 6 + 16);
+}
+
 TEST_CASE("a shared view never keeps a writer up", "[core][shared_view]") {
   core::NodeRole writable;
   writable.in_recovery = false;

@@ -6,6 +6,7 @@
 
 #include <core/pg_rows.hpp>
 #include <core/report.hpp>
+#include <core/shared_view.hpp>
 #include <probe/catch_up.hpp>
 #include <probe/pg_check.hpp>
 #include <util/format.hpp>
@@ -409,7 +410,9 @@ TEST_CASE("a replica's writer check fails on a shared view and asks no member",
   CHECK(r.verdict.state == core::State::down);
   CHECK(f->count("get ") == 0);
   CHECK(f->count("sql 10.0.0.2:5432") == 1); // the node's own opinion, live
-  CHECK(has_step(r, "2 of 2 members agreed 300 ms ago (check pid 4242)"));
+  CHECK(has_step(r, "2 of 2 members agreed 300 ms ago (check pid 4242; reused up to 1000 ms: "
+                    "shared_view_max_age)"));
+  CHECK(f->count("mark ") == 0); // a max age set: no cadence needed
 }
 
 TEST_CASE("a writable node never passes on a shared view: its members are asked",
@@ -504,6 +507,38 @@ TEST_CASE("a majority's view is shared; a check without max_age neither reads no
   REQUIRE(testing::settled(g));
   CHECK(g->count("get ") >= 1);
   CHECK(g->shares.empty());
+}
+
+TEST_CASE("auto: views are reused for half the time since this server's last check",
+          "[probe][pg][shared_view]") {
+  using namespace std::chrono_literals;
+  auto f = lab({"0/3000060"});
+  f->shared = shared(k_cluster);
+  f->since_last = 2100ms; // inter 2s, and the last check's own 100 ms
+  const auto r = probe::check_postgres(cluster(), backend(config::Role::replica), k_replica,
+                                       probe::Deadline::in(util::Duration{10000}), f);
+  REQUIRE(testing::settled(f));
+  CHECK(r.verdict.state == core::State::up);
+  CHECK(f->count("get ") == 0);
+  CHECK(f->asked_max_age == 1050ms);
+  CHECK(has_step(r, "reused up to 1050 ms: half the time since this server's last check"));
+  // One mark per check, under this backend's and this server's own name.
+  CHECK(f->count("mark " + core::check_mark_key("pg_read", util::to_string(k_replica))) == 1);
+  CHECK(f->count("mark ") == 1);
+}
+
+TEST_CASE("auto: a check with no check of its server just before asks live, and shares",
+          "[probe][pg][shared_view]") {
+  auto f = lab({"0/3000060"});
+  f->shared = shared(k_cluster);
+  f->since_last = std::nullopt; // the first check, or one run by hand
+  const auto r = probe::check_postgres(cluster(), backend(config::Role::replica), k_replica,
+                                       probe::Deadline::in(util::Duration{10000}), f);
+  REQUIRE(testing::settled(f));
+  CHECK(r.verdict.state == core::State::up);
+  CHECK(f->count("shared view ") == 0);
+  CHECK(f->count("get ") >= 1);
+  CHECK(f->shares.size() == 1);
 }
 
 TEST_CASE("a client certificate reaches libpq's target; explain names it, never the key",

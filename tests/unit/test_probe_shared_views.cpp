@@ -90,3 +90,34 @@ TEST_CASE("a shared view another could have written is not used", "[probe][share
     CHECK_FALSE(probe::read_shared_view(t.path, "patroni-1", 2000ms));
   }
 }
+
+TEST_CASE("a check's mark gives the time since the one before", "[probe][shared_view]") {
+  testing::TempDir t;
+  const std::string dir = t.path + "/views";
+  CHECK_FALSE(probe::mark_check(dir, "check-1")); // the first: none before
+  struct stat st {};
+  REQUIRE(::stat((dir + "/check-1.mark").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  std::this_thread::sleep_for(50ms);
+  const auto since = probe::mark_check(dir, "check-1");
+  REQUIRE(since);
+  // The file system's clock ticks coarsely (a few ms); the sleep is a floor, not a bound.
+  CHECK(*since >= 40ms);
+  CHECK(*since < 60s);
+  CHECK_FALSE(probe::mark_check(dir, "check-2")); // another server's checks: their own mark
+}
+
+TEST_CASE("a mark another could have written is not used", "[probe][shared_view]") {
+  testing::TempDir t;
+  CHECK_FALSE(probe::mark_check(t.path, "check-1"));
+  const std::string file = t.path + "/check-1.mark";
+  SECTION("the file open to the group") {
+    ::chmod(file.c_str(), 0660);
+    CHECK_FALSE(probe::mark_check(t.path, "check-1"));
+  }
+  SECTION("a symbolic link in its place") {
+    std::filesystem::rename(file, t.path + "/elsewhere");
+    std::filesystem::create_symlink(t.path + "/elsewhere", file);
+    CHECK_FALSE(probe::mark_check(t.path, "check-1"));
+  }
+}
