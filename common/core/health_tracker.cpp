@@ -35,6 +35,9 @@ void HealthTracker::follow_manager(Named named, util::Duration now) {
     m_armed = true;
     m_move_from.reset();
     return;
+  case Named::no_primary:
+    m_armed = true; // demoted: it comes back by a promotion, as after a move (header)
+    [[fallthrough]];
   case Named::this_node:
   case Named::nobody:
     if (m_armed && m_policy.interval.count() > 0) {

@@ -20,9 +20,12 @@
 // or a promotion still running, is time the old writer's agent already had. Time, not rounds:
 // the prober's rounds come every fastinter while any backend of the node is falling, and a
 // host frozen for a while comes back with its count stale (a gap over two intervals, or a
-// round whose manager was unread, starts it again). Only after another node was seen: a
-// writer never moved from (restarted while named, frozen and named all along) keeps plain
-// rise passes, and so does any outage once it is up again.
+// round whose manager was unread, starts it again). Only after another node was seen, or, the
+// DCS unread, every member's Patroni answered that it runs no primary (Named::no_primary:
+// Patroni demoted this node, as it does once retry_timeout passes without failsafe_mode, and no
+// one leads; such rounds count like rounds naming no one): a writer never moved from
+// (restarted while named, frozen and named all along) keeps plain rise passes, and so does any
+// outage once it is up again.
 // rise 3, interval 1s, the old leader's Patroni killed:
 //   t=0 down (Patroni names pg1 leader, not this node)    -> DOWN
 //   t=1 down (Patroni names no leader)                    -> DOWN (0 s of 1.75 s since)

@@ -54,6 +54,7 @@ OutageDecision outage_leader(const OutageAnswers& in) {
     }
   }
   OutageDecision d;
+  d.no_primary = n > 0 && answered == n && primaries.empty();
   const bool own_answered = in.own && answers[*in.own].report;
   if (holders.empty()) {
     d.why = own_answered ? util::format("this node's own Patroni does not keep it leader ({})",

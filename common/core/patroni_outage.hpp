@@ -48,6 +48,7 @@ struct OutageDecision {
   Failure kind = Failure::none;      // when none: role when the node's own Patroni (or every
                                      // member) answered and it is not the leader; else what
                                      // stopped the asking
+  bool no_primary = false; // every member answered, and none runs a primary (in any state)
 };
 
 // --- Interface ---

@@ -79,7 +79,12 @@ Opinion outage_opinion(const ProbeError& members, const OutageAnswers& outage) {
   const OutageDecision d = outage_leader(outage);
   const std::string lead = describe_failure("Patroni", members);
   if (!d.leader) {
-    return {false, util::format("{}; asked GET /primary of every member: {}", lead, d.why), d.kind};
+    Opinion o{false, util::format("{}; asked GET /primary of every member: {}", lead, d.why),
+              d.kind};
+    // Each member's Patroni says its PostgreSQL is no primary: the agent's rise rule may count
+    // this round (core/health_tracker.hpp).
+    o.named = d.no_primary ? Named::no_primary : Named::unknown;
+    return o;
   }
   const LeaderReport& r = *outage.answers[*d.leader].report;
   Opinion o{true,

@@ -30,10 +30,12 @@ enum class Failure {
 
 // Whom the manager named the writer in one writer check.
 enum class Named {
-  unknown,   // not read, or an engine that does not tell (Sentinel: it promotes, then names)
-  this_node, // more than half of the configured Patroni members name this node leader
-  nobody,    // more than half of them name no leader: the key expired or was released
-  another,   // the manager names another node
+  unknown,    // not read, or an engine that does not tell (Sentinel: it promotes, then names)
+  this_node,  // more than half of the configured Patroni members name this node leader
+  nobody,     // more than half of them name no leader: the key expired or was released
+  another,    // the manager names another node
+  no_primary, // the DCS unread, every member's Patroni answers that it runs no primary: this
+              // node was demoted (or never led), and no one else leads
 };
 
 // A check's outcome: what HAProxy should do with the node, and why.

@@ -248,6 +248,34 @@ TEST_CASE("a writer never seen moved from another node rises on passes alone", "
                 });
 }
 
+TEST_CASE("a writer Patroni demoted without its DCS comes back at its first pass",
+          "[core][tracker]") {
+  // etcd down, failsafe off: Patroni demotes the leader; every member's Patroni says it runs no
+  // primary (no_primary) until etcd is back and the manager names this node again.
+  const Verdict demoted =
+      named({State::down, Failure::role, "asked GET /primary of every member: role replica"},
+            Named::no_primary);
+  run(k_writer, {
+                    {0, k_named_up, State::up, true},
+                    {1000, demoted, State::down, true}, // not the primary: at once
+                    {2000, demoted, State::down, false},
+                    {3000, demoted, State::down, false},
+                    {4000, k_named_promoting, State::down, false},
+                    {5000, k_named_up, State::up, true},
+                });
+  // A round that asked no one in between starts the count again.
+  const Verdict unread{State::down, Failure::timeout, "no Patroni member answered"};
+  run(k_writer, {
+                    {0, k_named_up, State::up, true},
+                    {1000, demoted, State::down, true},
+                    {2000, demoted, State::down, false},
+                    {3000, unread, State::down, false},
+                    {4000, k_named_promoting, State::down, false},
+                    {5000, k_named_up, State::down, false}, // 1 s since: 1 of 3 passes
+                    {6000, k_named_up, State::up, true},    // 2 s since
+                });
+}
+
 TEST_CASE("once up, a writer's later outage rises on passes again", "[core][tracker]") {
   run(k_writer, {
                     {0, k_other_leader, State::down, true},

@@ -80,6 +80,14 @@ TEST_CASE("no member keeping a leader: role when the node's own Patroni or every
         three(demoted, failed("http://10.0.0.2:8008"), failed("http://10.0.0.3:8008"), 0));
     CHECK_FALSE(d.leader);
     CHECK(d.kind == Failure::role);
+    CHECK_FALSE(d.no_primary); // two members unheard: one of them may lead
+  }
+  SECTION("every member answered, none runs a primary") {
+    const auto d = outage_leader(
+        three(demoted, replica("http://10.0.0.2:8008"), replica("http://10.0.0.3:8008"), 0));
+    CHECK_FALSE(d.leader);
+    CHECK(d.kind == Failure::role);
+    CHECK(d.no_primary);
   }
   SECTION("own unknown, one silent: what stopped the asking") {
     const auto d = outage_leader(three(demoted, replica("http://10.0.0.2:8008"),
@@ -93,6 +101,7 @@ TEST_CASE("no member keeping a leader: role when the node's own Patroni or every
                             replica("http://10.0.0.2:8008"), replica("http://10.0.0.3:8008"), 0));
     CHECK_FALSE(d.leader);
     CHECK(d.kind == Failure::role);
+    CHECK_FALSE(d.no_primary); // it still runs one
   }
 }
 

@@ -752,6 +752,8 @@ TEST_CASE("writer: with the DCS unreadable, Patroni's leader under failsafe keep
     CHECK(v.state == State::down);
     CHECK(v.failure == Failure::role);
     CHECK_THAT(v.reason, dbcheck_test::Contains("does not keep it leader"));
+    // Every member answered and none runs a primary: the agent may count it (health_tracker).
+    CHECK(v.named == Named::no_primary);
   }
   SECTION("a node of another cluster is caught by the leader's identifier") {
     auto other = outage_obs("rw", {primary_answer(200, "primary", true), replica2});
