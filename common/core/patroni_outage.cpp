@@ -54,7 +54,11 @@ OutageDecision outage_leader(const OutageAnswers& in) {
     }
   }
   OutageDecision d;
-  d.no_primary = n > 0 && answered == n && primaries.empty();
+  // A standby cluster's members name no primary by design: nothing was demoted there.
+  const bool standby = std::any_of(answers.begin(), answers.end(), [](const OutageAnswer& a) {
+    return a.report && a.report->status.role == "standby_leader";
+  });
+  d.no_primary = n > 0 && answered == n && primaries.empty() && !standby;
   const bool own_answered = in.own && answers[*in.own].report;
   if (holders.empty()) {
     d.why = own_answered ? util::format("this node's own Patroni does not keep it leader ({})",

@@ -48,7 +48,9 @@ struct OutageDecision {
   Failure kind = Failure::none;      // when none: role when the node's own Patroni (or every
                                      // member) answered and it is not the leader; else what
                                      // stopped the asking
-  bool no_primary = false; // every member answered, and none runs a primary (in any state)
+  // Every configured member answered, none runs a primary (in any state), and none leads a
+  // standby cluster. The configured members are taken to be the cluster's.
+  bool no_primary = false;
 };
 
 // --- Interface ---

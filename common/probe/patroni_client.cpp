@@ -385,28 +385,21 @@ WriterManagerResult ask_patroni_for_writer(Peers& peers, const std::vector<std::
   return r;
 }
 
-ShareSettings patroni_sharing(const config::PostgresCluster& cluster,
-                              std::optional<std::chrono::milliseconds> cadence_age) {
+ShareSettings patroni_sharing(const config::PostgresCluster& cluster) {
   const std::string dir = cluster.shared_view_dir.value_or("");
   if (cluster.shared_view_max_age) {
     return ShareSettings{dir, *cluster.shared_view_max_age, true, false};
   }
-  if (!cadence_age) {
-    return ShareSettings{dir, config::k_max_shared_view_max_age, false, true};
-  }
-  return ShareSettings{dir, *cadence_age, true, true};
+  // Shared at the longest age allowed; reused only once with_cadence() gives this check's.
+  return ShareSettings{dir, config::k_max_shared_view_max_age, false, true};
 }
 
-std::optional<std::chrono::milliseconds> check_cadence_age(Peers& peers,
-                                                           const config::PostgresCluster& cluster,
-                                                           const std::string& backend,
-                                                           const util::HostPort& node) {
-  if (cluster.shared_view_max_age) {
-    return std::nullopt;
+ShareSettings with_cadence(Peers& peers, const ShareSettings& base, const std::string& who) {
+  if (!base.automatic) {
+    return base;
   }
-  const ShareSettings where{cluster.shared_view_dir.value_or(""), {}, false, true};
-  return core::auto_shared_view_max_age(
-      peers.mark_check(where, core::check_mark_key(backend, util::to_string(node))));
+  const auto age = core::auto_shared_view_max_age(peers.mark_check(base, who));
+  return age ? ShareSettings{base.dir, *age, true, true} : base;
 }
 
 HttpOptions patroni_http(const config::PostgresCluster& cluster) {

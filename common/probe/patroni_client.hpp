@@ -66,19 +66,16 @@ WriterManagerResult ask_patroni_for_writer(Peers& peers, const std::vector<std::
                                            const Deadline& deadline,
                                            const ShareSettings& share = {});
 
-// How `cluster`'s checks share Patroni views: in shared_view_dir, for shared_view_max_age; when
-// that is "auto", for `cadence_age` (check_cadence_age()), and with none, no view is reused
-// (what the members elect is still shared).
-ShareSettings patroni_sharing(const config::PostgresCluster& cluster,
-                              std::optional<std::chrono::milliseconds> cadence_age);
+// How `cluster`'s checks share Patroni views: in shared_view_dir, for shared_view_max_age.
+// When that is "auto" (settings.automatic), no view is reused until with_cadence() says for how
+// long; what the members elect is shared all the same.
+ShareSettings patroni_sharing(const config::PostgresCluster& cluster);
 
-// When `cluster`'s shared_view_max_age is "auto": marks this check of `node` in `backend` as
-// starting now and returns the age core::auto_shared_view_max_age() gives for the time since
-// the check before it. Nullopt, and nothing marked, otherwise.
-std::optional<std::chrono::milliseconds> check_cadence_age(Peers& peers,
-                                                           const config::PostgresCluster& cluster,
-                                                           const std::string& backend,
-                                                           const util::HostPort& node);
+// `base` (patroni_sharing()), and when it is "auto", with the max age
+// core::auto_shared_view_max_age() gives for this check's cadence: marks this check, kept as
+// `who` (core::check_mark_key()), as starting now in the views' directory. That may block on
+// the directory's file system: call it on a thread the check's deadline bounds, not its own.
+ShareSettings with_cadence(Peers& peers, const ShareSettings& base, const std::string& who);
 
 // How the cluster's Patroni REST APIs are reached over https: its CA bundle and client
 // certificate (patroni_cafile, patroni_certfile, patroni_keyfile).

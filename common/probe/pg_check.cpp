@@ -22,6 +22,11 @@ namespace {
 
 using core::ProbeError;
 
+// The name this check's marks are kept under: its backend and server (with_cadence()).
+std::string mark_key(const config::Backend& backend, const util::HostPort& node) {
+  return core::check_mark_key(backend.name, util::to_string(node));
+}
+
 constexpr std::string_view k_patroni_step = "the Patroni query";
 
 // What the check offers the node to log in with, for `explain`: the user and the files, never
@@ -58,12 +63,12 @@ tl::expected<core::NodeRole, ProbeError> ask_writer_node(PgPeer& session,
 core::Report check_writer(const config::PostgresCluster& cluster, const config::Backend& backend,
                           const util::HostPort& node, const Deadline& deadline,
                           const std::shared_ptr<Peers>& peers) {
-  const ShareSettings share =
-      patroni_sharing(cluster, check_cadence_age(*peers, cluster, backend.name, node));
-  auto manager =
-      spawn([bases = cluster.patroni, tls = patroni_http(cluster), node, deadline, peers, share] {
-        return ask_patroni_for_writer(*peers, bases, tls, node, deadline, share);
-      });
+  const ShareSettings share = patroni_sharing(cluster);
+  auto manager = spawn([bases = cluster.patroni, tls = patroni_http(cluster), node, deadline, peers,
+                        share, who = mark_key(backend, node)] {
+    return ask_patroni_for_writer(*peers, bases, tls, node, deadline,
+                                  with_cadence(*peers, share, who));
+  });
 
   core::Step nstep = sql_step("node", node, core::k_writer_sql);
   const auto t0 = peers->now();
@@ -134,15 +139,15 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
   // The members get what the replica's own query leaves: a hung member (no majority yet)
   // must not starve the query and take every healthy replica out.
   const Deadline members_by = deadline.minus(reserve_for_last_step(deadline, peers->now()));
-  const auto cadence_age = check_cadence_age(*peers, cluster, backend.name, node);
-  const ShareSettings share = patroni_sharing(cluster, cadence_age);
-  auto manager =
-      spawn([bases = cluster.patroni, tls = patroni_http(cluster), node, members_by, peers, share] {
-        return ask_patroni(*peers, bases, tls, node, members_by, false, share);
-      });
+  const ShareSettings share = patroni_sharing(cluster);
+  auto manager = spawn([bases = cluster.patroni, tls = patroni_http(cluster), node, members_by,
+                        peers, share, who = mark_key(backend, node)] {
+    return ask_patroni(*peers, bases, tls, node, members_by, false,
+                       with_cadence(*peers, share, who));
+  });
   // A standby cluster's source is asked meanwhile too: its members do not depend on the
   // standby's view, and its leader is sampled only if that view is a standby cluster's.
-  StandbySource source(cluster, node, members_by, peers, cadence_age);
+  StandbySource source(cluster, node, members_by, peers);
   core::Step nstep = sql_step("node", node, core::k_replica_sql);
   const auto t0 = peers->now();
   auto session = peers->pg(pg_target(cluster, node));

@@ -29,12 +29,14 @@ bool ours(int fd, bool directory) {
   return directory ? S_ISDIR(st.st_mode) : (S_ISREG(st.st_mode) && st.st_size <= k_max_file);
 }
 
-// The directory opened, when it is safely ours; created first when `create`.
+// The directory opened, when it is safely ours; created first when `create` and missing.
 int open_dir(const std::string& dir, bool create) {
-  if (create) {
-    ::mkdir(dir.c_str(), 0700); // EEXIST is fine: the checks below decide
+  constexpr int k_flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+  int fd = ::open(dir.c_str(), k_flags);
+  if (fd < 0 && errno == ENOENT && create) {
+    ::mkdir(dir.c_str(), 0700); // EEXIST (another check was first) is fine: the checks below decide
+    fd = ::open(dir.c_str(), k_flags);
   }
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd >= 0 && !ours(fd, true)) {
     ::close(fd);
     return -1;
@@ -138,26 +140,46 @@ std::optional<std::chrono::nanoseconds> mark_check(const std::string& dir, const
     return std::nullopt;
   }
   const std::string name = key + ".mark";
-  constexpr int k_flags = O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+  constexpr int k_flags = O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
   util::OwnedFd f{::openat(d.get(), name.c_str(), k_flags | O_CREAT | O_EXCL, 0600)};
   const bool created = f.get() >= 0;
   if (!created) {
     f = util::OwnedFd{::openat(d.get(), name.c_str(), k_flags)};
   }
   struct stat before {};
-  if (f.get() < 0 || !ours(f.get(), false) || ::fstat(f.get(), &before) != 0 ||
-      ::futimens(f.get(), nullptr) != 0) {
+  if (f.get() < 0 || !ours(f.get(), false) || ::fstat(f.get(), &before) != 0) {
     return std::nullopt;
   }
+  // The monotonic clock of the check before, as it wrote it; then this check's, in its place
+  // (the write also sets the modification time, the wall clock's view of the same moment).
+  char buf[32] = {};
+  const ssize_t got = created ? 0 : ::pread(f.get(), buf, sizeof buf - 1, 0);
+  const std::int64_t now = ns_since_epoch(std::chrono::steady_clock::now());
+  const std::string text = util::format("{:020}\n", now);
   struct stat after {};
-  if (created || ::fstat(f.get(), &after) != 0) {
+  const ssize_t put = ::pwrite(f.get(), text.data(), text.size(), 0);
+  if (put != static_cast<ssize_t>(text.size()) || ::fstat(f.get(), &after) != 0 || got <= 0) {
     return std::nullopt;
   }
-  // Both times from the same (file system's) clock: the difference is the cadence.
+  std::string_view was{buf, static_cast<std::size_t>(got)};
+  std::int64_t then = 0;
+  const auto [p, ec] = std::from_chars(was.data(), was.data() + was.size(), then);
+  if (ec != std::errc{} || p == was.data() || *p != '\n' || then <= 0 || then > now) {
+    return std::nullopt; // another boot's, or not a mark
+  }
   const auto at = [](const struct timespec& t) {
     return std::chrono::seconds{t.tv_sec} + std::chrono::nanoseconds{t.tv_nsec};
   };
-  return at(after.st_mtim) - at(before.st_mtim);
+  const std::chrono::nanoseconds steady{now - then};
+  const std::chrono::nanoseconds real = at(after.st_mtim) - at(before.st_mtim);
+  // Both clocks must tell the same time (as shared_view_fresh): a mark kept across a reboot,
+  // or a clock that stepped, says nothing of the cadence. The file system's coarse time is
+  // only the witness; the monotonic time is the measure.
+  const std::chrono::nanoseconds apart = steady > real ? steady - real : real - steady;
+  if (apart > std::chrono::seconds{1}) {
+    return std::nullopt;
+  }
+  return steady;
 }
 
 void write_shared_view(const std::string& dir, const std::string& key, const SharedView& view) {

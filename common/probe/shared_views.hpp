@@ -43,10 +43,11 @@ std::string shared_view_dir(const ShareSettings& settings);
 std::optional<SharedView> read_shared_view(const std::string& dir, const std::string& key,
                                            std::chrono::milliseconds max_age);
 
-// Marks that a check kept as `key` (core::check_mark_key) starts now: the modification time of
-// "<key>.mark" in `dir` (the file created 0600, the directory 0700, when missing). Returns the
-// time since the mark before it; nullopt when there was none, or the file or the directory is
-// not safely this user's. Never throws.
+// Marks that a check kept as `key` (core::check_mark_key) starts now: the monotonic clock,
+// written into "<key>.mark" in `dir` (the file created 0600, the directory 0700, when missing).
+// Returns the time since the mark before it, by the monotonic clock; nullopt when there was
+// none, the file's modification times disagree with it by over a second (another boot, a
+// clock step), or the file or the directory is not safely this user's. Never throws.
 std::optional<std::chrono::nanoseconds> mark_check(const std::string& dir, const std::string& key);
 
 // Keeps `view` as `key` in `dir` (created 0700 when missing), replacing the one before in one

@@ -14,9 +14,10 @@ constexpr std::string_view k_source_step = "the source cluster's Patroni query";
 // The source's members asked by `deadline` (its own shared views apply: its checks and these
 // ask the same members).
 ManagerResult ask_members(Peers& peers, const config::PostgresCluster& source,
-                          const util::HostPort& node, const Deadline& deadline,
-                          std::optional<std::chrono::milliseconds> cadence_age, bool live) {
-  const ShareSettings share = patroni_sharing(source, cadence_age);
+                          const util::HostPort& node, const Deadline& deadline, bool live) {
+  // An "auto" source's views are shared by its own checks; the standby's, which keep no
+  // cadence of the source, ask its members and share what they elect.
+  const ShareSettings share = patroni_sharing(source);
   return ask_patroni(peers, source.patroni, patroni_http(source), node, deadline, false,
                      live ? share.asked_live() : share);
 }
@@ -33,17 +34,15 @@ void give_steps(std::vector<core::Step>& from, std::vector<core::Step>& to) {
 } // namespace
 
 StandbySource::StandbySource(const config::PostgresCluster& standby, const util::HostPort& node,
-                             const Deadline& members_by, std::shared_ptr<Peers> peers,
-                             std::optional<std::chrono::milliseconds> cadence_age)
+                             const Deadline& members_by, std::shared_ptr<Peers> peers)
     : m_name(standby.source_cluster.value_or("")), m_source(standby.source),
-      m_unusable(standby.source_unusable), m_node(node), m_peers(std::move(peers)),
-      m_cadence_age(cadence_age) {
+      m_unusable(standby.source_unusable), m_node(node), m_peers(std::move(peers)) {
   if (!m_source || !m_unusable.empty()) {
     return;
   }
   const Deadline by = members_by.minus(reserve_for_last_step(members_by, m_peers->now()));
-  m_asked = spawn([source = m_source, node, by, peers = m_peers, age = m_cadence_age] {
-    return ask_members(*peers, *source, node, by, age, false);
+  m_asked = spawn([source = m_source, node, by, peers = m_peers] {
+    return ask_members(*peers, *source, node, by, false);
   });
 }
 
@@ -103,7 +102,7 @@ void StandbySource::ask_live(const Deadline& deadline, std::vector<core::Step>& 
                              "set aside: it does not fit the source leader's sample or the "
                              "replica's timeline; asking the source's members",
                              0});
-  m_members = ask_members(*m_peers, *m_source, m_node, deadline, m_cadence_age, true);
+  m_members = ask_members(*m_peers, *m_source, m_node, deadline, true);
   give_steps(m_members->steps, steps);
 }
 

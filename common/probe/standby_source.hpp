@@ -17,7 +17,6 @@
 #include <core/report.hpp>
 #include <util/host_port.hpp>
 
-#include <chrono>
 #include <future>
 #include <memory>
 #include <optional>
@@ -33,11 +32,9 @@ public:
 
   // Starts asking the members of `standby`'s source for `node`'s check on another thread, by a
   // deadline a quarter earlier than `members_by` (its leader is sampled after them). Asks
-  // nothing when `standby` names no source, or one that cannot be reached. A source whose
-  // shared_view_max_age is "auto" shares views at the check's `cadence_age`.
+  // nothing when `standby` names no source, or one that cannot be reached.
   StandbySource(const config::PostgresCluster& standby, const util::HostPort& node,
-                const Deadline& members_by, std::shared_ptr<Peers> peers,
-                std::optional<std::chrono::milliseconds> cadence_age);
+                const Deadline& members_by, std::shared_ptr<Peers> peers);
 
   // True when the readers of `view` are measured against the source: the view is a standby
   // cluster's (a standby_leader, no leader) and the standby names a source.
@@ -63,7 +60,6 @@ private:
   std::string m_unusable;
   util::HostPort m_node;
   std::shared_ptr<Peers> m_peers;
-  std::optional<std::chrono::milliseconds> m_cadence_age; // the check's, for an "auto" source
   std::future<ManagerResult> m_asked;
   std::optional<ManagerResult> m_members; // once awaited
   bool m_awaited = false;

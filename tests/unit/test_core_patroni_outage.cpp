@@ -82,6 +82,13 @@ TEST_CASE("no member keeping a leader: role when the node's own Patroni or every
     CHECK(d.kind == Failure::role);
     CHECK_FALSE(d.no_primary); // two members unheard: one of them may lead
   }
+  SECTION("a standby cluster's members run no primary by design: nothing was demoted") {
+    const auto d =
+        outage_leader(three(answer("http://10.0.0.1:8008", 503, "standby_leader"),
+                            replica("http://10.0.0.2:8008"), replica("http://10.0.0.3:8008"), 0));
+    CHECK_FALSE(d.leader);
+    CHECK_FALSE(d.no_primary);
+  }
   SECTION("every member answered, none runs a primary") {
     const auto d = outage_leader(
         three(demoted, replica("http://10.0.0.2:8008"), replica("http://10.0.0.3:8008"), 0));

@@ -121,3 +121,22 @@ TEST_CASE("a mark another could have written is not used", "[probe][shared_view]
     CHECK_FALSE(probe::mark_check(t.path, "check-1"));
   }
 }
+
+TEST_CASE("a mark of another boot, or not a mark, says nothing of the cadence",
+          "[probe][shared_view]") {
+  testing::TempDir t;
+  CHECK_FALSE(probe::mark_check(t.path, "check-1"));
+  SECTION("a monotonic time later than now: another boot's") {
+    t.write("check-1.mark", "99999999999999999999\n", 0600);
+    CHECK_FALSE(probe::mark_check(t.path, "check-1"));
+  }
+  SECTION("garbage") {
+    t.write("check-1.mark", "check\n", 0600);
+    CHECK_FALSE(probe::mark_check(t.path, "check-1"));
+  }
+  // Either way this check's own mark replaced it: the next one measures again.
+  std::this_thread::sleep_for(20ms);
+  const auto since = probe::mark_check(t.path, "check-1");
+  REQUIRE(since);
+  CHECK(*since >= 10ms);
+}
