@@ -51,8 +51,12 @@ bool shared_view_fresh(std::chrono::nanoseconds steady_age, std::chrono::nanosec
                        std::chrono::milliseconds max_age) {
   using std::chrono::nanoseconds;
   const auto within = [&](nanoseconds a) { return a >= nanoseconds{0} && a <= max_age; };
-  const nanoseconds apart = steady_age > real_age ? steady_age - real_age : real_age - steady_age;
-  return within(steady_age) && within(real_age) && apart <= std::chrono::seconds{1};
+  return within(steady_age) && within(real_age) && clocks_agree(steady_age, real_age);
+}
+
+bool clocks_agree(std::chrono::nanoseconds steady, std::chrono::nanoseconds real) {
+  const std::chrono::nanoseconds apart = steady > real ? steady - real : real - steady;
+  return apart <= std::chrono::seconds{1};
 }
 
 bool shared_view_fits_writer(const ClusterView& view, const util::HostPort& node,

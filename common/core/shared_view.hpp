@@ -40,6 +40,10 @@ std::string check_mark_key(const std::string& backend, const std::string& node);
 std::optional<std::chrono::milliseconds>
 auto_shared_view_max_age(std::optional<std::chrono::nanoseconds> since_last);
 
+// True when the same stretch of time, `steady` by the monotonic clock and `real` by the wall
+// clock, agrees within a second: otherwise the two were not of one boot, or a clock stepped.
+bool clocks_agree(std::chrono::nanoseconds steady, std::chrono::nanoseconds real);
+
 // True when a view written `steady_age` ago by the monotonic clock and `real_age` ago by the
 // wall clock may be used at `max_age`: both ages within it, and the two within a second of each
 // other (a view kept across a reboot has a monotonic age that means nothing).

@@ -152,31 +152,27 @@ std::optional<std::chrono::nanoseconds> mark_check(const std::string& dir, const
   }
   // The monotonic clock of the check before, as it wrote it; then this check's, in its place
   // (the write also sets the modification time, the wall clock's view of the same moment).
-  char buf[32] = {};
+  char buf[64] = {};
   const ssize_t got = created ? 0 : ::pread(f.get(), buf, sizeof buf - 1, 0);
   const std::int64_t now = ns_since_epoch(std::chrono::steady_clock::now());
-  const std::string text = util::format("{:020}\n", now);
+  const std::string text = util::format("steady_ns {:020}\n", now); // one width: no tail left
   struct stat after {};
   const ssize_t put = ::pwrite(f.get(), text.data(), text.size(), 0);
   if (put != static_cast<ssize_t>(text.size()) || ::fstat(f.get(), &after) != 0 || got <= 0) {
     return std::nullopt;
   }
-  std::string_view was{buf, static_cast<std::size_t>(got)};
-  std::int64_t then = 0;
-  const auto [p, ec] = std::from_chars(was.data(), was.data() + was.size(), then);
-  if (ec != std::errc{} || p == was.data() || *p != '\n' || then <= 0 || then > now) {
+  std::size_t pos = 0;
+  const auto then = field(std::string_view{buf, static_cast<std::size_t>(got)}, pos, "steady_ns");
+  if (!then || *then <= 0 || *then > now) {
     return std::nullopt; // another boot's, or not a mark
   }
   const auto at = [](const struct timespec& t) {
     return std::chrono::seconds{t.tv_sec} + std::chrono::nanoseconds{t.tv_nsec};
   };
-  const std::chrono::nanoseconds steady{now - then};
-  const std::chrono::nanoseconds real = at(after.st_mtim) - at(before.st_mtim);
-  // Both clocks must tell the same time (as shared_view_fresh): a mark kept across a reboot,
-  // or a clock that stepped, says nothing of the cadence. The file system's coarse time is
-  // only the witness; the monotonic time is the measure.
-  const std::chrono::nanoseconds apart = steady > real ? steady - real : real - steady;
-  if (apart > std::chrono::seconds{1}) {
+  const std::chrono::nanoseconds steady{now - *then};
+  // A mark kept across a reboot, or a clock that stepped, says nothing of the cadence. The file
+  // system's coarse time is only the witness; the monotonic time is the measure.
+  if (!core::clocks_agree(steady, at(after.st_mtim) - at(before.st_mtim))) {
     return std::nullopt;
   }
   return steady;

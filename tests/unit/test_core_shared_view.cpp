@@ -40,6 +40,13 @@ TEST_CASE("a shared view is fresh only while both clocks call it young", "[core]
   CHECK_FALSE(core::shared_view_fresh(100ms, -2s, 500ms)); // the wall clock stepped back
 }
 
+TEST_CASE("two clocks agree on a stretch of time within a second", "[core][shared_view]") {
+  CHECK(core::clocks_agree(1500ms, 1000ms));
+  CHECK(core::clocks_agree(1000ms, 2000ms));
+  CHECK_FALSE(core::clocks_agree(100ms, 3600s)); // another boot
+  CHECK_FALSE(core::clocks_agree(2100ms, 1000ms));
+}
+
 TEST_CASE("each cluster's Patroni URLs have their own shared view", "[core][shared_view]") {
   const auto a = core::shared_view_key({"http://10.0.0.1:8008", "http://10.0.0.2:8008"});
   CHECK(a == core::shared_view_key({"http://10.0.0.1:8008", "http://10.0.0.2:8008"}));

@@ -127,7 +127,7 @@ TEST_CASE("a mark of another boot, or not a mark, says nothing of the cadence",
   testing::TempDir t;
   CHECK_FALSE(probe::mark_check(t.path, "check-1"));
   SECTION("a monotonic time later than now: another boot's") {
-    t.write("check-1.mark", "99999999999999999999\n", 0600);
+    t.write("check-1.mark", "steady_ns 09000000000000000000\n", 0600);
     CHECK_FALSE(probe::mark_check(t.path, "check-1"));
   }
   SECTION("garbage") {
