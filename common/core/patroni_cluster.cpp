@@ -1,5 +1,7 @@
 #include "patroni_cluster.hpp"
 
+#include "patroni_tags.hpp"
+
 #include <util/format.hpp>
 
 #include <nlohmann/json.hpp>
@@ -11,22 +13,6 @@ namespace dbcheck::core {
 namespace {
 
 using nlohmann::json;
-
-bool truthy_tag(const json& v) {
-  if (v.is_boolean()) {
-    return v.get<bool>();
-  }
-  if (v.is_number_integer()) {
-    return v.get<long long>() != 0;
-  }
-  if (v.is_string()) {
-    std::string s = v.get<std::string>();
-    std::transform(s.begin(), s.end(), s.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return s == "true" || s == "yes" || s == "on" || s == "1";
-  }
-  return false;
-}
 
 std::string string_field(const json& obj, const char* key) {
   const auto it = obj.find(key);

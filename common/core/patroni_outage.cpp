@@ -36,48 +36,97 @@ Failure first_failure(const std::vector<OutageAnswer>& answers) {
 
 } // namespace
 
-OutageDecision outage_leader(const OutageAnswers& in) {
-  const auto& answers = in.answers;
-  const std::size_t n = answers.size();
+namespace {
+
+// Who answered and what they run.
+struct Tally {
   std::size_t answered = 0;
-  std::vector<std::size_t> holders;
-  std::vector<std::size_t> primaries;
-  for (std::size_t i = 0; i < n; ++i) {
+  std::vector<std::size_t> holders;   // 200 as a running primary
+  std::vector<std::size_t> primaries; // a primary in any state
+};
+
+Tally tally(const std::vector<OutageAnswer>& answers) {
+  Tally t;
+  for (std::size_t i = 0; i < answers.size(); ++i) {
     if (answers[i].report) {
-      ++answered;
+      ++t.answered;
       if (holds_leader(*answers[i].report)) {
-        holders.push_back(i);
+        t.holders.push_back(i);
       }
       if (runs_primary(*answers[i].report)) {
-        primaries.push_back(i);
+        t.primaries.push_back(i);
       }
     }
   }
+  return t;
+}
+
+// Why more than one member cannot be trusted to keep the leader: each one reporting a primary.
+std::string several_said(const OutageAnswers& in, const Tally& t) {
+  std::string all;
+  for (const std::size_t i : t.primaries) {
+    all += (all.empty() ? "" : "; ") + said(in.answers[i]);
+  }
+  return util::format("more than one member reports a primary ({})", all);
+}
+
+// The one holder `h` is kept under failsafe mode, or by its own clock with a majority
+// answering; else the decision says why not.
+OutageDecision kept_by_failsafe_or_majority(const OutageAnswers& in, const Tally& t,
+                                            std::size_t h) {
+  OutageDecision d;
+  const std::size_t n = in.answers.size();
+  const LeaderReport& r = *in.answers[h].report;
+  if (r.status.failsafe_active) {
+    d.leader = h;
+    d.failsafe = true;
+    d.why = "failsafe mode is active: every member of Patroni's failsafe topology accepted it "
+            "within ttl";
+    return d;
+  }
+  if (2 * t.answered <= n) {
+    d.why = util::format("{} keeps the leader by its own clock, without failsafe mode, and only "
+                         "{} of {} members answer: this host may be cut off with it while the "
+                         "others elect another",
+                         said(in.answers[h]), t.answered, n);
+    d.kind = first_failure(in.answers);
+    return d;
+  }
+  d.leader = h;
+  d.why = util::format("it holds the leader lock by its own clock (without failsafe mode Patroni "
+                       "demotes it once retry_timeout passes); {} of {} members answer and no "
+                       "other runs a primary",
+                       t.answered, n);
+  return d;
+}
+
+} // namespace
+
+OutageDecision outage_leader(const OutageAnswers& in) {
+  const auto& answers = in.answers;
+  const std::size_t n = answers.size();
+  const Tally t = tally(answers);
   OutageDecision d;
   // A standby cluster's members name no primary by design: nothing was demoted there.
   const bool standby = std::any_of(answers.begin(), answers.end(), [](const OutageAnswer& a) {
     return a.report && a.report->status.role == "standby_leader";
   });
-  d.no_primary = n > 0 && answered == n && primaries.empty() && !standby;
+  d.no_primary = n > 0 && t.answered == n && t.primaries.empty() && !standby;
   const bool own_answered = in.own && answers[*in.own].report;
-  if (holders.empty()) {
+  if (t.holders.empty()) {
     d.why = own_answered ? util::format("this node's own Patroni does not keep it leader ({})",
                                         said(answers[*in.own]))
                          : util::format("no member's Patroni keeps a leader ({} of {} answered)",
-                                        answered, n);
-    d.kind = own_answered || (answered == n && n > 0) ? Failure::role : first_failure(answers);
+                                        t.answered, n);
+    d.kind = own_answered || (t.answered == n && n > 0) ? Failure::role : first_failure(answers);
     return d;
   }
-  if (holders.size() > 1 || primaries.size() > 1) {
-    std::string all;
-    for (const std::size_t i : primaries) {
-      all += (all.empty() ? "" : "; ") + said(answers[i]);
-    }
-    d.why = util::format("more than one member reports a primary ({})", all);
+  if (t.holders.size() > 1 || t.primaries.size() > 1) {
+    d.why = several_said(in, t);
     d.kind = Failure::protocol;
     return d;
   }
-  const std::size_t h = holders.front();
+  const std::size_t h = t.holders.front();
   if (in.own && *in.own != h) {
     d.why = util::format("another member's Patroni keeps the leader ({}), not this node's ({})",
                          said(answers[h]), own_answered ? said(answers[*in.own]) : "no answer");
@@ -93,27 +142,83 @@ OutageDecision outage_leader(const OutageAnswers& in) {
     d.kind = Failure::protocol;
     return d;
   }
-  const LeaderReport& r = *answers[h].report;
-  if (r.status.failsafe_active) {
-    d.leader = h;
-    d.failsafe = true;
-    d.why = "failsafe mode is active: every member of Patroni's failsafe topology accepted it "
-            "within ttl";
+  OutageDecision kept = kept_by_failsafe_or_majority(in, t, h);
+  kept.no_primary = d.no_primary;
+  return kept;
+}
+
+OutageReplicaDecision outage_leader_for_replica(const OutageAnswers& in) {
+  const auto& answers = in.answers;
+  const std::size_t n = answers.size();
+  const Tally t = tally(answers);
+  OutageReplicaDecision d;
+  if (t.holders.empty()) {
+    // Nothing to measure the replica's lag against (Patroni demoted its leader, or this host
+    // reaches none): its data may be behind one this host cannot see.
+    d.why = util::format("no member's Patroni keeps a leader to measure the replica against "
+                         "({} of {} answered)",
+                         t.answered, n);
+    d.kind = t.answered == n && n > 0 ? Failure::lag : first_failure(answers);
     return d;
   }
-  if (2 * answered <= n) {
-    d.why = util::format("{} keeps the leader by its own clock, without failsafe mode, and only "
-                         "{} of {} members answer: this host may be cut off with it while the "
-                         "others elect another",
-                         said(answers[h]), answered, n);
-    d.kind = first_failure(answers);
+  if (t.holders.size() > 1 || t.primaries.size() > 1) {
+    d.why = several_said(in, t);
+    d.kind = Failure::protocol;
     return d;
+  }
+  const std::size_t h = t.holders.front();
+  if (in.own && *in.own == h) {
+    d.why = util::format("this node's own Patroni keeps it leader ({})", said(answers[h]));
+    d.kind = Failure::role;
+    return d;
+  }
+  const OutageDecision kept = kept_by_failsafe_or_majority(in, t, h);
+  if (!kept.leader) {
+    d.why = kept.why;
+    d.kind = kept.kind;
+    return d;
+  }
+  // Patroni's GET /replica: a running replica not tagged noloadbalance.
+  if (in.own) {
+    const OutageAnswer& own = answers[*in.own];
+    if (!own.report) {
+      d.why = util::format("this node's own Patroni does not answer ({})", said(own));
+      d.kind = own.report.error().kind;
+      return d;
+    }
+    const PatroniStatus& st = own.report->status;
+    if (st.role != "replica" || st.state != "running") {
+      d.why = util::format("this node's own Patroni does not run it as a replica ({})", said(own));
+      d.kind = st.state != "running" ? Failure::not_ready : Failure::role;
+      return d;
+    }
+    if (st.noloadbalance) {
+      d.why = util::format("this node's own Patroni tags it noloadbalance ({})", own.url);
+      d.kind = Failure::policy;
+      return d;
+    }
+  } else {
+    // Which member the node is cannot be told: only when none could be tagged is it not.
+    if (t.answered < n) {
+      d.why = util::format("which member this node is cannot be told (no configured URL is on "
+                           "its host alone), and {} of {} members answer: whether it is tagged "
+                           "noloadbalance is not known",
+                           t.answered, n);
+      d.kind = first_failure(answers);
+      return d;
+    }
+    for (const auto& a : answers) {
+      if (a.report->status.noloadbalance) {
+        d.why = util::format("which member this node is cannot be told (no configured URL is on "
+                             "its host alone), and {} is tagged noloadbalance",
+                             a.url);
+        d.kind = Failure::policy;
+        return d;
+      }
+    }
   }
   d.leader = h;
-  d.why = util::format("it holds the leader lock by its own clock (without failsafe mode Patroni "
-                       "demotes it once retry_timeout passes); {} of {} members answer and no "
-                       "other runs a primary",
-                       answered, n);
+  d.why = util::format("{} keeps the leader without its DCS: {}", answers[h].url, kept.why);
   return d;
 }
 

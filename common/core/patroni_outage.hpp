@@ -53,12 +53,26 @@ struct OutageDecision {
   bool no_primary = false;
 };
 
+// What the answers decide for a replica's check.
+struct OutageReplicaDecision {
+  std::optional<std::size_t> leader; // the member whose Patroni keeps the leader: its GET
+                                     // /primary position is the replica's leader sample
+  std::string why;                   // why the leader is kept and the node may read, or not
+  Failure kind = Failure::none;
+};
+
 // --- Interface ---
 
 // The member whose Patroni keeps the leader: exactly one answers 200 as a running primary and
 // no other reports a primary; it is the node's own (`own` known, and that member); and either
 // it reports failsafe mode active or more than half of the members answered.
 OutageDecision outage_leader(const OutageAnswers& answers);
+
+// For a replica's check, what Patroni's own GET /replica keeps without the DCS, measured
+// against a leader: the kept leader as outage_leader() finds it, but not the node's own member;
+// and the node's own Patroni (`own` known) runs a replica and does not tag it noloadbalance;
+// with `own` not known, every member answered and none is tagged noloadbalance.
+OutageReplicaDecision outage_leader_for_replica(const OutageAnswers& answers);
 
 // The latest DCS read (dcs_last_seen, epoch seconds by each member's clock) any member reported;
 // nullopt when none did.

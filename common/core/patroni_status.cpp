@@ -1,5 +1,6 @@
 #include "patroni_status.hpp"
 
+#include "patroni_tags.hpp"
 #include "pg_identity.hpp"
 
 #include <nlohmann/json.hpp>
@@ -50,6 +51,20 @@ tl::expected<PatroniStatus, std::string> parse_patroni_status(std::string_view b
   }
   if (const auto fs = doc->find("failsafe_mode_is_active"); fs != doc->end()) {
     s.failsafe_active = fs->is_boolean() && fs->get<bool>();
+  }
+  if (const auto xlog = doc->find("xlog"); xlog != doc->end() && xlog->is_object()) {
+    const auto at = xlog->find("location");
+    if (at != xlog->end() && at->is_number_unsigned()) {
+      s.wal_location = at->get<Lsn>();
+    }
+  }
+  if (const auto tl = doc->find("timeline");
+      tl != doc->end() && tl->is_number_unsigned() && tl->get<std::uint64_t>() <= UINT32_MAX) {
+    s.timeline = static_cast<std::uint32_t>(tl->get<std::uint64_t>());
+  }
+  if (const auto tags = doc->find("tags"); tags != doc->end() && tags->is_object()) {
+    const auto nlb = tags->find("noloadbalance");
+    s.noloadbalance = nlb != tags->end() && truthy_tag(*nlb);
   }
   const auto patroni = doc->find("patroni");
   if (patroni != doc->end() && patroni->is_object()) {

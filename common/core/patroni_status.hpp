@@ -3,6 +3,8 @@
 // endpoints (GET /primary answers the same document, with 200 only while that Patroni holds
 // the leader lock by its own clock).
 
+#include "lsn.hpp"
+
 #include <tl/expected.hpp>
 
 #include <cstdint>
@@ -24,6 +26,11 @@ struct PatroniStatus {
   // failsafe_mode_is_active: on the leader, every member in the DCS's failsafe topology accepted
   // it within ttl while the DCS could not be read; on a replica, the leader asked it within ttl.
   bool failsafe_active = false;
+  // xlog.location and timeline on a primary: its PostgreSQL's current WAL position and
+  // timeline, read by Patroni's own query while serving the request; nullopt on a replica.
+  std::optional<Lsn> wal_location{};
+  std::optional<std::uint32_t> timeline{};
+  bool noloadbalance = false; // tags.noloadbalance: Patroni's GET /replica keeps it out
 };
 
 // What one member's Patroni answered to GET /primary: 200 only while it holds the leader lock

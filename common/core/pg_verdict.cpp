@@ -232,6 +232,87 @@ Verdict evaluate_writer(const WriterObservation& obs, SaturationPolicy saturatio
   return v;
 }
 
+namespace {
+
+// The node's stream and lag, once Patroni lets it read: `member` names it in the reason (its
+// role and name), `after` is said last.
+Verdict judge_stream(const ReplicaStatus& node, const ReplicaObservation& obs, double max_lag_s,
+                     const std::string& member, const std::string& after) {
+  if (!node.receiver_present) {
+    return {State::down, Failure::not_ready,
+            "no WAL receiver is running (archive-only recovery, or the stream is down)"};
+  }
+  if (!node.receiver_status) {
+    return {State::down, Failure::config,
+            "pg_stat_wal_receiver.status is hidden from the check user: create its views with "
+            "`dbcheck setup-sql postgres` (docs/sql/healthcheck-role.sql)"};
+  }
+  if (*node.receiver_status != "streaming") {
+    return {State::down, Failure::not_ready,
+            util::format("WAL receiver is {}, not streaming", *node.receiver_status)};
+  }
+  if (node.received_timeline && obs.leader_timeline &&
+      *node.received_timeline != *obs.leader_timeline) {
+    return {State::down, Failure::not_ready,
+            util::format("replica receives timeline {}, the leader writes timeline {}",
+                         *node.received_timeline, *obs.leader_timeline)};
+  }
+  const std::string paused = node.replay_paused ? "; replay is paused" : "";
+  const std::string max_text = util::format_seconds(max_lag_s);
+  if (!obs.lag.seconds) {
+    return {State::down, Failure::lag,
+            util::format("replica lag cannot be bounded: {}{}", obs.lag.derivation, paused)};
+  }
+  const double lag = *obs.lag.seconds;
+  if (lag > max_lag_s) {
+    return {State::down, Failure::lag,
+            util::format("replica lag {} > max_lag {} ({}){}", util::format_seconds(lag), max_text,
+                         obs.lag.derivation, paused)};
+  }
+  const std::string unchecked = identity_unchecked(
+      node.system_id, obs.leader_system_id, "the leader was not sampled with its identifier");
+  return {State::up, Failure::none,
+          util::format("streaming {}, lag <= {} (max_lag {}): {}{}{}{}", member,
+                       util::format_seconds(lag), max_text, obs.lag.derivation, paused,
+                       unchecked.empty() ? "" : "; " + unchecked, after)};
+}
+
+// No member gave its view: measured against the leader Patroni keeps without its DCS, as
+// Patroni's own GET /replica keeps a running replica then.
+Verdict replica_in_outage(const ReplicaStatus& node, const ReplicaObservation& obs,
+                          double max_lag_s, ReaderChoice readers) {
+  const std::string lead = describe_failure("Patroni", obs.manager.error());
+  const OutageReplicaDecision d = outage_leader_for_replica(*obs.outage);
+  if (!d.leader) {
+    return {State::down, d.kind,
+            util::format("{}; asked GET /primary of every member: {}", lead, d.why)};
+  }
+  if (readers == ReaderChoice::synchronous) {
+    return {State::down, Failure::policy,
+            util::format("{}: which members are synchronous standbys is kept in the DCS, so this "
+                         "backend (readers = \"synchronous\") takes none until it can be read",
+                         lead)};
+  }
+  const auto own = obs.outage->own;
+  if (!own && !(node.system_id && obs.leader_system_id)) {
+    // Then only the identifiers tie the node to this cluster (identity_mismatch() compared them).
+    return {State::down, Failure::protocol,
+            util::format("{}; which member this node is cannot be told (no configured URL is on "
+                         "its host alone) and its database system identifier was not compared "
+                         "with the leader's",
+                         lead)};
+  }
+  const std::string member =
+      own ? util::format("replica (its Patroni at {})", obs.outage->answers[*own].url)
+          : std::string{"replica"};
+  return judge_stream(node, obs, max_lag_s, member,
+                      util::format("; Patroni's DCS cannot be read: {} (no member gives its view "
+                                   "of the cluster: {})",
+                                   d.why, obs.manager.error().detail));
+}
+
+} // namespace
+
 Verdict evaluate_replica(const ReplicaObservation& obs, double max_lag_s, ReaderChoice readers) {
   if (!obs.node_answer) {
     return {State::down, obs.node_answer.error().kind,
@@ -248,8 +329,9 @@ Verdict evaluate_replica(const ReplicaObservation& obs, double max_lag_s, Reader
             "PostgreSQL is not in recovery (it is a primary), not a replica"};
   }
   if (!obs.manager) {
-    return {State::down, obs.manager.error().kind,
-            describe_failure("Patroni", obs.manager.error())};
+    return obs.outage ? replica_in_outage(node, obs, max_lag_s, readers)
+                      : Verdict{State::down, obs.manager.error().kind,
+                                describe_failure("Patroni", obs.manager.error())};
   }
   const PatroniMember* self = find_member(*obs.manager, obs.node);
   if (self == nullptr) {
@@ -287,44 +369,10 @@ Verdict evaluate_replica(const ReplicaObservation& obs, double max_lag_s, Reader
                          "takes synchronous and quorum standbys only (readers = \"synchronous\")",
                          self->name, self->role)};
   }
-  if (!node.receiver_present) {
-    return {State::down, Failure::not_ready,
-            "no WAL receiver is running (archive-only recovery, or the stream is down)"};
-  }
-  if (!node.receiver_status) {
-    return {State::down, Failure::config,
-            "pg_stat_wal_receiver.status is hidden from the check user: create its views with "
-            "`dbcheck setup-sql postgres` (docs/sql/healthcheck-role.sql)"};
-  }
-  if (*node.receiver_status != "streaming") {
-    return {State::down, Failure::not_ready,
-            util::format("WAL receiver is {}, not streaming", *node.receiver_status)};
-  }
-  if (node.received_timeline && obs.leader_timeline &&
-      *node.received_timeline != *obs.leader_timeline) {
-    return {State::down, Failure::not_ready,
-            util::format("replica receives timeline {}, the leader writes timeline {}",
-                         *node.received_timeline, *obs.leader_timeline)};
-  }
-  const std::string paused = node.replay_paused ? "; replay is paused" : "";
-  const std::string max_text = util::format_seconds(max_lag_s);
-  if (!obs.lag.seconds) {
-    return {State::down, Failure::lag,
-            util::format("replica lag cannot be bounded: {}{}", obs.lag.derivation, paused)};
-  }
-  const double lag = *obs.lag.seconds;
-  if (lag > max_lag_s) {
-    return {State::down, Failure::lag,
-            util::format("replica lag {} > max_lag {} ({}){}", util::format_seconds(lag), max_text,
-                         obs.lag.derivation, paused)};
-  }
-  const std::string unchecked = identity_unchecked(
-      node.system_id, obs.leader_system_id, "the leader was not sampled with its identifier");
-  return {State::up, Failure::none,
-          util::format("streaming {} {}, lag <= {} (max_lag {}): {}{}{}",
-                       is_synchronous_role(self->role) ? self->role : "replica", self->name,
-                       util::format_seconds(lag), max_text, obs.lag.derivation, paused,
-                       unchecked.empty() ? "" : "; " + unchecked)};
+  return judge_stream(
+      node, obs, max_lag_s,
+      util::format("{} {}", is_synchronous_role(self->role) ? self->role : "replica", self->name),
+      "");
 }
 
 } // namespace dbcheck::core

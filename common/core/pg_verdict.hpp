@@ -69,6 +69,9 @@ struct ReplicaObservation {
   std::optional<std::uint32_t> leader_timeline; // the leader's current timeline, when sampled
   std::optional<SystemId> leader_system_id;     // the leader's, when sampled with it
   std::string leader_name;                      // the leader sampled, for the identity reason
+  // When no member gave its view (`manager` failed without one usable answer): every member's
+  // GET /primary; the leader Patroni keeps without its DCS is then the one sampled.
+  std::optional<OutageAnswers> outage{};
 };
 
 // --- Interface ---
@@ -83,7 +86,8 @@ Verdict evaluate_writer(const WriterObservation& obs, SaturationPolicy saturatio
 
 // Reader: up when in recovery, streaming, not Patroni's leader, not tagged noloadbalance, a
 // synchronous or quorum standby when `readers` asks for one, and the lag's upper bound is at
-// most `max_lag_s`. Anything unknown is down.
+// most `max_lag_s`. Without the members' view, the same against the leader Patroni keeps
+// without its DCS (core/patroni_outage.hpp). Anything unknown is down.
 Verdict evaluate_replica(const ReplicaObservation& obs, double max_lag_s,
                          ReaderChoice readers = ReaderChoice::any);
 

@@ -87,4 +87,22 @@ SampleResult sample_leader(Peers& peers, const config::PostgresCluster& cluster,
   return s;
 }
 
+SampleResult sample_kept_leader(const core::OutageAnswers& outage, Clock::time_point sent) {
+  SampleResult s;
+  const core::OutageReplicaDecision d = core::outage_leader_for_replica(outage);
+  if (!d.leader) {
+    s.problem = d.why;
+    return s;
+  }
+  const core::LeaderReport& r = *outage.answers[*d.leader].report;
+  s.leader = r.status.name.value_or(r.url);
+  if (!r.status.wal_location || !r.status.timeline) {
+    s.problem = util::format("{}'s GET /primary gives no xlog.location and timeline", r.url);
+    return s;
+  }
+  s.sent = sent;
+  s.wal = core::WalSample{*r.status.wal_location, *r.status.timeline, r.status.system_id};
+  return s;
+}
+
 } // namespace dbcheck::probe

@@ -7,6 +7,7 @@
 
 #include <config/config.hpp>
 #include <core/patroni_cluster.hpp>
+#include <core/patroni_outage.hpp>
 #include <core/pg_rows.hpp>
 #include <core/probe_error.hpp>
 #include <core/report.hpp>
@@ -48,5 +49,10 @@ ask_with_identity(PgPeer& session, const char* sql, const Deadline& deadline);
 SampleResult sample_leader(Peers& peers, const config::PostgresCluster& cluster,
                            const core::ClusterView& view, const util::HostPort& node,
                            const Deadline& deadline, const std::string& opinion = "primary_sample");
+
+// The leader Patroni keeps without its DCS (core::outage_leader_for_replica()) as a sample:
+// the WAL position and timeline its GET /primary reported (Patroni reads them from PostgreSQL
+// while serving the request), asked at `sent`; a problem when none is kept or it gave none.
+SampleResult sample_kept_leader(const core::OutageAnswers& outage, Clock::time_point sent);
 
 } // namespace dbcheck::probe

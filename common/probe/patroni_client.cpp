@@ -312,30 +312,6 @@ ask_leader(Peers& peers, const core::PatroniMember& leader, const std::vector<st
   return leader_report(replies[0], base->url, util::format(" (asked at {})", base->why), step);
 }
 
-// GET /primary of every member at once, when none answered GET /cluster: what each Patroni
-// says of itself needs no DCS. One step per member, in configured order.
-core::OutageAnswers ask_outage(Peers& peers, const std::vector<std::string>& bases,
-                               const HttpOptions& tls, const util::HostPort& node,
-                               const Deadline& deadline, std::vector<core::Step>& steps) {
-  std::vector<std::string> urls;
-  for (const auto& b : bases) {
-    urls.push_back(b + "/primary");
-  }
-  std::vector<HttpReply> replies = peers.get_all(urls, status_options(tls), deadline,
-                                                 [](std::size_t, HttpReply&) { return false; });
-  core::OutageAnswers out;
-  out.own = core::own_member(bases, node);
-  for (std::size_t i = 0; i < bases.size(); ++i) {
-    core::Step step;
-    step.opinion = "manager";
-    step.asked = "GET /primary (no member answered GET /cluster)";
-    step.peer = util::redact_url(bases[i]);
-    out.answers.push_back({step.peer, leader_report(replies[i], bases[i], "", step)});
-    steps.push_back(std::move(step));
-  }
-  return out;
-}
-
 } // namespace
 
 namespace {
@@ -367,7 +343,7 @@ WriterManagerResult ask_patroni_for_writer(Peers& peers, const std::vector<std::
   const Deadline members_by = deadline.minus(reserve_for_last_step(deadline, peers.now()));
   WriterManagerResult r{writer_members(peers, bases, tls, node, members_by, share), std::nullopt};
   if (!r.members.view && r.members.none_answered && !bases.empty()) {
-    r.outage = ask_outage(peers, bases, tls, node, deadline, r.members.steps);
+    r.outage = ask_patroni_outage(peers, bases, tls, node, deadline, r.members.steps);
     return r;
   }
   if (!r.members.view || r.members.shared) {
@@ -383,6 +359,28 @@ WriterManagerResult ask_patroni_for_writer(Peers& peers, const std::vector<std::
   step.latency_ms = elapsed_ms(t0, peers.now());
   r.members.steps.push_back(std::move(step));
   return r;
+}
+
+core::OutageAnswers ask_patroni_outage(Peers& peers, const std::vector<std::string>& bases,
+                                       const HttpOptions& tls, const util::HostPort& node,
+                                       const Deadline& deadline, std::vector<core::Step>& steps) {
+  std::vector<std::string> urls;
+  for (const auto& b : bases) {
+    urls.push_back(b + "/primary");
+  }
+  std::vector<HttpReply> replies = peers.get_all(urls, status_options(tls), deadline,
+                                                 [](std::size_t, HttpReply&) { return false; });
+  core::OutageAnswers out;
+  out.own = core::own_member(bases, node);
+  for (std::size_t i = 0; i < bases.size(); ++i) {
+    core::Step step;
+    step.opinion = "manager";
+    step.asked = "GET /primary (no member answered GET /cluster)";
+    step.peer = util::redact_url(bases[i]);
+    out.answers.push_back({step.peer, leader_report(replies[i], bases[i], "", step)});
+    steps.push_back(std::move(step));
+  }
+  return out;
 }
 
 ShareSettings patroni_sharing(const config::PostgresCluster& cluster) {

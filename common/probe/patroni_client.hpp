@@ -66,6 +66,13 @@ WriterManagerResult ask_patroni_for_writer(Peers& peers, const std::vector<std::
                                            const Deadline& deadline,
                                            const ShareSettings& share = {});
 
+// GET /primary of every member (`bases`) at once, for when none answered GET /cluster: what
+// each Patroni says of itself needs no DCS. Adds one step per member to `steps`, in configured
+// order; `node` tells which member is the node's own (core::own_member()).
+core::OutageAnswers ask_patroni_outage(Peers& peers, const std::vector<std::string>& bases,
+                                       const HttpOptions& tls, const util::HostPort& node,
+                                       const Deadline& deadline, std::vector<core::Step>& steps);
+
 // How `cluster`'s checks share Patroni views: in shared_view_dir, for shared_view_max_age.
 // When that is "auto" (settings.automatic), no view is reused until with_cadence() says for how
 // long; what the members elect is shared all the same.

@@ -158,6 +158,18 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
 
   core::Report report;
   std::optional<ManagerResult> m = await_by(manager, deadline);
+  // No member gave its view (the DCS cannot be read, or this host reaches no member): the
+  // leader Patroni keeps without its DCS, if any, is sampled by its own GET /primary, where
+  // Patroni's GET /replica keeps running replicas.
+  std::optional<core::OutageAnswers> outage;
+  SampleResult kept_sample;
+  if (m && !m->view && m->none_answered && !cluster.patroni.empty()) {
+    const Deadline outage_by = deadline.minus(reserve_for_last_step(deadline, peers->now()));
+    const auto sent = peers->now();
+    outage = ask_patroni_outage(*peers, cluster.patroni, patroni_http(cluster), node, outage_by,
+                                m->steps);
+    kept_sample = sample_kept_leader(*outage, sent);
+  }
 
   // Sample the leader first and read the replica after: the order makes the bound sound. The
   // sample gets an earlier deadline, so a hung leader cannot starve the replica's own query
@@ -189,6 +201,8 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
           report.steps.push_back(*p.sample.step);
         }
       }
+    } else if (outage && opened) {
+      p.sample = kept_sample;
     } else {
       p.sample.problem = p.view ? "the replica did not answer" : "no view from Patroni";
     }
@@ -236,6 +250,10 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
 
   core::LagEvidence evidence;
   source.name_in(evidence, sample);
+  if (outage) {
+    evidence.caught_up_phrase = "replayed past the kept leader's WAL position (its GET /primary)";
+    evidence.behind_phrase = "replay still behind the kept leader's WAL position";
+  }
   evidence.primary_sampled = sample.wal.has_value();
   evidence.primary_problem = sample.problem;
   auto status = row ? tl::expected<core::ReplicaStatus, ProbeError>(row->status)
@@ -284,6 +302,7 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
                                sample.wal ? std::optional{sample.wal->timeline} : std::nullopt,
                                sample.wal ? sample.wal->system_id : std::nullopt,
                                sample.leader};
+  obs.outage = std::move(outage);
   obs.lag = core::estimate_lag(evidence);
   report.lag = obs.lag;
   report.verdict = core::evaluate_replica(

@@ -2,8 +2,9 @@
 (every member accepted it) and so does dbcheck's writer check, which tells the node's own
 Patroni by the configured URL on its host (lab/dcs.urls_naming); without that URL it fails
 closed. With failsafe off, Patroni demotes the leader once retry_timeout passes, and dbcheck
-follows. Either way the node is still asked: a replica is never the writer. etcd is restarted
-and the cluster healed before the test ends."""
+follows. Either way the node is still asked: a replica is never the writer. Readers are
+measured against the leader Patroni keeps (its GET /primary's WAL position), and fail closed
+once none is kept. etcd is restarted and the cluster healed before the test ends."""
 
 from lab import dcs, faults
 from lab.dbcheck import assert_in_time, explain, write_dbcheck_config
@@ -34,6 +35,8 @@ def test_etcd_down_failsafe_keeps_the_writer_as_patroni_does(workdir, pg_cluster
     cfg = write_dbcheck_config(workdir / "dbcheck", pg_cluster, owner=None,
                                patroni_urls=dcs.urls_naming(pg_cluster, leader))
     loopback = write_dbcheck_config(workdir / "loopback", pg_cluster, owner=None)
+    replica_cfg = write_dbcheck_config(workdir / "replica", pg_cluster, owner=None,
+                                       patroni_urls=dcs.urls_naming(pg_cluster, replica))
     dcs.set_failsafe(pg_cluster, True)
     faults.stop_etcd(pg_cluster)
     try:
@@ -52,8 +55,23 @@ def test_etcd_down_failsafe_keeps_the_writer_as_patroni_does(workdir, pg_cluster
         unknown = explain(dbcheck_bin, loopback, "pg_write", leader.pg_addr)
         assert unknown.rc == 1, unknown
         assert "which member this node is cannot be told" in unknown.reason, unknown
+        # Patroni's GET /replica keeps running replicas; dbcheck measures them against the kept
+        # leader's position in its own GET /primary, by the replica's own Patroni ...
+        read = explain(dbcheck_bin, replica_cfg, "pg_read", replica.pg_addr)
+        assert read.rc == 0, read
+        assert "Patroni's DCS cannot be read" in read.reason, read
+        assert "kept leader's WAL position" in read.reason, read
+        assert_in_time(read, TIMEOUT)
+        # ... or, every URL on one host, by its database system identifier ...
+        read_lo = explain(dbcheck_bin, loopback, "pg_read", replica.pg_addr)
+        assert read_lo.rc == 0, read_lo
+        assert_in_time(read_lo, TIMEOUT)
+        # ... and the leader is no reader.
+        lead_read = explain(dbcheck_bin, loopback, "pg_read", leader.pg_addr)
+        assert lead_read.rc == 1 and lead_read.failure == "role", lead_read
         figures("etcd down, failsafe on", f"leader UP in {run.report['elapsed_ms']:.0f} ms; "
-                f"replica DOWN {other.failure}: {other.reason[:100]}")
+                f"replica DOWN {other.failure}: {other.reason[:100]}; as a reader UP in "
+                f"{read.report['elapsed_ms']:.0f} ms: {read.reason[:160]}")
     finally:
         _heal(pg_cluster)
 
@@ -61,6 +79,7 @@ def test_etcd_down_failsafe_keeps_the_writer_as_patroni_does(workdir, pg_cluster
 def test_etcd_down_without_failsafe_follows_patroni_demoting(workdir, pg_cluster, dbcheck_bin,
                                                              figures):
     leader = pg_cluster.member(pg_cluster.wait_healthy().name)
+    replica = pg_cluster.replicas(leader)[0]
     cfg = write_dbcheck_config(workdir / "dbcheck", pg_cluster, owner=None)
     faults.stop_etcd(pg_cluster)
     try:
@@ -69,6 +88,11 @@ def test_etcd_down_without_failsafe_follows_patroni_demoting(workdir, pg_cluster
         run = explain(dbcheck_bin, cfg, "pg_write", leader.pg_addr)
         assert run.rc == 1 and run.failure == "role", run
         assert_in_time(run, TIMEOUT)
+        # No leader left to measure a replica against: readers fail closed.
+        read = explain(dbcheck_bin, cfg, "pg_read", replica.pg_addr)
+        assert read.rc == 1, read
+        assert "no member's Patroni keeps a leader" in read.reason, read
+        assert_in_time(read, TIMEOUT)
         figures("etcd down, failsafe off", f"old leader DOWN {run.failure} after Patroni demoted "
                 f"it: {run.reason[:140]}")
     finally:

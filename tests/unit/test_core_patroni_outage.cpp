@@ -139,3 +139,54 @@ TEST_CASE("a leader not running (starting, stopped) is not kept", "[core][patron
   CHECK_FALSE(d.leader);
   CHECK(d.kind == Failure::role);
 }
+
+TEST_CASE("for a replica, the kept leader is any member's but the node's own, and the node's own "
+          "Patroni must run it as a replica not tagged noloadbalance",
+          "[core][patroni][outage]") {
+  const auto r2 = replica("http://10.0.0.2:8008");
+  const auto r3 = replica("http://10.0.0.3:8008");
+  SECTION("failsafe leader, own member a running replica: the leader is kept") {
+    const auto d = outage_leader_for_replica(three(leader(true), r2, r3, 1));
+    REQUIRE(d.leader == 0u);
+    CHECK_THAT(d.why, dbcheck_test::Contains("failsafe mode is active"));
+  }
+  SECTION("without failsafe, a majority answering keeps it, as for the writer") {
+    CHECK(outage_leader_for_replica(three(leader(), r2, r3, 1)).leader == 0u);
+    const auto d = outage_leader_for_replica(
+        three(leader(), failed("http://10.0.0.2:8008"), failed("http://10.0.0.3:8008")));
+    CHECK_FALSE(d.leader);
+    CHECK(d.kind == Failure::timeout);
+  }
+  SECTION("the node's own member keeps the leader: not a replica") {
+    const auto d = outage_leader_for_replica(three(leader(true), r2, r3, 0));
+    CHECK_FALSE(d.leader);
+    CHECK(d.kind == Failure::role);
+  }
+  SECTION("own member tagged noloadbalance, or not running: out") {
+    auto tagged = r2;
+    tagged.report->status.noloadbalance = true;
+    CHECK(outage_leader_for_replica(three(leader(true), tagged, r3, 1)).kind == Failure::policy);
+    auto starting = r2;
+    starting.report->status.state = "starting";
+    CHECK(outage_leader_for_replica(three(leader(true), starting, r3, 1)).kind ==
+          Failure::not_ready);
+    CHECK(outage_leader_for_replica(three(leader(true), failed("http://10.0.0.2:8008"), r3, 1))
+              .kind == Failure::timeout);
+  }
+  SECTION("own member unknown: every member must answer, none tagged noloadbalance") {
+    CHECK(outage_leader_for_replica(three(leader(true), r2, r3)).leader == 0u);
+    auto tagged = r3;
+    tagged.report->status.noloadbalance = true;
+    CHECK(outage_leader_for_replica(three(leader(true), r2, tagged)).kind == Failure::policy);
+    CHECK_FALSE(
+        outage_leader_for_replica(three(leader(true), r2, failed("http://10.0.0.3:8008"))).leader);
+  }
+  SECTION("no leader kept, or two primaries: none") {
+    const auto d = outage_leader_for_replica(three(replica("http://10.0.0.1:8008"), r2, r3, 1));
+    CHECK_FALSE(d.leader);
+    CHECK(d.kind == Failure::lag);
+    CHECK_FALSE(outage_leader_for_replica(
+                    three(leader(true), answer("http://10.0.0.2:8008", 503, "primary"), r3, 1))
+                    .leader);
+  }
+}

@@ -46,3 +46,19 @@ TEST_CASE("GET /patroni: state, role, DCS contact and name", "[core][patroni][st
               .error() == "answer's \"database_system_identifier\" is not an unsigned number");
   }
 }
+
+TEST_CASE("GET /primary: a primary's WAL position and timeline, and the noloadbalance tag",
+          "[core][patroni][status]") {
+  const auto s = parse_patroni_status(R"({"state": "running", "role": "primary",
+    "xlog": {"location": 50331744}, "timeline": 3, "tags": {"noloadbalance": "yes"}})");
+  REQUIRE(s);
+  CHECK(s->wal_location == 50331744u);
+  CHECK(s->timeline == 3u);
+  CHECK(s->noloadbalance);
+  const auto r = parse_patroni_status(R"({"state": "running", "role": "replica",
+    "xlog": {"received_location": 5, "replayed_location": 5}, "timeline": -1})");
+  REQUIRE(r);
+  CHECK_FALSE(r->wal_location);
+  CHECK_FALSE(r->timeline); // not a timeline: as good as none
+  CHECK_FALSE(r->noloadbalance);
+}

@@ -769,3 +769,64 @@ TEST_CASE("writer: with the DCS unreadable, Patroni's leader under failsafe keep
     CHECK(v.failure == Failure::timeout);
   }
 }
+
+namespace {
+
+// A replica's observation with no member's view: every member's GET /primary instead.
+ReplicaObservation replica_outage_obs(std::vector<OutageAnswer> answers,
+                                      std::optional<std::size_t> own = 1) {
+  ReplicaObservation obs{
+      k_replica,
+      tl::make_unexpected(ProbeError{Failure::timeout, "timeout: no member answered", ""}),
+      streaming(),
+      lag(0.01),
+      3,
+      k_sysid,
+      "http://10.0.0.1:8008"};
+  obs.outage = OutageAnswers{std::move(answers), own};
+  return obs;
+}
+
+} // namespace
+
+TEST_CASE("reader: with the DCS unreadable, a replica is judged against the leader Patroni "
+          "keeps, as its GET /replica keeps running replicas",
+          "[core][pg][replica][outage]") {
+  const auto kept = primary_answer(200, "primary", true);
+  const auto self = primary_answer(503, "replica", false, "http://10.0.0.2:8008");
+  SECTION("streaming, within max_lag: up, and the reason says the DCS cannot be read") {
+    const Verdict v = evaluate_replica(replica_outage_obs({kept, self}), 1.0);
+    CHECK(v.state == State::up);
+    CHECK_THAT(v.reason, dbcheck_test::Contains("Patroni's DCS cannot be read") &&
+                             dbcheck_test::Contains("failsafe mode is active") &&
+                             dbcheck_test::Contains("its Patroni at http://10.0.0.2:8008"));
+  }
+  SECTION("over max_lag: down/lag as ever") {
+    auto obs = replica_outage_obs({kept, self});
+    obs.lag = lag(5);
+    const Verdict v = evaluate_replica(obs, 1.0);
+    CHECK(v.state == State::down);
+    CHECK(v.failure == Failure::lag);
+  }
+  SECTION("a synchronous-only backend: which standbys are synchronous is in the DCS") {
+    const Verdict v =
+        evaluate_replica(replica_outage_obs({kept, self}), 1.0, ReaderChoice::synchronous);
+    CHECK(v.state == State::down);
+    CHECK(v.failure == Failure::policy);
+  }
+  SECTION("no member keeps a leader: nothing to measure against") {
+    const auto demoted = primary_answer(503, "replica", false);
+    const Verdict v = evaluate_replica(replica_outage_obs({demoted, self}), 1.0);
+    CHECK(v.state == State::down);
+    CHECK(v.failure == Failure::lag);
+    CHECK_THAT(v.reason, dbcheck_test::Contains("no member's Patroni keeps a leader"));
+  }
+  SECTION("which member the node is unknown: its identifier must match the leader's") {
+    auto obs = replica_outage_obs({kept, self}, std::nullopt);
+    CHECK(evaluate_replica(obs, 1.0).state == State::up);
+    obs.node_answer->system_id.reset();
+    const Verdict v = evaluate_replica(obs, 1.0);
+    CHECK(v.state == State::down);
+    CHECK(v.failure == Failure::protocol);
+  }
+}
