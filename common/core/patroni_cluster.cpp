@@ -6,9 +6,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
-#include <cctype>
-
 namespace dbcheck::core {
 namespace {
 

@@ -34,9 +34,10 @@ Failure first_failure(const std::vector<OutageAnswer>& answers) {
   return Failure::protocol;
 }
 
-} // namespace
-
-namespace {
+// The node's own member, when `own` names one of the answers.
+std::optional<std::size_t> own_index(const OutageAnswers& in) {
+  return in.own && *in.own < in.answers.size() ? in.own : std::nullopt;
+}
 
 // Who answered and what they run.
 struct Tally {
@@ -45,6 +46,7 @@ struct Tally {
   std::vector<std::size_t> primaries; // a primary in any state
 };
 
+// Counts the members that answered, those holding the leader and those running a primary.
 Tally tally(const std::vector<OutageAnswer>& answers) {
   Tally t;
   for (std::size_t i = 0; i < answers.size(); ++i) {
@@ -112,10 +114,11 @@ OutageDecision outage_leader(const OutageAnswers& in) {
     return a.report && a.report->status.role == "standby_leader";
   });
   d.no_primary = n > 0 && t.answered == n && t.primaries.empty() && !standby;
-  const bool own_answered = in.own && answers[*in.own].report;
+  const std::optional<std::size_t> own = own_index(in);
+  const bool own_answered = own && answers[*own].report;
   if (t.holders.empty()) {
     d.why = own_answered ? util::format("this node's own Patroni does not keep it leader ({})",
-                                        said(answers[*in.own]))
+                                        said(answers[*own]))
                          : util::format("no member's Patroni keeps a leader ({} of {} answered)",
                                         t.answered, n);
     d.kind = own_answered || (t.answered == n && n > 0) ? Failure::role : first_failure(answers);
@@ -127,13 +130,13 @@ OutageDecision outage_leader(const OutageAnswers& in) {
     return d;
   }
   const std::size_t h = t.holders.front();
-  if (in.own && *in.own != h) {
+  if (own && *own != h) {
     d.why = util::format("another member's Patroni keeps the leader ({}), not this node's ({})",
-                         said(answers[h]), own_answered ? said(answers[*in.own]) : "no answer");
+                         said(answers[h]), own_answered ? said(answers[*own]) : "no answer");
     d.kind = Failure::role;
     return d;
   }
-  if (!in.own) {
+  if (!own) {
     // Without it, nothing here ties the leader's Patroni to the node: a read-write node that is
     // no member's (a promoted DR node, an old member left running) would pass beside it.
     d.why = util::format("{} keeps a leader, but which member this node is cannot be told: no "
@@ -151,6 +154,7 @@ OutageReplicaDecision outage_leader_for_replica(const OutageAnswers& in) {
   const auto& answers = in.answers;
   const std::size_t n = answers.size();
   const Tally t = tally(answers);
+  const std::optional<std::size_t> own = own_index(in);
   OutageReplicaDecision d;
   if (t.holders.empty()) {
     // Nothing to measure the replica's lag against (Patroni demoted its leader, or this host
@@ -167,7 +171,16 @@ OutageReplicaDecision outage_leader_for_replica(const OutageAnswers& in) {
     return d;
   }
   const std::size_t h = t.holders.front();
-  if (in.own && *in.own == h) {
+  if (!own) {
+    // Without it nothing here ties the node to a member: a replica of a standby cluster, or any
+    // clone of the cluster, shares its system identifier, and its tags cannot be seen.
+    d.why = util::format("{} keeps a leader, but which member this node is cannot be told: no "
+                         "configured URL is on its host alone",
+                         said(answers[h]));
+    d.kind = Failure::protocol;
+    return d;
+  }
+  if (*own == h) {
     d.why = util::format("this node's own Patroni keeps it leader ({})", said(answers[h]));
     d.kind = Failure::role;
     return d;
@@ -179,43 +192,22 @@ OutageReplicaDecision outage_leader_for_replica(const OutageAnswers& in) {
     return d;
   }
   // Patroni's GET /replica: a running replica not tagged noloadbalance.
-  if (in.own) {
-    const OutageAnswer& own = answers[*in.own];
-    if (!own.report) {
-      d.why = util::format("this node's own Patroni does not answer ({})", said(own));
-      d.kind = own.report.error().kind;
-      return d;
-    }
-    const PatroniStatus& st = own.report->status;
-    if (st.role != "replica" || st.state != "running") {
-      d.why = util::format("this node's own Patroni does not run it as a replica ({})", said(own));
-      d.kind = st.state != "running" ? Failure::not_ready : Failure::role;
-      return d;
-    }
-    if (st.noloadbalance) {
-      d.why = util::format("this node's own Patroni tags it noloadbalance ({})", own.url);
-      d.kind = Failure::policy;
-      return d;
-    }
-  } else {
-    // Which member the node is cannot be told: only when none could be tagged is it not.
-    if (t.answered < n) {
-      d.why = util::format("which member this node is cannot be told (no configured URL is on "
-                           "its host alone), and {} of {} members answer: whether it is tagged "
-                           "noloadbalance is not known",
-                           t.answered, n);
-      d.kind = first_failure(answers);
-      return d;
-    }
-    for (const auto& a : answers) {
-      if (a.report->status.noloadbalance) {
-        d.why = util::format("which member this node is cannot be told (no configured URL is on "
-                             "its host alone), and {} is tagged noloadbalance",
-                             a.url);
-        d.kind = Failure::policy;
-        return d;
-      }
-    }
+  const OutageAnswer& mine = answers[*own];
+  if (!mine.report) {
+    d.why = util::format("this node's own Patroni does not answer ({})", said(mine));
+    d.kind = mine.report.error().kind;
+    return d;
+  }
+  const PatroniStatus& st = mine.report->status;
+  if (st.role != "replica" || st.state != "running") {
+    d.why = util::format("this node's own Patroni does not run it as a replica ({})", said(mine));
+    d.kind = st.state != "running" ? Failure::not_ready : Failure::role;
+    return d;
+  }
+  if (st.noloadbalance) {
+    d.why = util::format("this node's own Patroni tags it noloadbalance ({})", mine.url);
+    d.kind = Failure::policy;
+    return d;
   }
   d.leader = h;
   d.why = util::format("{} keeps the leader without its DCS: {}", answers[h].url, kept.why);

@@ -69,9 +69,9 @@ struct OutageReplicaDecision {
 OutageDecision outage_leader(const OutageAnswers& answers);
 
 // For a replica's check, what Patroni's own GET /replica keeps without the DCS, measured
-// against a leader: the kept leader as outage_leader() finds it, but not the node's own member;
-// and the node's own Patroni (`own` known) runs a replica and does not tag it noloadbalance;
-// with `own` not known, every member answered and none is tagged noloadbalance.
+// against a leader: the kept leader as outage_leader() finds it, but not the node's own member
+// (`own` must be known); and the node's own Patroni runs a replica, in state running, and does
+// not tag it noloadbalance.
 OutageReplicaDecision outage_leader_for_replica(const OutageAnswers& answers);
 
 // The latest DCS read (dcs_last_seen, epoch seconds by each member's clock) any member reported;

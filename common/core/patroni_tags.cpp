@@ -1,7 +1,5 @@
 #include "patroni_tags.hpp"
 
-#include <algorithm>
-#include <cctype>
 #include <string>
 
 namespace dbcheck::core {
@@ -10,16 +8,13 @@ bool truthy_tag(const nlohmann::json& v) {
   if (v.is_boolean()) {
     return v.get<bool>();
   }
-  if (v.is_number_integer()) {
-    return v.get<long long>() != 0;
+  if (v.is_number()) {
+    return v.get<double>() != 0.0;
   }
   if (v.is_string()) {
-    std::string s = v.get<std::string>();
-    std::transform(s.begin(), s.end(), s.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return s == "true" || s == "yes" || s == "on" || s == "1";
+    return !v.get_ref<const std::string&>().empty();
   }
-  return false;
+  return !v.is_null() && !v.empty(); // an array or an object
 }
 
 } // namespace dbcheck::core

@@ -293,22 +293,27 @@ Verdict replica_in_outage(const ReplicaStatus& node, const ReplicaObservation& o
                          "backend (readers = \"synchronous\") takes none until it can be read",
                          lead)};
   }
-  const auto own = obs.outage->own;
-  if (!own && !(node.system_id && obs.leader_system_id)) {
-    // Then only the identifiers tie the node to this cluster (identity_mismatch() compared them).
-    return {State::down, Failure::protocol,
-            util::format("{}; which member this node is cannot be told (no configured URL is on "
-                         "its host alone) and its database system identifier was not compared "
-                         "with the leader's",
+  // Only the identifiers tie the node's PostgreSQL to its member's Patroni (identity_mismatch()
+  // compared them): another instance on the member's host would pass on its word.
+  if (!node.system_id) {
+    return {State::down, Failure::config,
+            util::format("{}; the node's database system identifier is hidden from the check "
+                         "user (create its views with `dbcheck setup-sql postgres`): without the "
+                         "members' view only it ties the node to the kept leader's cluster",
                          lead)};
   }
-  const std::string member =
-      own ? util::format("replica (its Patroni at {})", obs.outage->answers[*own].url)
-          : std::string{"replica"};
-  return judge_stream(node, obs, max_lag_s, member,
-                      util::format("; Patroni's DCS cannot be read: {} (no member gives its view "
-                                   "of the cluster: {})",
-                                   d.why, obs.manager.error().detail));
+  if (!obs.leader_system_id) {
+    return {State::down, Failure::protocol,
+            util::format("{}; the kept leader's GET /primary gives no "
+                         "database_system_identifier: without the members' view only it ties "
+                         "the node to the leader's cluster",
+                         lead)};
+  }
+  return judge_stream(
+      node, obs, max_lag_s,
+      util::format("replica (its Patroni at {})", obs.outage->answers[*obs.outage->own].url),
+      util::format("; no member gives its view of the cluster ({}): {}", obs.manager.error().detail,
+                   d.why));
 }
 
 } // namespace

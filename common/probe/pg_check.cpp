@@ -160,10 +160,11 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
   std::optional<ManagerResult> m = await_by(manager, deadline);
   // No member gave its view (the DCS cannot be read, or this host reaches no member): the
   // leader Patroni keeps without its DCS, if any, is sampled by its own GET /primary, where
-  // Patroni's GET /replica keeps running replicas.
+  // Patroni's GET /replica keeps running replicas. Not for a node that did not answer: its
+  // verdict is down already, and the requests would only load Patroni during the outage.
   std::optional<core::OutageAnswers> outage;
   SampleResult kept_sample;
-  if (m && !m->view && m->none_answered && !cluster.patroni.empty()) {
+  if (opened && m && !m->view && m->none_answered && !cluster.patroni.empty()) {
     const Deadline outage_by = deadline.minus(reserve_for_last_step(deadline, peers->now()));
     const auto sent = peers->now();
     outage = ask_patroni_outage(*peers, cluster.patroni, patroni_http(cluster), node, outage_by,
@@ -201,7 +202,7 @@ core::Report check_replica(const config::PostgresCluster& cluster, const config:
           report.steps.push_back(*p.sample.step);
         }
       }
-    } else if (outage && opened) {
+    } else if (outage) {
       p.sample = kept_sample;
     } else {
       p.sample.problem = p.view ? "the replica did not answer" : "no view from Patroni";

@@ -56,15 +56,16 @@ def test_etcd_down_failsafe_keeps_the_writer_as_patroni_does(workdir, pg_cluster
         assert unknown.rc == 1, unknown
         assert "which member this node is cannot be told" in unknown.reason, unknown
         # Patroni's GET /replica keeps running replicas; dbcheck measures them against the kept
-        # leader's position in its own GET /primary, by the replica's own Patroni ...
+        # leader's position in its own GET /primary, told by the replica's own Patroni ...
         read = explain(dbcheck_bin, replica_cfg, "pg_read", replica.pg_addr)
         assert read.rc == 0, read
-        assert "Patroni's DCS cannot be read" in read.reason, read
+        assert "no member gives its view of the cluster" in read.reason, read
         assert "kept leader's WAL position" in read.reason, read
         assert_in_time(read, TIMEOUT)
-        # ... or, every URL on one host, by its database system identifier ...
+        # ... not when nothing tells which member the node is (every URL on one host) ...
         read_lo = explain(dbcheck_bin, loopback, "pg_read", replica.pg_addr)
-        assert read_lo.rc == 0, read_lo
+        assert read_lo.rc == 1, read_lo
+        assert "which member this node is cannot be told" in read_lo.reason, read_lo
         assert_in_time(read_lo, TIMEOUT)
         # ... and the leader is no reader.
         lead_read = explain(dbcheck_bin, loopback, "pg_read", leader.pg_addr)

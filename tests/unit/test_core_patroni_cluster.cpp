@@ -83,7 +83,7 @@ TEST_CASE("Patroni 4 roles and tags: quorum standbys, nofailover, replicatefrom"
     {"name": "pg2", "role": "quorum_standby", "state": "streaming", "host": "10.0.0.2",
      "port": 5432, "tags": {"nofailover": true}},
     {"name": "pg3", "role": "replica", "state": "streaming", "host": "10.0.0.3", "port": 5432,
-     "tags": {"replicatefrom": "pg2", "nofailover": "false"}}]})");
+     "tags": {"replicatefrom": "pg2", "nofailover": false}}]})");
   REQUIRE(v);
   REQUIRE(v->members.size() == 3);
   CHECK(v->members[1].nofailover);

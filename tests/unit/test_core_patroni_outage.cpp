@@ -152,10 +152,14 @@ TEST_CASE("for a replica, the kept leader is any member's but the node's own, an
   }
   SECTION("without failsafe, a majority answering keeps it, as for the writer") {
     CHECK(outage_leader_for_replica(three(leader(), r2, r3, 1)).leader == 0u);
-    const auto d = outage_leader_for_replica(
-        three(leader(), failed("http://10.0.0.2:8008"), failed("http://10.0.0.3:8008")));
-    CHECK_FALSE(d.leader);
-    CHECK(d.kind == Failure::timeout);
+    const auto d =
+        outage_leader_for_replica(three(leader(), r2, failed("http://10.0.0.3:8008"), 1));
+    CHECK(d.leader == 0u);
+    const auto cut =
+        outage_leader_for_replica(three(leader(), failed("http://10.0.0.2:8008"),
+                                        failed("http://10.0.0.3:8008", Failure::network), 1));
+    CHECK_FALSE(cut.leader);
+    CHECK(cut.kind == Failure::timeout);
   }
   SECTION("the node's own member keeps the leader: not a replica") {
     const auto d = outage_leader_for_replica(three(leader(true), r2, r3, 0));
@@ -173,13 +177,11 @@ TEST_CASE("for a replica, the kept leader is any member's but the node's own, an
     CHECK(outage_leader_for_replica(three(leader(true), failed("http://10.0.0.2:8008"), r3, 1))
               .kind == Failure::timeout);
   }
-  SECTION("own member unknown: every member must answer, none tagged noloadbalance") {
-    CHECK(outage_leader_for_replica(three(leader(true), r2, r3)).leader == 0u);
-    auto tagged = r3;
-    tagged.report->status.noloadbalance = true;
-    CHECK(outage_leader_for_replica(three(leader(true), r2, tagged)).kind == Failure::policy);
-    CHECK_FALSE(
-        outage_leader_for_replica(three(leader(true), r2, failed("http://10.0.0.3:8008"))).leader);
+  SECTION("own member unknown: nothing ties the node to a member, as for the writer") {
+    const auto d = outage_leader_for_replica(three(leader(true), r2, r3));
+    CHECK_FALSE(d.leader);
+    CHECK(d.kind == Failure::protocol);
+    CHECK_FALSE(outage_leader_for_replica(three(leader(true), r2, r3, 7)).leader); // out of range
   }
   SECTION("no leader kept, or two primaries: none") {
     const auto d = outage_leader_for_replica(three(replica("http://10.0.0.1:8008"), r2, r3, 1));

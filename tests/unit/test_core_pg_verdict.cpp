@@ -797,7 +797,7 @@ TEST_CASE("reader: with the DCS unreadable, a replica is judged against the lead
   SECTION("streaming, within max_lag: up, and the reason says the DCS cannot be read") {
     const Verdict v = evaluate_replica(replica_outage_obs({kept, self}), 1.0);
     CHECK(v.state == State::up);
-    CHECK_THAT(v.reason, dbcheck_test::Contains("Patroni's DCS cannot be read") &&
+    CHECK_THAT(v.reason, dbcheck_test::Contains("no member gives its view of the cluster") &&
                              dbcheck_test::Contains("failsafe mode is active") &&
                              dbcheck_test::Contains("its Patroni at http://10.0.0.2:8008"));
   }
@@ -821,12 +821,21 @@ TEST_CASE("reader: with the DCS unreadable, a replica is judged against the lead
     CHECK(v.failure == Failure::lag);
     CHECK_THAT(v.reason, dbcheck_test::Contains("no member's Patroni keeps a leader"));
   }
-  SECTION("which member the node is unknown: its identifier must match the leader's") {
-    auto obs = replica_outage_obs({kept, self}, std::nullopt);
-    CHECK(evaluate_replica(obs, 1.0).state == State::up);
-    obs.node_answer->system_id.reset();
-    const Verdict v = evaluate_replica(obs, 1.0);
+  SECTION("which member the node is unknown: fails closed, as the writer") {
+    const Verdict v = evaluate_replica(replica_outage_obs({kept, self}, std::nullopt), 1.0);
     CHECK(v.state == State::down);
     CHECK(v.failure == Failure::protocol);
+    CHECK_THAT(v.reason, dbcheck_test::Contains("which member this node is cannot be told"));
+  }
+  SECTION("the identifiers tie the node to its member's cluster: both must be read") {
+    auto hidden = replica_outage_obs({kept, self});
+    hidden.node_answer->system_id.reset();
+    CHECK(evaluate_replica(hidden, 1.0).failure == Failure::config);
+    auto unsaid = replica_outage_obs({kept, self});
+    unsaid.leader_system_id.reset();
+    CHECK(evaluate_replica(unsaid, 1.0).failure == Failure::protocol);
+    auto other = replica_outage_obs({kept, self});
+    other.node_answer->system_id = k_sysid + 1;
+    CHECK(evaluate_replica(other, 1.0).failure == Failure::identity);
   }
 }

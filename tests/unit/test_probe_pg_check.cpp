@@ -357,11 +357,11 @@ namespace {
 
 // Peers where no member answers GET /cluster (the DCS cannot be read), pg1's Patroni keeps the
 // leader under failsafe at 0/3000060 on timeline 1, and the others run replicas; `own_body`
-// is pg2's own status.
-std::shared_ptr<FakePeers> outage_lab(std::vector<std::string> replays,
+// is pg2's own status. pg2 replays `replay`; both report the same system identifier.
+std::shared_ptr<FakePeers> outage_lab(std::string replay,
                                       std::string own_body = R"({"state": "running",
                                         "role": "replica"})") {
-  auto f = lab(std::move(replays));
+  auto f = lab({replay});
   f->http = [own_body](const std::string& url) {
     if (url.ends_with("/cluster")) {
       probe::HttpReply hung;
@@ -371,13 +371,21 @@ std::shared_ptr<FakePeers> outage_lab(std::vector<std::string> replays,
     }
     if (url.starts_with("http://10.0.0.1:")) {
       return testing::http_ok(R"({"state": "running", "role": "primary", "timeline": 1,
-        "xlog": {"location": 50331744}, "failsafe_mode_is_active": true})");
+        "xlog": {"location": 50331744}, "failsafe_mode_is_active": true,
+        "database_system_identifier": "7412345678901234567"})");
     }
     probe::HttpReply replica = testing::http_ok(url.starts_with("http://10.0.0.2:")
                                                     ? own_body
                                                     : R"({"state": "running", "role": "replica"})");
     replica.attempt.status = 503;
     return replica;
+  };
+  f->pg_answers["10.0.0.2:5432"] = [replay](const std::string& sql) {
+    if (sql == core::k_replica_sql) {
+      return std::vector<probe::PgRow>{
+          {"t", "t", "streaming", "f", replay, "0.5", "1", "7412345678901234567"}};
+    }
+    return std::vector<probe::PgRow>{{replay, "0.5"}};
   };
   return f;
 }
@@ -388,24 +396,24 @@ TEST_CASE("no member answering GET /cluster: a replica is measured against the l
           "keeps, from its GET /primary, read before the replica",
           "[probe][pg][patroni][outage]") {
   SECTION("caught up with the kept leader's position: up, and the reason says why") {
-    auto f = outage_lab({"0/3000060"});
+    auto f = outage_lab("0/3000060");
     const auto r = check_three(f, config::Role::replica, k_replica);
     CHECK(f->first("get http://10.0.0.1:8008/primary") < f->first(k_replica_query));
     CHECK(f->count("sql 10.0.0.1:5432") == 0); // its position came with its Patroni's answer
     CHECK(r.verdict.state == core::State::up);
-    CHECK_THAT(r.verdict.reason, dbcheck_test::Contains("Patroni's DCS cannot be read"));
+    CHECK_THAT(r.verdict.reason, dbcheck_test::Contains("no member gives its view"));
     CHECK_THAT(r.verdict.reason, dbcheck_test::Contains("failsafe mode is active"));
     REQUIRE(r.lag);
     CHECK_THAT(r.lag->derivation, dbcheck_test::Contains("kept leader's WAL position"));
   }
   SECTION("behind it, replay never reaching it: bounded by the last commit's age only") {
-    auto f = outage_lab({"0/2000000"});
+    auto f = outage_lab("0/2000000");
     const auto r = check_three(f, config::Role::replica, k_replica);
     REQUIRE(r.lag);
     CHECK_THAT(r.lag->derivation, dbcheck_test::Contains("still behind the kept leader's"));
   }
   SECTION("its own Patroni tags it noloadbalance: down, as Patroni's GET /replica") {
-    auto f = outage_lab({"0/3000060"}, R"({"state": "running", "role": "replica",
+    auto f = outage_lab("0/3000060", R"({"state": "running", "role": "replica",
                                            "tags": {"noloadbalance": true}})");
     const auto r = check_three(f, config::Role::replica, k_replica);
     CHECK(r.verdict.state == core::State::down);
