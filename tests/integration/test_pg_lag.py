@@ -79,8 +79,10 @@ def summary(pairs):
 def quiesce_autovacuum(pg_cluster, leader):
     """Leave autovacuum nothing to do on the leader: an autoanalyze commits, and earlier
     tests' heartbeats leave the heartbeat table due one. VACUUM ANALYZE every database
-    the lab writes, then wait (bounded) until no autovacuum worker is left running."""
-    for db in (APP_DB, "postgres"):
+    autovacuum visits (template1 too: after a test whose leader was demoted and started again,
+    its catalogs come due and an autoanalyze there commits mid-silence), then wait (bounded)
+    until no autovacuum worker is left running."""
+    for db in (APP_DB, "template1", "postgres"):
         conn = pg_cluster.superuser_conn(leader, db=db)  # not `with`: VACUUM refuses a transaction
         try:
             with conn.cursor() as cur:
