@@ -105,7 +105,11 @@ def provenance(argv=None):
         argv[0] = str(script.relative_to(REPO)) if script.is_relative_to(REPO) else argv[0]
     commit = (_git("rev-parse", "HEAD") or "").strip() or None
     status = _git("status", "--porcelain", "--untracked-files=normal")
-    if commit is None or status is None:
+    if (commit is None or status is None) and os.environ.get("DBCHECK_COMMIT"):
+        # A git worktree seen from inside a Debian root: its metadata lives outside the root.
+        commit = os.environ["DBCHECK_COMMIT"]
+        tree = "tree state not checked (commit given in DBCHECK_COMMIT: git cannot read it here)"
+    elif commit is None or status is None:
         tree = "tree state unknown (not a git checkout)"
     else:
         ignored = {RESULTS.resolve()}

@@ -448,7 +448,9 @@ def main():
         return 1
     command = " ".join(["bench/failover/run", *sys.argv[1:]])
     title = {"failover": "Failover proof: writes through HAProxy",
-             "partitions": "Partition proof: writes through HAProxy, hosts in network namespaces"}.get(
+             "partitions": "Partition proof: writes through HAProxy, hosts in network namespaces",
+             "dcs-outage": "DCS-outage proof: etcd stopped under Patroni, hosts in network "
+                           "namespaces"}.get(
         args.section.removesuffix(suffix), "Planned switchover proof: writes through HAProxy")
     if on_release:
         title += release_peers([lab.engine for lab in labs if lab.engine in variants])
