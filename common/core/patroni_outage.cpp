@@ -39,6 +39,14 @@ std::optional<std::size_t> own_index(const OutageAnswers& in) {
   return in.own && *in.own < in.answers.size() ? in.own : std::nullopt;
 }
 
+// Why the kept leader `a` decides nothing for the node: no configured URL says which member the
+// node is (core::own_member()).
+std::string member_untold(const OutageAnswer& a) {
+  return util::format("{} keeps a leader, but which member this node is cannot be told: no "
+                      "configured URL is on its host alone",
+                      said(a));
+}
+
 // Who answered and what they run.
 struct Tally {
   std::size_t answered = 0;
@@ -139,9 +147,7 @@ OutageDecision outage_leader(const OutageAnswers& in) {
   if (!own) {
     // Without it, nothing here ties the leader's Patroni to the node: a read-write node that is
     // no member's (a promoted DR node, an old member left running) would pass beside it.
-    d.why = util::format("{} keeps a leader, but which member this node is cannot be told: no "
-                         "configured URL is on its host alone",
-                         said(answers[h]));
+    d.why = member_untold(answers[h]);
     d.kind = Failure::protocol;
     return d;
   }
@@ -174,9 +180,7 @@ OutageReplicaDecision outage_leader_for_replica(const OutageAnswers& in) {
   if (!own) {
     // Without it nothing here ties the node to a member: a replica of a standby cluster, or any
     // clone of the cluster, shares its system identifier, and its tags cannot be seen.
-    d.why = util::format("{} keeps a leader, but which member this node is cannot be told: no "
-                         "configured URL is on its host alone",
-                         said(answers[h]));
+    d.why = member_untold(answers[h]);
     d.kind = Failure::protocol;
     return d;
   }
