@@ -6,9 +6,10 @@ the Sentinel + ROLE tcp-check: lab/anchors.py) answered for that node at the sam
 then the fault removed and health awaited (bounded).
 
 Run through bench/faults/run (root, Debian's /usr/bin/python3, build/ already built).
-Exit status 1 when any row broke the deadline (timeout + 100 ms), hung (hard caps: the check
-process at timeout + 5 s, the row at ROW_CAP_S), gave another verdict than the one expected,
-leaked a secret, or could not be measured. Lab servers are ours, stopped by PID.
+Exit status 1 when any row broke the deadline (timeout + 100 ms by the check's own
+elapsed_ms), hung (hard caps: the check process at timeout + 5 s, the row at ROW_CAP_S), gave
+another verdict than the one expected, leaked a secret, or could not be measured. Lab servers
+are ours, stopped by PID.
 
 The rows are declared once each in bench/faults/fault_rows_{pg,redis,etcd}.py (ROWS below puts them
 in table order); bench/faults/fault_runner.py starts the labs and measures a row,
@@ -64,12 +65,13 @@ def main():
     body = "\n\n".join([
         "## Fault matrix",
         f"`bench/faults/run` ({elapsed / 60:.1f} min on this machine). Configured check deadline "
-        "`timeout = \"800ms\"`; every external check must end within 900 ms. External: `dbcheck explain "
-        "--json` as its own process (wall time; its own `elapsed_ms` in brackets). Agent: `dbcheck-agent` "
-        "on that node (interval 1 s, fall 2, rise 3), its `/health` reported verdict; time to verdict from "
-        "the injection until it reported the expected verdict, polled every 100 ms (its own check duration "
-        "in brackets). Faults in dbcheck's configuration (fake peers, passwords, names) reach the agent by "
-        "a reload (SIGHUP). Anchors, asked beside the external check for the same node (evidence, never a "
+        "`timeout = \"800ms\"`; every external check must reach its verdict within 900 ms by its own clock "
+        "(`elapsed_ms`) and exit within the timeout + 5 s (a hang otherwise). External: `dbcheck explain "
+        "--json` as its own process (wall time; its own `elapsed_ms` in brackets). Agent: `dbcheck-agent` on "
+        "that node (interval 1 s, fall 2, rise 3), its `/health` reported verdict; time to verdict from the "
+        "injection until it reported the expected verdict, polled every 100 ms (its own check duration in "
+        "brackets). Faults in dbcheck's configuration (fake peers, passwords, names) reach the agent by a "
+        "reload (SIGHUP). Anchors, asked beside the external check for the same node (evidence, never a "
         "failing row): Patroni's `option httpchk GET /primary` (writer) or `GET /replica` (reader), "
         "`http-check expect status 200`; the Sentinel + ROLE tcp-check (the first Sentinel's "
         "`get-master-addr-by-name` names the server, then AUTH and ROLE `master`; a reader: ROLE `slave`). "
