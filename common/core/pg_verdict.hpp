@@ -1,6 +1,6 @@
 #pragma once
 // The two-opinion decisions for PostgreSQL under Patroni: pure functions, every branch tabled in
-// tests/unit/test_core_pg_verdict.cpp.
+// tests/unit/test_core_pg_verdict_*.cpp.
 
 #include "patroni_cluster.hpp"
 #include "patroni_outage.hpp"
