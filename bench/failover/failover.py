@@ -447,11 +447,12 @@ def main():
         print("[failover] no run completed", file=sys.stderr)
         return 1
     command = " ".join(["bench/failover/run", *sys.argv[1:]])
-    title = {"failover": "Failover proof: writes through HAProxy",
-             "partitions": "Partition proof: writes through HAProxy, hosts in network namespaces",
-             "dcs-outage": "DCS-outage proof: etcd stopped under Patroni, hosts in network "
-                           "namespaces"}.get(
-        args.section.removesuffix(suffix), "Planned switchover proof: writes through HAProxy")
+    # By what the section's name starts with: "failover-auto" is a failover proof too.
+    titles = {"failover": "Failover proof: writes through HAProxy",
+              "partitions": "Partition proof: writes through HAProxy, hosts in network namespaces",
+              "dcs-outage": "DCS-outage proof: etcd stopped under Patroni, hosts in network namespaces"}
+    title = next((t for k, t in titles.items() if args.section.startswith(k)),
+                 "Planned switchover proof: writes through HAProxy")
     if on_release:
         title += release_peers([lab.engine for lab in labs if lab.engine in variants])
     elif args.peer:
