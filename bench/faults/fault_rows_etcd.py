@@ -1,8 +1,8 @@
 """The fault matrix's etcd rows: a private 2-member Patroni cluster whose etcd is stopped; what
 the leader and dbcheck say over time, before and after Patroni demotes the leader; and the same
 with Patroni's failsafe_mode on, where the leader stays primary (lab/dcs.py), right after etcd
-stopped and once the leader's failsafe is active. Declared once in ROWS
-(bench/faults/fault_registry.py) as two sequences of two rows: each second row needs the first's fault."""
+stopped and once the leader's failsafe is active, then a replica as a reader. Declared once in ROWS
+(bench/faults/fault_registry.py) as two sequences of rows: each later row needs the first's fault."""
 
 import functools
 import time
@@ -116,8 +116,8 @@ def etcd_down(m, before_name, after_name):
         m.lines[-1].problems.append("the leader never demoted within 60 s")
 
 
-@ROWS.row("etcd-down-failsafe-before", "etcd-down-failsafe-active", lab=None)
-def etcd_down_failsafe(m, before_name, active_name):
+@ROWS.row("etcd-down-failsafe-before", "etcd-down-failsafe-active", "etcd-down-failsafe-reader", lab=None)
+def etcd_down_failsafe(m, before_name, active_name, reader_name):
     cluster = PatroniCluster(m.workdir / "etcd-failsafe-lab", members=2)
     m.stack.callback(cluster.stop)
     m.private_labs.append(cluster)
@@ -135,6 +135,11 @@ def etcd_down_failsafe(m, before_name, active_name):
     agent.start()
     config = write_dbcheck_config(m.workdir / "configs" / "etcd-failsafe-lab", cluster, owner=None,
                                   timeout="800ms", patroni_urls=urls)
+    # The replica's checks tell its own Patroni by its URL, as the leader's do.
+    replica = cluster.replicas(leader)[0]
+    replica_config = write_dbcheck_config(m.workdir / "configs" / "etcd-failsafe-lab-replica", cluster,
+                                          owner=None, timeout="800ms",
+                                          patroni_urls=dcs.urls_naming(cluster, replica))
     m.notes.append(f"**etcd down, failsafe on**: failsafe_mode set and /failsafe on every member in "
                    f"{time.monotonic() - t_on:.1f} s (patronictl edit-config)")
     state = {}
@@ -164,6 +169,13 @@ def etcd_down_failsafe(m, before_name, active_name):
             # Patroni demoted it after all: on Patroni 4 a REST API whose pool of 5 threads all
             # wait on the DCS (GET /cluster) leaves the leader's POST /failsafe unanswered.
             m.lines[-1].problems.append("the leader was not running under failsafe: Patroni demoted it")
+        # Row 3: the replica as a reader, measured against the leader Patroni keeps (its own
+        # GET /primary's WAL position), as Patroni's GET /replica keeps it (external check only:
+        # the agent serves the leader's node).
+        reader = Target("pg_read", replica.pg_addr, f"pg_read @ {replica.name} (replica), the leader's "
+                        "failsafe active", None, expect=FAILSAFE_EXPECT, agent_expect=None, healthy=None)
+        m.row(reader_name, "etcd still down, failsafe active: a replica as a reader", [reader], m.nothing,
+              config=replica_config)
     finally:
         stack.close()
         # Restore: etcd back, the cluster heals; then this lab is discarded (failsafe with it).
