@@ -1,15 +1,15 @@
 """The fault matrix: each fault injected against real servers on 127.0.0.1, with the
-verdict of the external check (`dbcheck explain --json`, its own wall time) and of the
-dbcheck-agent serving that node (its /health: reported state, failure, reason, and the time
-from injection until it reported the expected verdict), what the anchors (Patroni's httpchk,
-the Sentinel + ROLE tcp-check: lab/anchors.py) answered for that node at the same moment,
-then the fault removed and health awaited (bounded).
+verdict of the external check (`dbcheck explain --json`: its own elapsed_ms, the process's wall
+time and exit status) and of the dbcheck-agent serving that node (its /health: reported state,
+failure, reason, and the time from injection until it reported the expected verdict), what the
+anchors (Patroni's httpchk, the Sentinel + ROLE tcp-check: lab/anchors.py) answered for that
+node at the same moment, then the fault removed and health awaited (bounded).
 
 Run through bench/faults/run (root, Debian's /usr/bin/python3, build/ already built).
 Exit status 1 when any row broke the deadline (timeout + 100 ms by the check's own
-elapsed_ms), hung (hard caps: the check process at timeout + 5 s, the row at ROW_CAP_S), gave
-another verdict than the one expected, leaked a secret, or could not be measured. Lab servers
-are ours, stopped by PID.
+elapsed_ms), exited otherwise than its verdict says (0 up, 1 down), hung (hard caps: the check
+process at timeout + 5 s, the row at ROW_CAP_S), gave another verdict than the one expected,
+leaked a secret, or could not be measured. Lab servers are ours, stopped by PID.
 
 The rows are declared once each in bench/faults/fault_rows_{pg,redis,etcd}.py (ROWS below puts them
 in table order); bench/faults/fault_runner.py starts the labs and measures a row,

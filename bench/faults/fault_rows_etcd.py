@@ -176,6 +176,12 @@ def etcd_down_failsafe(m, before_name, active_name, reader_name):
                         "failsafe active", None, expect=FAILSAFE_EXPECT, agent_expect=None, healthy=None)
         m.row(reader_name, "etcd still down, failsafe active: a replica as a reader", [reader], m.nothing,
               config=replica_config)
+        line = m.lines[-1]
+        if not dcs.is_failsafe_active(cluster, leader):
+            line.problems.append("the leader was not running under failsafe: the row's premise failed")
+        if line.ext and line.ext.report and "kept leader" not in line.ext.reason:
+            # Up for another reason (a bound on the replica's last replay alone) is not this row's.
+            line.problems.append("the replica was not measured against the leader Patroni keeps")
     finally:
         stack.close()
         # Restore: etcd back, the cluster heals; then this lab is discarded (failsafe with it).

@@ -201,6 +201,12 @@ class Matrix:
         if elapsed_s > TIMEOUT_S + MARGIN_S:
             line.problems.append(f"external check took {elapsed_s * 1000:.0f} ms by its own clock > "
                                  f"{(TIMEOUT_S + MARGIN_S) * 1000:.0f} ms")
+        # HAProxy reads the exit status alone: 0 passes (state up), 1 fails. Anything else after
+        # a report (a crash on the way out, a signal) is a broken check whatever the JSON said.
+        want_rc = 0 if line.ext.state == "up" else 1
+        if line.ext.rc != want_rc:
+            line.problems.append(f"external check exited {line.ext.rc} after a verdict of "
+                                 f"{line.ext.state}: HAProxy reads {want_rc}")
         got = (line.ext.state, line.ext.failure)
         if not matches(got, t.expect):
             line.problems.append(f"external verdict {got} != expected {t.expect}")
