@@ -28,6 +28,18 @@ bool same_host(const std::string& a, const std::string& b) {
   return util::same_endpoint(util::HostPort{a, 1}, util::HostPort{b, 1});
 }
 
+// The wait of a round but the last, `left` before the deadline, `fastest` the quickest answer
+// with a view heard so far (none: the fixed cap).
+std::chrono::nanoseconds round_wait(std::chrono::nanoseconds left,
+                                    std::optional<std::chrono::nanoseconds> fastest) {
+  std::chrono::nanoseconds cap = k_first_round_wait;
+  if (fastest) {
+    cap = std::clamp<std::chrono::nanoseconds>(k_round_wait_factor * *fastest, k_min_round_wait,
+                                               k_first_round_wait);
+  }
+  return std::min(cap, left / 3);
+}
+
 } // namespace
 
 PatroniRounds::PatroniRounds(std::size_t configured, std::optional<std::size_t> own,
@@ -71,8 +83,7 @@ std::optional<PatroniRound> PatroniRounds::next(std::chrono::nanoseconds left) {
     }
     round.last = upto >= m_configured;
     round.own_alone = m_own && m_own_denial_decides && upto == 1;
-    round.wait =
-        round.last ? left : std::min<std::chrono::nanoseconds>(k_first_round_wait, left / 3);
+    round.wait = round.last ? left : round_wait(left, m_fastest);
     m_pending = round.members.size();
     m_last = round.last;
     m_own_alone = round.own_alone;
@@ -82,9 +93,12 @@ std::optional<PatroniRound> PatroniRounds::next(std::chrono::nanoseconds left) {
   return std::nullopt;
 }
 
-bool PatroniRounds::take(std::size_t member, MemberAnswer answer) {
+bool PatroniRounds::take(std::size_t member, MemberAnswer answer, std::chrono::nanoseconds took) {
   if (m_pending > 0) {
     --m_pending;
+  }
+  if (answer.view && (!m_fastest || took < *m_fastest)) {
+    m_fastest = std::max(took, std::chrono::nanoseconds{0});
   }
   m_finished[member] = true;
   m_said[member] = std::move(answer);

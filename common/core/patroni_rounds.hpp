@@ -26,6 +26,13 @@ namespace dbcheck::core {
 // its DCS cache in milliseconds; a member that takes longer is treated as not answering.
 inline constexpr std::chrono::milliseconds k_first_round_wait{250};
 
+// Once a member has answered with its view, a round but the last waits this many times the
+// fastest such answer (never less than k_min_round_wait): a member cut off from its DCS hangs
+// on /cluster, and waiting the full 250 ms for it delays every check of the new leader after a
+// partition. A wait that proves too short costs only requests: the last round waits for all.
+inline constexpr int k_round_wait_factor = 4;
+inline constexpr std::chrono::milliseconds k_min_round_wait{50};
+
 // One round of GET /cluster: the members asked at once, and how long they may take.
 struct PatroniRound {
   std::vector<std::size_t> members; // indexes of the configured members, in asking order
@@ -54,10 +61,10 @@ public:
   // no time is left. A member cut at the end of a round is asked again in the next.
   std::optional<PatroniRound> next(std::chrono::nanoseconds left);
 
-  // Records `member`'s answer (or failure) in the current round; true when the round need not
-  // wait for the others: the election is decided, or (but in the last round) the members of
-  // this round can no longer decide it.
-  bool take(std::size_t member, MemberAnswer answer);
+  // Records `member`'s answer (or failure), which took `took`, in the current round; true when
+  // the round need not wait for the others: the election is decided, or (but in the last
+  // round) the members of this round can no longer decide it.
+  bool take(std::size_t member, MemberAnswer answer, std::chrono::nanoseconds took);
 
   // Records why `member`, asked in the round just ended, gave nothing by its end (`why`): it
   // does not count while the rounds go on, and is reported so when no round asks it again.
@@ -99,6 +106,7 @@ private:
   bool m_last = false;       // the current round is the last
   bool m_own_alone = false;  // the current round asked the own Patroni alone
   bool m_denied = false;
+  std::optional<std::chrono::nanoseconds> m_fastest; // the quickest answer with a view so far
   std::vector<std::optional<MemberAnswer>> m_said;
   std::vector<bool> m_finished;
 };

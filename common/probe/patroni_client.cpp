@@ -9,6 +9,7 @@
 #include <util/url.hpp>
 
 #include <algorithm>
+#include <chrono>
 
 namespace dbcheck::probe {
 namespace {
@@ -148,7 +149,9 @@ void ask_round(Peers& peers, const std::vector<std::string>& bases, const HttpOp
     urls.push_back(bases[i] + "/cluster");
   }
   const EnoughFn enough = [&](std::size_t k, HttpReply& reply) {
-    return plan.take(round.members[k], member_answer(reply));
+    const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::duration<double, std::milli>{reply.attempt.latency_ms});
+    return plan.take(round.members[k], member_answer(reply), took);
   };
   std::vector<HttpReply> got = peers.get_all(urls, tls, by, enough);
   for (std::size_t k = 0; k < round.members.size(); ++k) {

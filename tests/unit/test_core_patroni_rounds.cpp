@@ -44,6 +44,8 @@ MemberAnswer answer_of(const std::string& says, std::size_t member, std::size_t 
   return {url, view_naming(says, n)};
 }
 
+constexpr nanoseconds k_answer_time{5ms}; // how long each answering member takes
+
 struct Run {
   std::vector<std::vector<std::size_t>> rounds; // the members asked, per round
   std::vector<nanoseconds> waits;
@@ -71,7 +73,7 @@ Run run(std::size_t own_or_none, bool own_denial_decides, const std::vector<std:
     bool enough = false;
     for (const std::size_t i : round->members) {
       if (!enough && says[i] != "hangs") {
-        enough = plan.take(i, answer_of(says[i], i, n));
+        enough = plan.take(i, answer_of(says[i], i, n), k_answer_time);
       }
     }
     for (const std::size_t i : round->members) {
@@ -206,6 +208,37 @@ TEST_CASE("a round waits a third of the time left, at most 250 ms; the last gets
   CHECK(r.waits[0] == nanoseconds{100ms});
 }
 
+TEST_CASE("once a member answered with its view, a round waits four times the fastest such answer",
+          "[core][patroni][rounds]") {
+  // A writer check: its own Patroni answers alone, then the first other member hangs (cut
+  // off from its DCS); the round ends at 4 x the own answer's time, between 50 and 250 ms.
+  for (const auto& [own_took, wait] :
+       std::vector<std::pair<nanoseconds, nanoseconds>>{{nanoseconds{5ms}, nanoseconds{50ms}},
+                                                        {nanoseconds{40ms}, nanoseconds{160ms}},
+                                                        {nanoseconds{100ms}, nanoseconds{250ms}}}) {
+    INFO(own_took.count());
+    PatroniRounds plan{3, 0, true};
+    REQUIRE(plan.next(nanoseconds{3s}));
+    CHECK(plan.take(0, answer_of("pg1", 0, 3), own_took)); // alone in its round
+    const auto second = plan.next(nanoseconds{3s});
+    REQUIRE(second);
+    CHECK(second->members == std::vector<std::size_t>{1});
+    CHECK(second->wait == wait);
+    plan.cut(1, answer_of("hangs", 1, 3));
+    const auto last = plan.next(nanoseconds{2s});
+    REQUIRE(last);
+    CHECK(last->last);
+    CHECK(last->members == std::vector<std::size_t>{1, 2});
+  }
+  // A refusal is no answer with a view: it does not shorten the wait.
+  PatroniRounds plan{3, 0, true};
+  REQUIRE(plan.next(nanoseconds{3s}));
+  CHECK(plan.take(0, answer_of("refuses", 0, 3), nanoseconds{1ms}));
+  const auto second = plan.next(nanoseconds{3s});
+  REQUIRE(second);
+  CHECK(second->wait == k_first_round_wait);
+}
+
 TEST_CASE("no time left: the first round is still asked, no other", "[core][patroni][rounds]") {
   // The first round with no time: its members time out at once, and that is the answer.
   Run r = run(k_none, false, {"hangs", "hangs", "pg1"}, {nanoseconds{0}, nanoseconds{0}});
@@ -226,7 +259,8 @@ TEST_CASE("the own Patroni's denial needs a leader that resolved and is not the 
   REQUIRE(round);
   CHECK(round->own_alone);
   CHECK(round->members == std::vector<std::size_t>{1});
-  CHECK(plan.take(1, answer_of("pg1", 1, 3))); // its round has nothing more to wait for
+  CHECK(plan.take(1, answer_of("pg1", 1, 3),
+                  k_answer_time)); // its round has nothing more to wait for
   const ClusterView* own = plan.own_view_to_check();
   REQUIRE(own != nullptr);
   ClusterView resolved = *own;
@@ -245,10 +279,11 @@ TEST_CASE("what was asked is reported in asking order; the shared answer is the 
   CHECK(plan.order() == std::vector<std::size_t>{2, 0, 1});
   const auto round = plan.next(nanoseconds{1s});
   REQUIRE(round);
-  CHECK_FALSE(plan.take(2, answer_of("pg2", 2, 3)));
-  CHECK(plan.take(0, answer_of("pg1", 0, 3))); // they disagree: member 1 must be asked
+  CHECK_FALSE(plan.take(2, answer_of("pg2", 2, 3), k_answer_time));
+  CHECK(
+      plan.take(0, answer_of("pg1", 0, 3), k_answer_time)); // they disagree: member 1 must be asked
   REQUIRE(plan.next(nanoseconds{1s}));
-  CHECK(plan.take(1, answer_of("pg1", 1, 3)));
+  CHECK(plan.take(1, answer_of("pg1", 1, 3), k_answer_time));
   CHECK_FALSE(plan.next(nanoseconds{1s}));
   const auto answers = plan.answers();
   REQUIRE(answers.size() == 3);
