@@ -43,16 +43,37 @@ def _every_member(cluster, path, predicate):
     return True
 
 
+def leader_acts_on(status, on):
+    """True when `status`, the leader's answer to a POST /failsafe, says its HA loop runs with
+    failsafe_mode `on`: a running primary answers 500 ("Running as a leader") with the mode on,
+    without acting on the request, and 502 with it off."""
+    return status == (500 if on else 502)
+
+
+def _leader_answer(cluster, leader):
+    try:
+        return cluster.rest(leader, "/failsafe", post={"name": "lab-probe"})[0]
+    except OSError:
+        return None
+
+
 def set_failsafe(cluster, on, timeout=60):
     """Set failsafe_mode in `cluster`'s dynamic configuration (patronictl edit-config, which
     writes the DCS; the DCS must answer) and wait, bounded, until every member's GET /config
-    says so and, when on, every member's GET /failsafe lists every member. Then one more HA loop
-    and a second: a member applies the configuration in the loop that read it, and a replica
-    refuses the leader's POST /failsafe until it has."""
+    says so, the leader's HA loop acts on it, and, when on, every member's GET /failsafe lists
+    every member. Then one more HA loop and a second: a member applies the configuration in the
+    loop that read it, and a replica refuses the leader's POST /failsafe until it has.
+    GET /config alone is not enough: it may answer from a DCS read of the REST thread's own
+    while the HA loop, held up by a DCS that just came back, still acts on the mode it last
+    read (the leader then stays primary through the next outage as if the mode were on)."""
     value = "true" if on else "false"
     cluster.patronictl("edit-config", "--set", f"failsafe_mode={value}", "--force", timeout=timeout)
     wait_until(lambda: _every_member(cluster, "/config", lambda b: config_says(b, on)), timeout,
                f"every member's GET /config saying failsafe_mode: {value}")
+    leader = cluster.wait_healthy(timeout)
+    wait_until(lambda: leader_acts_on(_leader_answer(cluster, leader), on), timeout,
+               f"{cluster.member(leader).name}'s HA loop acting on failsafe_mode: {value} "
+               f"(its POST /failsafe answering {500 if on else 502})")
     if on:
         names = [m.name for m in cluster.members()]
         wait_until(lambda: _every_member(cluster, "/failsafe", lambda b: lists_every_member(b, names)),
