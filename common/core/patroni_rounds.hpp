@@ -21,16 +21,22 @@
 
 namespace dbcheck::core {
 
-// How long the members asked first get before the others are asked too (when the first have
-// not decided by then): a third of the time left, at most this. Patroni answers /cluster from
-// its DCS cache in milliseconds; a member that takes longer is treated as not answering.
+// How long a round but the last waits before the members not yet asked are asked too (when
+// its members have not decided by then): a third of the time left, at most this. Patroni
+// answers /cluster from its DCS cache in milliseconds; a member that takes longer is treated as
+// not answering.
 inline constexpr std::chrono::milliseconds k_first_round_wait{250};
 
 // Once a member has answered with its view, a round but the last waits this many times the
-// fastest such answer (never less than k_min_round_wait): a member cut off from its DCS hangs
-// on /cluster, and waiting the full 250 ms for it delays every check of the new leader after a
-// partition. A wait that proves too short costs only requests: the last round waits for all.
+// fastest such answer instead (still at most k_first_round_wait and a third of the time left):
+// a member cut off from its DCS hangs on /cluster, and waiting the full 250 ms for it delays
+// every check of the new leader after a partition. A wait that proves too short costs requests
+// and that wait, never the answer: the cut member is asked again in the last round, which
+// waits for every member.
 inline constexpr int k_round_wait_factor = 4;
+
+// The least of that wait: room for a member a few network round trips further than the
+// fastest (a new connection, and TLS, each take round trips of their own).
 inline constexpr std::chrono::milliseconds k_min_round_wait{50};
 
 // One round of GET /cluster: the members asked at once, and how long they may take.

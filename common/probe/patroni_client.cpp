@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 namespace dbcheck::probe {
 namespace {
@@ -149,8 +150,10 @@ void ask_round(Peers& peers, const std::vector<std::string>& bases, const HttpOp
     urls.push_back(bases[i] + "/cluster");
   }
   const EnoughFn enough = [&](std::size_t k, HttpReply& reply) {
+    const double ms = reply.attempt.latency_ms;
     const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(
-        std::chrono::duration<double, std::milli>{reply.attempt.latency_ms});
+        std::chrono::duration<double, std::milli>{std::isfinite(ms) ? std::clamp(ms, 0.0, 1e9)
+                                                                    : 1e9});
     return plan.take(round.members[k], member_answer(reply), took);
   };
   std::vector<HttpReply> got = peers.get_all(urls, tls, by, enough);

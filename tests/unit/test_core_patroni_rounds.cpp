@@ -237,6 +237,13 @@ TEST_CASE("once a member answered with its view, a round waits four times the fa
   const auto second = plan.next(nanoseconds{3s});
   REQUIRE(second);
   CHECK(second->wait == k_first_round_wait);
+  // Little time left: a third of it, even below the least wait.
+  PatroniRounds late{3, 0, true};
+  REQUIRE(late.next(nanoseconds{3s}));
+  CHECK(late.take(0, answer_of("pg1", 0, 3), nanoseconds{5ms}));
+  const auto short_round = late.next(nanoseconds{90ms});
+  REQUIRE(short_round);
+  CHECK(short_round->wait == nanoseconds{30ms});
 }
 
 TEST_CASE("no time left: the first round is still asked, no other", "[core][patroni][rounds]") {
@@ -259,8 +266,8 @@ TEST_CASE("the own Patroni's denial needs a leader that resolved and is not the 
   REQUIRE(round);
   CHECK(round->own_alone);
   CHECK(round->members == std::vector<std::size_t>{1});
-  CHECK(plan.take(1, answer_of("pg1", 1, 3),
-                  k_answer_time)); // its round has nothing more to wait for
+  // Its round has nothing more to wait for.
+  CHECK(plan.take(1, answer_of("pg1", 1, 3), k_answer_time));
   const ClusterView* own = plan.own_view_to_check();
   REQUIRE(own != nullptr);
   ClusterView resolved = *own;
