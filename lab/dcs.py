@@ -7,7 +7,8 @@ loop once the mode is on, and read from the DCS by every member: it must be in e
 view before the DCS goes away, or the leader has nobody to ask and demotes as without the mode.
 So switching the mode on waits, bounded, until every member's GET /failsafe lists every member.
 The same code serves Patroni 3.0.2, 4.0.7 (Debian 13) and 4.1.4: patronictl edit-config and the
-REST answers used here are alike in all three."""
+REST answers used here are alike in all three (POST /failsafe read in 3.0.2's and 4.1.4's
+source)."""
 
 import time
 
@@ -43,16 +44,17 @@ def _every_member(cluster, path, predicate):
     return True
 
 
-def leader_acts_on(status, on):
-    """True when `status`, the leader's answer to a POST /failsafe, says its HA loop runs with
-    failsafe_mode `on`: a running primary answers 500 ("Running as a leader") with the mode on,
-    without acting on the request, and 502 with it off."""
-    return status == (500 if on else 502)
+def acts_on(status, on):
+    """True when `status`, a member's answer to an empty POST /failsafe, says its HA loop runs
+    with failsafe_mode `on`: Patroni checks the mode (as its HA loop last read it) before the
+    body, so an empty body gets 400 with the mode on and 502 with it off, and changes nothing
+    on any member (a body is applied on a replica)."""
+    return status == (400 if on else 502)
 
 
-def _leader_answer(cluster, leader):
+def _failsafe_answer(cluster, member):
     try:
-        return cluster.rest(leader, "/failsafe", post={"name": "lab-probe"})[0]
+        return cluster.rest(member, "/failsafe", post={})[0]
     except OSError:
         return None
 
@@ -60,20 +62,19 @@ def _leader_answer(cluster, leader):
 def set_failsafe(cluster, on, timeout=60):
     """Set failsafe_mode in `cluster`'s dynamic configuration (patronictl edit-config, which
     writes the DCS; the DCS must answer) and wait, bounded, until every member's GET /config
-    says so, the leader's HA loop acts on it, and, when on, every member's GET /failsafe lists
-    every member. Then one more HA loop and a second: a member applies the configuration in the
-    loop that read it, and a replica refuses the leader's POST /failsafe until it has.
+    says so and every member's HA loop acts on it, and, when on, every member's GET /failsafe
+    lists every member. Then one more HA loop and a second: a replica refuses the leader's
+    POST /failsafe until it has applied the mode.
     GET /config alone is not enough: it may answer from a DCS read of the REST thread's own
     while the HA loop, held up by a DCS that just came back, still acts on the mode it last
-    read (the leader then stays primary through the next outage as if the mode were on)."""
+    read (a leader then stays primary through the next outage as if the mode were on)."""
     value = "true" if on else "false"
     cluster.patronictl("edit-config", "--set", f"failsafe_mode={value}", "--force", timeout=timeout)
     wait_until(lambda: _every_member(cluster, "/config", lambda b: config_says(b, on)), timeout,
                f"every member's GET /config saying failsafe_mode: {value}")
-    leader = cluster.wait_healthy(timeout)
-    wait_until(lambda: leader_acts_on(_leader_answer(cluster, leader), on), timeout,
-               f"{cluster.member(leader).name}'s HA loop acting on failsafe_mode: {value} "
-               f"(its POST /failsafe answering {500 if on else 502})")
+    wait_until(lambda: all(acts_on(_failsafe_answer(cluster, m), on) for m in cluster.members()),
+               timeout, f"every member's HA loop acting on failsafe_mode: {value} (an empty "
+               f"POST /failsafe answered {400 if on else 502})")
     if on:
         names = [m.name for m in cluster.members()]
         wait_until(lambda: _every_member(cluster, "/failsafe", lambda b: lists_every_member(b, names)),

@@ -94,10 +94,10 @@ def test_the_lab_reads_patronis_failsafe_answers():
     assert not dcs.lists_every_member(body, ["pg1", "pg2", "pg3"])
     assert dcs.failsafe_active({"role": "master", "failsafe_mode_is_active": True})
     assert not dcs.failsafe_active({"role": "master"}) and not dcs.failsafe_active(None)
-    # The leader's POST /failsafe: 500 with the mode on, 502 off; no answer is neither.
-    assert dcs.leader_acts_on(500, True) and not dcs.leader_acts_on(502, True)
-    assert dcs.leader_acts_on(502, False) and not dcs.leader_acts_on(500, False)
-    assert not dcs.leader_acts_on(None, False) and not dcs.leader_acts_on(200, True)
+    # An empty POST /failsafe: 400 with the mode on, 502 off; no answer is neither.
+    assert dcs.acts_on(400, True) and not dcs.acts_on(502, True)
+    assert dcs.acts_on(502, False) and not dcs.acts_on(400, False)
+    assert not dcs.acts_on(None, False) and not dcs.acts_on(200, True)
 
 
 def test_a_failsafe_that_did_not_hold_fails_the_scenario():
