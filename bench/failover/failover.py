@@ -36,6 +36,7 @@ in docs/results.md (section "failover").
 import argparse
 import json
 import os
+import shutil
 import signal
 import statistics
 import sys
@@ -385,6 +386,7 @@ def main():
             continue
         workdir = Path(tempfile.mkdtemp(prefix=f"dbcheck-failover-{lab_cls.engine}."))
         workdir.chmod(0o755)
+        failed_before = len(failed)
         lab = lab_cls(workdir, tls=True) if args.tls else lab_cls(workdir)
         t_lab = time.monotonic()
         try:
@@ -443,6 +445,12 @@ def main():
                                 print(f"      {line}", flush=True)
         finally:
             lab.stop()
+            # Kept for reading only when something went wrong: a lab is hundreds of MB.
+            if len(failed) == failed_before and not any(
+                    r["gate"] for r in rows if r["engine"] == lab.engine):
+                shutil.rmtree(workdir, ignore_errors=True)
+            else:
+                print(f"[failover] kept {workdir}: a run failed or missed its gate", flush=True)
     if not rows:
         print("[failover] no run completed", file=sys.stderr)
         return 1
