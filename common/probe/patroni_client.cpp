@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 
 namespace dbcheck::probe {
 namespace {
@@ -149,11 +148,9 @@ void ask_round(Peers& peers, const std::vector<std::string>& bases, const HttpOp
   for (const std::size_t i : round.members) {
     urls.push_back(bases[i] + "/cluster");
   }
+  const Clock::time_point started = peers.now(); // every member of the round is asked now
   const EnoughFn enough = [&](std::size_t k, HttpReply& reply) {
-    const double ms = reply.attempt.latency_ms;
-    const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(
-        std::chrono::duration<double, std::milli>{std::isfinite(ms) ? std::clamp(ms, 0.0, 1e9)
-                                                                    : 1e9});
+    const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(peers.now() - started);
     return plan.take(round.members[k], member_answer(reply), took);
   };
   std::vector<HttpReply> got = peers.get_all(urls, tls, by, enough);
